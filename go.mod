@@ -1,0 +1,14 @@
+module github.com/mailhost/mailhost
+
+go 1.26.8
+
+require (
+	go.etcd.io/bbolt v1.5.0
+	golang.org/x/crypto v0.58.0
+	golang.org/x/net v0.62.0
+)
+
+require (
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)

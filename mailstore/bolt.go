@@ -1,0 +1,232 @@
+package mailstore
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// schemaVersion is the layout version this binary writes. Open upgrades an
+// older file, one migration per version, each in its own transaction.
+const schemaVersion = 1
+
+// Bucket layout. Every lookup the API and the mail plane make is a key or a
+// prefix seek in one of these; nothing scans another partner's data.
+//
+//	meta              "schema" -> uint64
+//	partners          id -> Partner (JSON)
+//	partner_names     name -> id
+//	keys              id -> APIKey
+//	key_lookup        lookup -> id
+//	partner_keys      partnerID|keyID -> ""
+//	domains           id -> Domain
+//	domain_names      name -> id
+//	partner_domains   partnerID|domainID -> ""
+//	mailboxes         id -> Mailbox
+//	addresses         email or "@domain" -> 'm'|'a' + id (one namespace for
+//	                  mailboxes and alias sources, so an address is never both)
+//	partner_mailboxes partnerID|mailboxID -> ""
+//	domain_mailboxes  domainID|mailboxID -> ""
+//	aliases           id -> Alias
+//	partner_aliases   partnerID|aliasID -> ""
+//	domain_aliases    domainID|aliasID -> ""
+//	transfer          domainID|"YYYY-MM" -> Transfer
+var (
+	bMeta             = []byte("meta")
+	bPartners         = []byte("partners")
+	bPartnerNames     = []byte("partner_names")
+	bKeys             = []byte("keys")
+	bKeyLookup        = []byte("key_lookup")
+	bPartnerKeys      = []byte("partner_keys")
+	bDomains          = []byte("domains")
+	bDomainNames      = []byte("domain_names")
+	bPartnerDomains   = []byte("partner_domains")
+	bMailboxes        = []byte("mailboxes")
+	bAddresses        = []byte("addresses")
+	bPartnerMailboxes = []byte("partner_mailboxes")
+	bDomainMailboxes  = []byte("domain_mailboxes")
+	bAliases          = []byte("aliases")
+	bPartnerAliases   = []byte("partner_aliases")
+	bDomainAliases    = []byte("domain_aliases")
+	bTransfer         = []byte("transfer")
+)
+
+var allBuckets = [][]byte{
+	bMeta, bPartners, bPartnerNames, bKeys, bKeyLookup, bPartnerKeys,
+	bDomains, bDomainNames, bPartnerDomains, bMailboxes, bAddresses,
+	bPartnerMailboxes, bDomainMailboxes, bAliases, bPartnerAliases,
+	bDomainAliases, bTransfer,
+}
+
+// FileName is the store's file inside the data directory.
+const FileName = "mailhost.db"
+
+// Options tune Open. The zero value is ready to use.
+type Options struct {
+	// LockTimeout is how long Open waits for another process to release the
+	// file before answering ErrLocked. Zero means 100ms.
+	LockTimeout time.Duration
+}
+
+// Bolt is the bbolt implementation of Store.
+type Bolt struct {
+	db *bolt.DB
+}
+
+var _ Store = (*Bolt)(nil)
+
+// Open opens (creating if needed) the store in dataDir and upgrades its
+// schema. It answers ErrLocked when another process holds the file.
+func Open(ctx context.Context, dataDir string, opt Options) (*Bolt, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	timeout := opt.LockTimeout
+	if timeout == 0 {
+		timeout = 100 * time.Millisecond
+	}
+	path := filepath.Join(dataDir, FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        timeout,
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+	})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// Deliveries arrive concurrently; a short batch window lets many share
+	// one commit and one fsync.
+	db.MaxBatchDelay = 2 * time.Millisecond
+	db.MaxBatchSize = 256
+	s := &Bolt{db: db}
+	if err := s.migrate(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the file.
+func (s *Bolt) Close() error { return s.db.Close() }
+
+// Path is the file's path.
+func (s *Bolt) Path() string { return s.db.Path() }
+
+func (s *Bolt) migrate() error {
+	var have uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if m := tx.Bucket(bMeta); m != nil {
+			if v := m.Get([]byte("schema")); len(v) == 8 {
+				have = binary.BigEndian.Uint64(v)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if have > schemaVersion {
+		return fmt.Errorf("schema %d: %w", have, ErrSchemaTooNew)
+	}
+	for v := have + 1; v <= schemaVersion; v++ {
+		if err := s.db.Update(func(tx *bolt.Tx) error {
+			if err := migrations[v-1](tx); err != nil {
+				return err
+			}
+			return tx.Bucket(bMeta).Put([]byte("schema"), u64(v))
+		}); err != nil {
+			return fmt.Errorf("migrate to schema %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// migrations[i] upgrades schema i to i+1.
+var migrations = []func(*bolt.Tx) error{
+	func(tx *bolt.Tx) error { // 0 -> 1: the first layout
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return createMailBuckets(tx)
+	},
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+func id8(v int64) []byte { return u64(uint64(v)) }
+
+func pair(a, b int64) []byte {
+	k := make([]byte, 16)
+	binary.BigEndian.PutUint64(k, uint64(a))
+	binary.BigEndian.PutUint64(k[8:], uint64(b))
+	return k
+}
+
+func getJSON(b *bolt.Bucket, key []byte, v any) bool {
+	raw := b.Get(key)
+	if raw == nil {
+		return false
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return false
+	}
+	return true
+}
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, raw)
+}
+
+// nextID hands out ids from the bucket's own sequence.
+func nextID(b *bolt.Bucket) (int64, error) {
+	n, err := b.NextSequence()
+	return int64(n), err
+}
+
+// view and update run fn in a transaction after checking ctx.
+func (s *Bolt) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(fn)
+}
+
+func (s *Bolt) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.Update(fn)
+}
+
+// batch is update for writes that arrive concurrently in volume (mail
+// delivery): bbolt groups them into one commit. fn may run more than once,
+// so it must only depend on the transaction.
+func (s *Bolt) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.Batch(fn)
+}
+
+func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }

@@ -1,0 +1,772 @@
+package mailstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// CreatePartner implements Control.
+func (s *Bolt) CreatePartner(ctx context.Context, name string, now time.Time) (Partner, error) {
+	var p Partner
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		names := tx.Bucket(bPartnerNames)
+		if names.Get([]byte(name)) != nil {
+			return ErrPartnerExists
+		}
+		b := tx.Bucket(bPartners)
+		id, err := nextID(b)
+		if err != nil {
+			return err
+		}
+		p = Partner{ID: id, Name: name, CreatedAt: utc(now)}
+		if err := names.Put([]byte(name), id8(id)); err != nil {
+			return err
+		}
+		return putJSON(b, id8(id), p)
+	})
+	if err != nil {
+		return Partner{}, fmt.Errorf("create partner %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// Partners implements Control.
+func (s *Bolt) Partners(ctx context.Context) ([]Partner, error) {
+	out := []Partner{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bPartners).ForEach(func(k, v []byte) error {
+			var p Partner
+			if getJSON(tx.Bucket(bPartners), k, &p) {
+				out = append(out, p)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// PartnerByName implements Control.
+func (s *Bolt) PartnerByName(ctx context.Context, name string) (Partner, error) {
+	var p Partner
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var ok bool
+		p, ok = partnerByName(tx, name)
+		if !ok {
+			return ErrPartnerNotFound
+		}
+		return nil
+	})
+	return p, err
+}
+
+func partnerByName(tx *bolt.Tx, name string) (Partner, bool) {
+	var p Partner
+	if id := tx.Bucket(bPartnerNames).Get([]byte(name)); id != nil {
+		return p, getJSON(tx.Bucket(bPartners), id, &p)
+	}
+	if n, err := strconv.ParseInt(name, 10, 64); err == nil {
+		return p, getJSON(tx.Bucket(bPartners), id8(n), &p)
+	}
+	return p, false
+}
+
+func partnerExists(tx *bolt.Tx, id int64) bool {
+	return tx.Bucket(bPartners).Get(id8(id)) != nil
+}
+
+// AddAPIKey implements Control.
+func (s *Bolt) AddAPIKey(ctx context.Context, partnerID int64, k APIKey) (APIKey, error) {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if !partnerExists(tx, partnerID) {
+			return ErrPartnerNotFound
+		}
+		b := tx.Bucket(bKeys)
+		id, err := nextID(b)
+		if err != nil {
+			return err
+		}
+		k.ID, k.PartnerID, k.CreatedAt = id, partnerID, utc(k.CreatedAt)
+		if tx.Bucket(bKeyLookup).Get([]byte(k.Lookup)) != nil {
+			return fmt.Errorf("key lookup collision: %w", ErrInvalidArgument)
+		}
+		if err := tx.Bucket(bKeyLookup).Put([]byte(k.Lookup), id8(id)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bPartnerKeys).Put(pair(partnerID, id), nil); err != nil {
+			return err
+		}
+		return putJSON(b, id8(id), k)
+	})
+	if err != nil {
+		return APIKey{}, fmt.Errorf("add API key: %w", err)
+	}
+	return k, nil
+}
+
+// APIKeys implements Control.
+func (s *Bolt) APIKeys(ctx context.Context, partnerID int64) ([]APIKey, error) {
+	out := []APIKey{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if !partnerExists(tx, partnerID) {
+			return ErrPartnerNotFound
+		}
+		keys := tx.Bucket(bKeys)
+		return eachChild(tx.Bucket(bPartnerKeys), partnerID, 0, func(id []byte) {
+			var k APIKey
+			if getJSON(keys, id, &k) {
+				out = append(out, k)
+			}
+		})
+	})
+	return out, err
+}
+
+// APIKeyByLookup implements Control.
+func (s *Bolt) APIKeyByLookup(ctx context.Context, lookup string) (APIKey, error) {
+	var k APIKey
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		id := tx.Bucket(bKeyLookup).Get([]byte(lookup))
+		if id == nil || !getJSON(tx.Bucket(bKeys), id, &k) {
+			return ErrKeyNotFound
+		}
+		return nil
+	})
+	return k, err
+}
+
+// RevokeAPIKey implements Control.
+func (s *Bolt) RevokeAPIKey(ctx context.Context, keyID int64, now time.Time) (APIKey, error) {
+	var k APIKey
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bKeys)
+		if !getJSON(b, id8(keyID), &k) {
+			return ErrKeyNotFound
+		}
+		if k.Revoked {
+			return nil
+		}
+		k.Revoked, k.RevokedAt = true, utc(now)
+		return putJSON(b, id8(keyID), k)
+	})
+	if err != nil {
+		return APIKey{}, fmt.Errorf("revoke key %d: %w", keyID, err)
+	}
+	return k, nil
+}
+
+// eachChild calls fn with the child id of every partnerID|child key of an
+// index bucket, in id order, from the first child after `after`.
+func eachChild(idx *bolt.Bucket, parent int64, after int64, fn func(child []byte)) error {
+	prefix := id8(parent)
+	c := idx.Cursor()
+	for k, _ := c.Seek(pair(parent, after+1)); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		fn(k[8:])
+	}
+	return nil
+}
+
+// page walks a partner|child index with limit and offset, decoding each
+// child from records into T, and counts the total.
+func page[T any](idx, records *bolt.Bucket, parent int64, p Page) ([]T, int) {
+	prefix := id8(parent)
+	out := []T{}
+	total := 0
+	c := idx.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		total++
+		if total <= p.Offset || (p.Limit > 0 && len(out) >= p.Limit) {
+			continue
+		}
+		var v T
+		if getJSON(records, k[8:], &v) {
+			out = append(out, v)
+		}
+	}
+	return out, total
+}
+
+// domainOf loads a partner's domain by name; another partner's domain is
+// not found.
+func domainOf(tx *bolt.Tx, partnerID int64, name string) (Domain, error) {
+	var d Domain
+	id := tx.Bucket(bDomainNames).Get([]byte(name))
+	if id == nil || !getJSON(tx.Bucket(bDomains), id, &d) || d.PartnerID != partnerID {
+		return Domain{}, ErrDomainNotFound
+	}
+	return d, nil
+}
+
+func putDomain(tx *bolt.Tx, d Domain) error {
+	return putJSON(tx.Bucket(bDomains), id8(d.ID), d)
+}
+
+// CreateDomain implements Control.
+func (s *Bolt) CreateDomain(ctx context.Context, partnerID int64, nd NewDomain, now time.Time) (Domain, error) {
+	var d Domain
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if !partnerExists(tx, partnerID) {
+			return ErrPartnerNotFound
+		}
+		names := tx.Bucket(bDomainNames)
+		if names.Get([]byte(nd.Name)) != nil {
+			return ErrDomainExists
+		}
+		b := tx.Bucket(bDomains)
+		id, err := nextID(b)
+		if err != nil {
+			return err
+		}
+		d = Domain{
+			ID: id, PartnerID: partnerID, Name: nd.Name, Plan: nd.Plan.Name,
+			MaxMailboxes: nd.MaxMailboxes, MaxAliases: nd.MaxAliases,
+			QuotaMB: nd.Plan.QuotaMB, RetentionDays: nd.Plan.RetentionDays,
+			TransferMonthlyMB: nd.Plan.TransferMonthlyMB, CreatedAt: utc(now),
+		}
+		if err := names.Put([]byte(nd.Name), id8(id)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bPartnerDomains).Put(pair(partnerID, id), nil); err != nil {
+			return err
+		}
+		return putDomain(tx, d)
+	})
+	if err != nil {
+		return Domain{}, fmt.Errorf("create domain %s: %w", nd.Name, err)
+	}
+	return d, nil
+}
+
+// Domains implements Control.
+func (s *Bolt) Domains(ctx context.Context, partnerID int64, p Page) ([]Domain, int, error) {
+	var out []Domain
+	var total int
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		out, total = page[Domain](tx.Bucket(bPartnerDomains), tx.Bucket(bDomains), partnerID, p)
+		return nil
+	})
+	return out, total, err
+}
+
+// Domain implements Control.
+func (s *Bolt) Domain(ctx context.Context, partnerID int64, name string) (Domain, error) {
+	var d Domain
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		d, err = domainOf(tx, partnerID, name)
+		return err
+	})
+	return d, err
+}
+
+// DomainByID implements Control.
+func (s *Bolt) DomainByID(ctx context.Context, partnerID int64, id int64) (Domain, error) {
+	var d Domain
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if !getJSON(tx.Bucket(bDomains), id8(id), &d) || d.PartnerID != partnerID {
+			return ErrDomainNotFound
+		}
+		return nil
+	})
+	return d, err
+}
+
+// changeDomain loads a partner's domain, lets fn change it and stores it.
+func (s *Bolt) changeDomain(ctx context.Context, partnerID int64, name string, fn func(tx *bolt.Tx, d *Domain) error) (Domain, error) {
+	var d Domain
+	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
+		if d, err = domainOf(tx, partnerID, name); err != nil {
+			return err
+		}
+		if err := fn(tx, &d); err != nil {
+			return err
+		}
+		return putDomain(tx, d)
+	})
+	if err != nil {
+		return Domain{}, fmt.Errorf("domain %s: %w", name, err)
+	}
+	return d, nil
+}
+
+// ApplyPlan implements Control.
+func (s *Bolt) ApplyPlan(ctx context.Context, partnerID int64, name string, plan Plan) (Domain, error) {
+	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *Domain) error {
+		d.Plan, d.QuotaMB = plan.Name, plan.QuotaMB
+		d.RetentionDays, d.TransferMonthlyMB = plan.RetentionDays, plan.TransferMonthlyMB
+		mbs := tx.Bucket(bMailboxes)
+		var ids [][]byte
+		eachChild(tx.Bucket(bDomainMailboxes), d.ID, 0, func(id []byte) { ids = append(ids, id) })
+		for _, id := range ids {
+			var m Mailbox
+			if !getJSON(mbs, id, &m) || m.QuotaMB == plan.QuotaMB {
+				continue
+			}
+			m.QuotaMB = plan.QuotaMB
+			if err := putJSON(mbs, id, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// SetDomainLimits implements Control.
+func (s *Bolt) SetDomainLimits(ctx context.Context, partnerID int64, name string, l DomainLimits) (Domain, error) {
+	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *Domain) error {
+		if l.MaxMailboxes != nil {
+			d.MaxMailboxes = *l.MaxMailboxes
+		}
+		if l.MaxAliases != nil {
+			d.MaxAliases = *l.MaxAliases
+		}
+		return nil
+	})
+}
+
+// SetRetention implements Control.
+func (s *Bolt) SetRetention(ctx context.Context, partnerID int64, name string, days int64) (Domain, error) {
+	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *Domain) error {
+		d.RetentionDays = days
+		return nil
+	})
+}
+
+// SetTransferCap implements Control.
+func (s *Bolt) SetTransferCap(ctx context.Context, partnerID int64, name string, mb int64) (Domain, error) {
+	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *Domain) error {
+		d.TransferMonthlyMB = mb
+		return nil
+	})
+}
+
+// SetSuspended implements Control.
+func (s *Bolt) SetSuspended(ctx context.Context, partnerID int64, name string, suspended bool) (Domain, error) {
+	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *Domain) error {
+		d.Suspended = suspended
+		return nil
+	})
+}
+
+// DeleteDomain implements Control.
+func (s *Bolt) DeleteDomain(ctx context.Context, partnerID int64, name string, force bool) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		d, err := domainOf(tx, partnerID, name)
+		if err != nil {
+			return err
+		}
+		if (d.MailboxCount > 0 || d.AliasCount > 0) && !force {
+			return ErrDomainNotEmpty
+		}
+		var mids, aids [][]byte
+		eachChild(tx.Bucket(bDomainMailboxes), d.ID, 0, func(id []byte) { mids = append(mids, id) })
+		eachChild(tx.Bucket(bDomainAliases), d.ID, 0, func(id []byte) { aids = append(aids, id) })
+		for _, id := range mids {
+			var m Mailbox
+			if getJSON(tx.Bucket(bMailboxes), id, &m) {
+				if err := deleteMailboxTx(tx, &d, m); err != nil {
+					return err
+				}
+			}
+		}
+		for _, id := range aids {
+			var a Alias
+			if getJSON(tx.Bucket(bAliases), id, &a) {
+				if err := deleteAliasTx(tx, &d, a); err != nil {
+					return err
+				}
+			}
+		}
+		// Transfer history goes with the domain.
+		c := tx.Bucket(bTransfer).Cursor()
+		prefix := id8(d.ID)
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bPartnerDomains).Delete(pair(partnerID, d.ID)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bDomainNames).Delete([]byte(d.Name)); err != nil {
+			return err
+		}
+		return tx.Bucket(bDomains).Delete(id8(d.ID))
+	})
+	if err != nil {
+		return fmt.Errorf("delete domain %s: %w", name, err)
+	}
+	return nil
+}
+
+// DomainUsage implements Control.
+func (s *Bolt) DomainUsage(ctx context.Context, partnerID int64, name string, month string) (DomainUsage, error) {
+	var u DomainUsage
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		if u.Domain, err = domainOf(tx, partnerID, name); err != nil {
+			return err
+		}
+		u.Transfer = transferOf(tx, u.Domain.ID, month)
+		return nil
+	})
+	return u, err
+}
+
+func transferOf(tx *bolt.Tx, domainID int64, month string) Transfer {
+	t := Transfer{Month: month}
+	getJSON(tx.Bucket(bTransfer), transferKey(domainID, month), &t)
+	return t
+}
+
+func transferKey(domainID int64, month string) []byte {
+	return append(id8(domainID), month...)
+}
+
+// domainPart returns what follows the last "@".
+func domainPart(addr string) string {
+	return addr[strings.LastIndexByte(addr, '@')+1:]
+}
+
+// address index values: kind byte then id.
+const (
+	addrMailbox = 'm'
+	addrAlias   = 'a'
+)
+
+func addrValue(kind byte, id int64) []byte { return append([]byte{kind}, id8(id)...) }
+
+// CreateMailbox implements Control.
+func (s *Bolt) CreateMailbox(ctx context.Context, partnerID int64, domainName, email, passwordHash string, now time.Time) (Mailbox, error) {
+	var m Mailbox
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		d, err := domainOf(tx, partnerID, domainName)
+		if err != nil {
+			return err
+		}
+		if domainPart(email) != d.Name || strings.HasPrefix(email, "@") {
+			return ErrWrongDomain
+		}
+		addrs := tx.Bucket(bAddresses)
+		if addrs.Get([]byte(email)) != nil {
+			return ErrEmailExists
+		}
+		if d.MaxMailboxes > 0 && d.MailboxCount >= d.MaxMailboxes {
+			return ErrMailboxLimit
+		}
+		b := tx.Bucket(bMailboxes)
+		id, err := nextID(b)
+		if err != nil {
+			return err
+		}
+		m = Mailbox{
+			ID: id, DomainID: d.ID, PartnerID: partnerID, Email: email,
+			PasswordHash: passwordHash, QuotaMB: d.QuotaMB, CreatedAt: utc(now),
+			PasswordChangedAt: utc(now),
+		}
+		if err := addrs.Put([]byte(email), addrValue(addrMailbox, id)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bPartnerMailboxes).Put(pair(partnerID, id), nil); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bDomainMailboxes).Put(pair(d.ID, id), nil); err != nil {
+			return err
+		}
+		if err := createMailboxFolders(tx, m); err != nil {
+			return err
+		}
+		d.MailboxCount++
+		if err := putDomain(tx, d); err != nil {
+			return err
+		}
+		return putJSON(b, id8(id), m)
+	})
+	if err != nil {
+		return Mailbox{}, fmt.Errorf("create mailbox %s: %w", email, err)
+	}
+	return m, nil
+}
+
+// Mailboxes implements Control.
+func (s *Bolt) Mailboxes(ctx context.Context, partnerID int64, domainID int64, p Page) ([]Mailbox, int, error) {
+	var out []Mailbox
+	var total int
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if domainID == 0 {
+			out, total = page[Mailbox](tx.Bucket(bPartnerMailboxes), tx.Bucket(bMailboxes), partnerID, p)
+			return nil
+		}
+		var d Domain
+		if !getJSON(tx.Bucket(bDomains), id8(domainID), &d) || d.PartnerID != partnerID {
+			return ErrDomainNotFound
+		}
+		out, total = page[Mailbox](tx.Bucket(bDomainMailboxes), tx.Bucket(bMailboxes), domainID, p)
+		return nil
+	})
+	return out, total, err
+}
+
+// mailboxOf loads a partner's mailbox by address.
+func mailboxOf(tx *bolt.Tx, partnerID int64, email string) (Mailbox, error) {
+	m, err := mailboxByEmail(tx, email)
+	if err != nil || m.PartnerID != partnerID {
+		return Mailbox{}, ErrMailboxNotFound
+	}
+	return m, nil
+}
+
+func mailboxByEmail(tx *bolt.Tx, email string) (Mailbox, error) {
+	var m Mailbox
+	v := tx.Bucket(bAddresses).Get([]byte(email))
+	if len(v) != 9 || v[0] != addrMailbox || !getJSON(tx.Bucket(bMailboxes), v[1:], &m) {
+		return Mailbox{}, ErrMailboxNotFound
+	}
+	return m, nil
+}
+
+// Mailbox implements Control.
+func (s *Bolt) Mailbox(ctx context.Context, partnerID int64, email string) (Mailbox, error) {
+	var m Mailbox
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		m, err = mailboxOf(tx, partnerID, email)
+		return err
+	})
+	return m, err
+}
+
+func (s *Bolt) changeMailbox(ctx context.Context, partnerID int64, email string, fn func(m *Mailbox)) (Mailbox, error) {
+	var m Mailbox
+	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
+		if m, err = mailboxOf(tx, partnerID, email); err != nil {
+			return err
+		}
+		fn(&m)
+		return putJSON(tx.Bucket(bMailboxes), id8(m.ID), m)
+	})
+	if err != nil {
+		return Mailbox{}, fmt.Errorf("mailbox %s: %w", email, err)
+	}
+	return m, nil
+}
+
+// SetPassword implements Control.
+func (s *Bolt) SetPassword(ctx context.Context, partnerID int64, email, passwordHash string, now time.Time) (Mailbox, error) {
+	return s.changeMailbox(ctx, partnerID, email, func(m *Mailbox) {
+		m.PasswordHash, m.PasswordChangedAt = passwordHash, utc(now)
+	})
+}
+
+// SetQuota implements Control.
+func (s *Bolt) SetQuota(ctx context.Context, partnerID int64, email string, mb int64) (Mailbox, error) {
+	return s.changeMailbox(ctx, partnerID, email, func(m *Mailbox) { m.QuotaMB = mb })
+}
+
+// DeleteMailbox implements Control.
+func (s *Bolt) DeleteMailbox(ctx context.Context, partnerID int64, email string) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		m, err := mailboxOf(tx, partnerID, email)
+		if err != nil {
+			return err
+		}
+		var d Domain
+		if !getJSON(tx.Bucket(bDomains), id8(m.DomainID), &d) {
+			return fmt.Errorf("mailbox %d: domain %d missing", m.ID, m.DomainID)
+		}
+		if err := deleteMailboxTx(tx, &d, m); err != nil {
+			return err
+		}
+		return putDomain(tx, d)
+	})
+	if err != nil {
+		return fmt.Errorf("delete mailbox %s: %w", email, err)
+	}
+	return nil
+}
+
+// deleteMailboxTx removes a mailbox, its indexes and its messages, and
+// takes them off the domain's counters (the caller stores d).
+func deleteMailboxTx(tx *bolt.Tx, d *Domain, m Mailbox) error {
+	msgs, bytes, err := deleteMailboxMessages(tx, m)
+	if err != nil {
+		return err
+	}
+	d.MessageCount -= msgs
+	d.UsedBytes -= bytes
+	d.MailboxCount--
+	for _, del := range []struct {
+		b []byte
+		k []byte
+	}{
+		{bAddresses, []byte(m.Email)},
+		{bPartnerMailboxes, pair(m.PartnerID, m.ID)},
+		{bDomainMailboxes, pair(m.DomainID, m.ID)},
+		{bMailboxes, id8(m.ID)},
+	} {
+		if err := tx.Bucket(del.b).Delete(del.k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CreateAlias implements Control.
+func (s *Bolt) CreateAlias(ctx context.Context, partnerID int64, domainName, source, destination string, now time.Time) (Alias, error) {
+	var a Alias
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		d, err := domainOf(tx, partnerID, domainName)
+		if err != nil {
+			return err
+		}
+		if domainPart(source) != d.Name {
+			return ErrWrongDomain
+		}
+		if source == destination {
+			return fmt.Errorf("destination is the source: %w", ErrInvalidArgument)
+		}
+		addrs := tx.Bucket(bAddresses)
+		if addrs.Get([]byte(source)) != nil {
+			return ErrAliasExists
+		}
+		if d.MaxAliases > 0 && d.AliasCount >= d.MaxAliases {
+			return ErrAliasLimit
+		}
+		b := tx.Bucket(bAliases)
+		id, err := nextID(b)
+		if err != nil {
+			return err
+		}
+		a = Alias{ID: id, DomainID: d.ID, PartnerID: partnerID, Source: source, Destination: destination, CreatedAt: utc(now)}
+		if err := addrs.Put([]byte(source), addrValue(addrAlias, id)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bPartnerAliases).Put(pair(partnerID, id), nil); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bDomainAliases).Put(pair(d.ID, id), nil); err != nil {
+			return err
+		}
+		d.AliasCount++
+		if err := putDomain(tx, d); err != nil {
+			return err
+		}
+		return putJSON(b, id8(id), a)
+	})
+	if err != nil {
+		return Alias{}, fmt.Errorf("create alias %s: %w", source, err)
+	}
+	return a, nil
+}
+
+// Aliases implements Control.
+func (s *Bolt) Aliases(ctx context.Context, partnerID int64, domainID int64, p Page) ([]Alias, int, error) {
+	var out []Alias
+	var total int
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if domainID == 0 {
+			out, total = page[Alias](tx.Bucket(bPartnerAliases), tx.Bucket(bAliases), partnerID, p)
+			return nil
+		}
+		var d Domain
+		if !getJSON(tx.Bucket(bDomains), id8(domainID), &d) || d.PartnerID != partnerID {
+			return ErrDomainNotFound
+		}
+		out, total = page[Alias](tx.Bucket(bDomainAliases), tx.Bucket(bAliases), domainID, p)
+		return nil
+	})
+	return out, total, err
+}
+
+func aliasBySource(tx *bolt.Tx, source string) (Alias, error) {
+	var a Alias
+	v := tx.Bucket(bAddresses).Get([]byte(source))
+	if len(v) != 9 || v[0] != addrAlias || !getJSON(tx.Bucket(bAliases), v[1:], &a) {
+		return Alias{}, ErrAliasNotFound
+	}
+	return a, nil
+}
+
+// DeleteAlias implements Control.
+func (s *Bolt) DeleteAlias(ctx context.Context, partnerID int64, source string) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		a, err := aliasBySource(tx, source)
+		if err != nil || a.PartnerID != partnerID {
+			return ErrAliasNotFound
+		}
+		var d Domain
+		if !getJSON(tx.Bucket(bDomains), id8(a.DomainID), &d) {
+			return fmt.Errorf("alias %d: domain %d missing", a.ID, a.DomainID)
+		}
+		if err := deleteAliasTx(tx, &d, a); err != nil {
+			return err
+		}
+		return putDomain(tx, d)
+	})
+	if err != nil {
+		return fmt.Errorf("delete alias %s: %w", source, err)
+	}
+	return nil
+}
+
+func deleteAliasTx(tx *bolt.Tx, d *Domain, a Alias) error {
+	d.AliasCount--
+	for _, del := range []struct {
+		b []byte
+		k []byte
+	}{
+		{bAddresses, []byte(a.Source)},
+		{bPartnerAliases, pair(a.PartnerID, a.ID)},
+		{bDomainAliases, pair(a.DomainID, a.ID)},
+		{bAliases, id8(a.ID)},
+	} {
+		if err := tx.Bucket(del.b).Delete(del.k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MailboxByEmail implements Mail.
+func (s *Bolt) MailboxByEmail(ctx context.Context, email string) (Mailbox, Domain, error) {
+	var m Mailbox
+	var d Domain
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		if m, err = mailboxByEmail(tx, email); err != nil {
+			return err
+		}
+		if !getJSON(tx.Bucket(bDomains), id8(m.DomainID), &d) {
+			return ErrDomainNotFound
+		}
+		return nil
+	})
+	return m, d, err
+}
+
+// AliasBySource implements Mail.
+func (s *Bolt) AliasBySource(ctx context.Context, source string) (Alias, error) {
+	var a Alias
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		a, err = aliasBySource(tx, source)
+		return err
+	})
+	return a, err
+}
+
+// DomainByName implements Mail.
+func (s *Bolt) DomainByName(ctx context.Context, name string) (Domain, error) {
+	var d Domain
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		id := tx.Bucket(bDomainNames).Get([]byte(name))
+		if id == nil || !getJSON(tx.Bucket(bDomains), id, &d) {
+			return ErrDomainNotFound
+		}
+		return nil
+	})
+	return d, err
+}
+
+var _ = errors.Is

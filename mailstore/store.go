@@ -1,0 +1,136 @@
+// Package mailstore holds mailhost's domain types, the Store interface with
+// its contract, its sentinel errors, and the bbolt implementation.
+//
+// Contract, for every implementation (mailstore/storetest checks it):
+//
+//   - Each method is one atomic use case: it happens whole or not at all, and
+//     when it returns nil its effect is durable (committed and synced).
+//   - Every method that takes a partnerID sees only that partner's objects;
+//     another partner's domain, mailbox or alias is reported exactly as a
+//     missing one (ErrDomainNotFound, ErrMailboxNotFound, ErrAliasNotFound).
+//   - Addresses and domain names are passed already normalised (lower case,
+//     IDNA ASCII form); see package policy.
+//   - Not found is an error, never a zero value with a nil error.
+//   - Counters (a domain's mailbox, alias and message counts and used bytes,
+//     a mailbox's used bytes and message count, transfer per month) change in
+//     the same transaction as what they count.
+//   - Times are stored in UTC with second precision.
+package mailstore
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Callers match them with errors.Is.
+var (
+	ErrNotFound         = errors.New("not found")
+	ErrPartnerNotFound  = notFound("partner not found")
+	ErrKeyNotFound      = notFound("API key not found")
+	ErrDomainNotFound   = notFound("domain not found")
+	ErrMailboxNotFound  = notFound("mailbox not found")
+	ErrAliasNotFound    = notFound("alias not found")
+	ErrPartnerExists    = errors.New("partner already exists")
+	ErrDomainExists     = errors.New("domain already exists")
+	ErrEmailExists      = errors.New("email already exists")
+	ErrAliasExists      = errors.New("alias source already exists")
+	ErrMailboxLimit     = errors.New("mailbox quota exceeded for this domain")
+	ErrAliasLimit       = errors.New("alias quota exceeded")
+	ErrDomainNotEmpty   = errors.New("domain is not empty")
+	ErrWrongDomain      = errors.New("address is not in the domain")
+	ErrLocked           = errors.New("store is locked by another process")
+	ErrSchemaTooNew     = errors.New("store schema is newer than this binary")
+	ErrInvalidArgument  = errors.New("invalid argument")
+)
+
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string        { return e.msg }
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
+
+func notFound(msg string) error { return &notFoundError{msg} }
+
+// Store is the whole persistent state of mailhost.
+type Store interface {
+	Control
+	Mail
+	// Close releases the store; it waits for methods under way.
+	Close() error
+}
+
+// Control is the control plane: partners, keys, domains, mailboxes, aliases
+// and their limits.
+type Control interface {
+	// CreatePartner adds a partner; ErrPartnerExists if the name is taken.
+	CreatePartner(ctx context.Context, name string, now time.Time) (Partner, error)
+	// Partners lists all partners by id.
+	Partners(ctx context.Context) ([]Partner, error)
+	// PartnerByName finds a partner by exact name, or by decimal id.
+	PartnerByName(ctx context.Context, name string) (Partner, error)
+
+	// AddAPIKey stores a key made by package credential. ID and PartnerID
+	// are set by the store; ErrPartnerNotFound if the partner is unknown.
+	AddAPIKey(ctx context.Context, partnerID int64, k APIKey) (APIKey, error)
+	// APIKeys lists a partner's keys, revoked ones included.
+	APIKeys(ctx context.Context, partnerID int64) ([]APIKey, error)
+	// APIKeyByLookup finds a key by its public lookup part (revoked or not).
+	APIKeyByLookup(ctx context.Context, lookup string) (APIKey, error)
+	// RevokeAPIKey revokes a key by id; repeating it is harmless.
+	RevokeAPIKey(ctx context.Context, keyID int64, now time.Time) (APIKey, error)
+
+	// CreateDomain adds a domain to a partner with the plan's limits.
+	// ErrDomainExists if any partner has the name.
+	CreateDomain(ctx context.Context, partnerID int64, d NewDomain, now time.Time) (Domain, error)
+	// Domains lists a partner's domains by id, and the total count.
+	Domains(ctx context.Context, partnerID int64, p Page) ([]Domain, int, error)
+	// Domain finds a partner's domain by name.
+	Domain(ctx context.Context, partnerID int64, name string) (Domain, error)
+	// DomainByID finds a partner's domain by id.
+	DomainByID(ctx context.Context, partnerID int64, id int64) (Domain, error)
+	// ApplyPlan sets the domain's plan, retention and transfer cap, and the
+	// quota of the domain and of each of its mailboxes, in one transaction.
+	ApplyPlan(ctx context.Context, partnerID int64, name string, plan Plan) (Domain, error)
+	// SetDomainLimits changes the count limits given.
+	SetDomainLimits(ctx context.Context, partnerID int64, name string, l DomainLimits) (Domain, error)
+	// SetRetention sets retention_days.
+	SetRetention(ctx context.Context, partnerID int64, name string, days int64) (Domain, error)
+	// SetTransferCap sets transfer_monthly_mb.
+	SetTransferCap(ctx context.Context, partnerID int64, name string, mb int64) (Domain, error)
+	// SetSuspended suspends or resumes a domain.
+	SetSuspended(ctx context.Context, partnerID int64, name string, suspended bool) (Domain, error)
+	// DeleteDomain deletes an empty domain; with force it first deletes its
+	// mailboxes (and their messages) and aliases. ErrDomainNotEmpty otherwise.
+	DeleteDomain(ctx context.Context, partnerID int64, name string, force bool) error
+	// DomainUsage returns the domain with its counters and the transfer
+	// figures of the given month (YYYY-MM).
+	DomainUsage(ctx context.Context, partnerID int64, name string, month string) (DomainUsage, error)
+
+	// CreateMailbox adds a mailbox to the partner's domain with the domain's
+	// quota. ErrDomainNotFound, ErrWrongDomain, ErrEmailExists (also when
+	// the address is an alias source), ErrMailboxLimit.
+	CreateMailbox(ctx context.Context, partnerID int64, domainName, email, passwordHash string, now time.Time) (Mailbox, error)
+	// Mailboxes lists a partner's mailboxes by id, all or of one domain
+	// (domainID 0 means all), and the total. ErrDomainNotFound for an
+	// unknown domain id.
+	Mailboxes(ctx context.Context, partnerID int64, domainID int64, p Page) ([]Mailbox, int, error)
+	// Mailbox finds a partner's mailbox by address.
+	Mailbox(ctx context.Context, partnerID int64, email string) (Mailbox, error)
+	// SetPassword replaces a mailbox's password hash.
+	SetPassword(ctx context.Context, partnerID int64, email, passwordHash string, now time.Time) (Mailbox, error)
+	// SetQuota sets a mailbox's quota_mb.
+	SetQuota(ctx context.Context, partnerID int64, email string, mb int64) (Mailbox, error)
+	// DeleteMailbox deletes a mailbox, its folders and messages, and frees
+	// their storage, in one transaction.
+	DeleteMailbox(ctx context.Context, partnerID int64, email string) error
+
+	// CreateAlias adds an alias (or a catch-all, source "@domain").
+	// ErrDomainNotFound, ErrWrongDomain, ErrAliasExists (also when the
+	// source is a mailbox address), ErrAliasLimit, ErrInvalidArgument when
+	// the destination is the source.
+	CreateAlias(ctx context.Context, partnerID int64, domainName, source, destination string, now time.Time) (Alias, error)
+	// Aliases lists a partner's aliases, all or of one domain.
+	Aliases(ctx context.Context, partnerID int64, domainID int64, p Page) ([]Alias, int, error)
+	// DeleteAlias deletes an alias by source.
+	DeleteAlias(ctx context.Context, partnerID int64, source string) error
+}

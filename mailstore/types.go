@@ -1,0 +1,129 @@
+package mailstore
+
+import "time"
+
+// Partner is a hosting provider or reseller: it owns domains and API keys.
+type Partner struct {
+	ID        int64     `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// APIKey is a partner's credential. Only a hash of its secret is stored; the
+// secret is shown once, when the key is made.
+type APIKey struct {
+	ID        int64  `json:"id"`
+	PartnerID int64  `json:"partner_id"`
+	// Lookup is the public, random part of the key that finds this record
+	// without a scan; Prefix is what listings show (it contains Lookup).
+	Lookup     string    `json:"lookup"`
+	Prefix     string    `json:"prefix"`
+	SecretHash []byte    `json:"secret_hash"`
+	CreatedAt  time.Time `json:"created_at"`
+	Revoked    bool      `json:"revoked"`
+	RevokedAt  time.Time `json:"revoked_at,omitzero"`
+}
+
+// Plan is a named set of the three plan-derived limits.
+type Plan struct {
+	Name              string `json:"name"`
+	QuotaMB           int64  `json:"quota_mb"`
+	RetentionDays     int64  `json:"retention_days"`
+	TransferMonthlyMB int64  `json:"transfer_monthly_mb"`
+}
+
+// Domain is a mail domain of one partner. MailboxCount, AliasCount,
+// MessageCount and UsedBytes are counters kept in the same transactions as
+// what they count, so usage never needs a scan.
+type Domain struct {
+	ID                int64     `json:"id"`
+	PartnerID         int64     `json:"partner_id"`
+	Name              string    `json:"name"`
+	Plan              string    `json:"plan"`
+	MaxMailboxes      int64     `json:"max_mailboxes"`
+	MaxAliases        int64     `json:"max_aliases"`
+	QuotaMB           int64     `json:"quota_mb"`
+	RetentionDays     int64     `json:"retention_days"`
+	TransferMonthlyMB int64     `json:"transfer_monthly_mb"`
+	Suspended         bool      `json:"suspended"`
+	CreatedAt         time.Time `json:"created_at"`
+
+	MailboxCount int64 `json:"mailbox_count"`
+	AliasCount   int64 `json:"alias_count"`
+	MessageCount int64 `json:"message_count"`
+	UsedBytes    int64 `json:"used_bytes"`
+}
+
+// Mailbox is an email account. UsedBytes and MessageCount change in the same
+// transaction as the messages they count.
+type Mailbox struct {
+	ID           int64     `json:"id"`
+	DomainID     int64     `json:"domain_id"`
+	PartnerID    int64     `json:"partner_id"`
+	Email        string    `json:"email"`
+	PasswordHash string    `json:"password_hash"`
+	QuotaMB      int64     `json:"quota_mb"`
+	UsedBytes    int64     `json:"used_bytes"`
+	MessageCount int64     `json:"message_count"`
+	LastLogin    time.Time `json:"last_login,omitzero"`
+	CreatedAt    time.Time `json:"created_at"`
+	// PasswordChangedAt lets login caches tell a stale verified password
+	// from a current one.
+	PasswordChangedAt time.Time `json:"password_changed_at,omitzero"`
+}
+
+// QuotaBytes is the mailbox's storage limit in bytes.
+func (m Mailbox) QuotaBytes() int64 { return m.QuotaMB * MB }
+
+// MB is the unit of every *_mb field: 1 MB = 1,048,576 bytes.
+const MB = 1 << 20
+
+// Alias forwards one source address (or, for a catch-all, every otherwise
+// unmatched address "@domain") to one destination address.
+type Alias struct {
+	ID          int64     `json:"id"`
+	DomainID    int64     `json:"domain_id"`
+	PartnerID   int64     `json:"partner_id"`
+	Source      string    `json:"source"`
+	Destination string    `json:"destination"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// CatchAll reports whether the alias is a catch-all ("@domain").
+func (a Alias) CatchAll() bool { return len(a.Source) > 0 && a.Source[0] == '@' }
+
+// Transfer is one domain's transfer figures for one UTC calendar month.
+type Transfer struct {
+	Month    string `json:"month"` // YYYY-MM
+	InBytes  int64  `json:"in_bytes"`
+	OutBytes int64  `json:"out_bytes"`
+}
+
+// DomainUsage is what GET /domains/{name}/usage reports.
+type DomainUsage struct {
+	Domain   Domain
+	Transfer Transfer
+}
+
+// Page selects a slice of a list. A zero Limit means no limit.
+type Page struct {
+	Limit  int
+	Offset int
+}
+
+// DomainLimits changes a domain's count limits; nil fields stay as they are.
+type DomainLimits struct {
+	MaxMailboxes *int64
+	MaxAliases   *int64
+}
+
+// NewDomain is what CreateDomain needs; the store assigns ID and CreatedAt.
+type NewDomain struct {
+	Name         string
+	Plan         Plan
+	MaxMailboxes int64
+	MaxAliases   int64
+}
+
+// Month returns the transfer month key (UTC calendar month) of t.
+func Month(t time.Time) string { return t.UTC().Format("2006-01") }

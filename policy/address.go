@@ -1,0 +1,125 @@
+// Package policy holds mailhost's rules as pure functions: what a valid
+// address or domain name is, the plans and value ranges, recipient
+// resolution (mailbox, alias, catch-all) and quota decisions. It knows
+// nothing of protocols or storage.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/net/idna"
+)
+
+// Errors of address and domain validation.
+var (
+	ErrBadDomain  = errors.New("invalid domain name")
+	ErrBadAddress = errors.New("invalid email address")
+)
+
+// MaxAddressLen is the longest address accepted (RFC 5321 section 4.5.3.1.3
+// limits a path to 256 octets including the angle brackets).
+const MaxAddressLen = 254
+
+var domainProfile = idna.New(
+	idna.MapForLookup(),
+	idna.BidiRule(),
+	idna.Transitional(false),
+	idna.StrictDomainName(true),
+	idna.VerifyDNSLength(true),
+)
+
+// NormalizeDomain returns a domain name in lower-case ASCII (IDNA) form, or
+// ErrBadDomain. It needs at least two labels and accepts no trailing dot,
+// no address literal and no label that starts or ends with a hyphen.
+func NormalizeDomain(s string) (string, error) {
+	if s == "" || len(s) > 253 || strings.TrimSpace(s) != s || strings.HasSuffix(s, ".") {
+		return "", fmt.Errorf("%q: %w", s, ErrBadDomain)
+	}
+	a, err := domainProfile.ToASCII(s)
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", s, ErrBadDomain)
+	}
+	a = strings.ToLower(a)
+	labels := strings.Split(a, ".")
+	if len(labels) < 2 {
+		return "", fmt.Errorf("%q: %w", s, ErrBadDomain)
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return "", fmt.Errorf("%q: %w", s, ErrBadDomain)
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return "", fmt.Errorf("%q: %w", s, ErrBadDomain)
+			}
+		}
+	}
+	// A top-level label of digits only would make it look like an IP.
+	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+		return "", fmt.Errorf("%q: %w", s, ErrBadDomain)
+	}
+	return a, nil
+}
+
+// NormalizeAddress returns local@domain with both parts in lower case and
+// the domain in IDNA ASCII form, or ErrBadAddress. The local part is a
+// dot-atom (RFC 5322 section 3.4.1) of at most 64 octets; UTF-8 letters
+// are allowed in it (RFC 6531). Quoted local parts are refused: no mail
+// hosting customer asks for one, and they complicate every comparison.
+func NormalizeAddress(s string) (string, error) {
+	at := strings.LastIndexByte(s, '@')
+	if at <= 0 || len(s) > MaxAddressLen {
+		return "", fmt.Errorf("%q: %w", s, ErrBadAddress)
+	}
+	local, err := normalizeLocal(s[:at])
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", s, ErrBadAddress)
+	}
+	dom, err := NormalizeDomain(s[at+1:])
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", s, ErrBadAddress)
+	}
+	return local + "@" + dom, nil
+}
+
+// NormalizeAliasSource accepts what NormalizeAddress does, and "@domain"
+// for a catch-all.
+func NormalizeAliasSource(s string) (string, error) {
+	if strings.HasPrefix(s, "@") {
+		dom, err := NormalizeDomain(s[1:])
+		if err != nil {
+			return "", fmt.Errorf("%q: %w", s, ErrBadAddress)
+		}
+		return "@" + dom, nil
+	}
+	return NormalizeAddress(s)
+}
+
+// DomainOf returns the domain part of a normalised address or alias source.
+func DomainOf(addr string) string { return addr[strings.LastIndexByte(addr, '@')+1:] }
+
+// atext is RFC 5322 section 3.2.3's atext without the letters and digits.
+const atextSpecials = "!#$%&'*+-/=?^_`{|}~"
+
+func normalizeLocal(l string) (string, error) {
+	if l == "" || len(l) > 64 || l[0] == '.' || l[len(l)-1] == '.' || strings.Contains(l, "..") {
+		return "", ErrBadAddress
+	}
+	for _, r := range l {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.':
+		case r < 0x80 && strings.ContainsRune(atextSpecials, r):
+		case r >= 0x80 && r != 0xfffd && isPrintable(r):
+		default:
+			return "", ErrBadAddress
+		}
+	}
+	return strings.ToLower(l), nil
+}
+
+func isPrintable(r rune) bool {
+	return !(r >= 0x80 && r < 0xa0) && r != 0x2028 && r != 0x2029 && r != 0xfeff
+}
