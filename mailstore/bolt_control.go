@@ -3,7 +3,6 @@ package mailstore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -769,4 +768,3 @@ func (s *Bolt) DomainByName(ctx context.Context, name string) (Domain, error) {
 	return d, err
 }
 
-var _ = errors.Is

@@ -76,4 +76,93 @@ type Mail interface {
 	// DomainByName finds a hosted domain by name, whoever owns it.
 	// ErrDomainNotFound.
 	DomainByName(ctx context.Context, name string) (Domain, error)
+
+	// Deliver stores one inbound message for its local recipients in one
+	// transaction: one stored body shared by all recipients, a message in
+	// each recipient's INBOX, each mailbox's and domain's used bytes and
+	// message count, and each recipient domain's inbound transfer for the
+	// month of ReceivedAt (counted once per domain per message). It returns
+	// only once that is committed and synced; concurrent deliveries share
+	// commits. A recipient over quota is still delivered: the quota is
+	// checked at RCPT (see policy), not here. Unknown mailbox ids are
+	// skipped (the account was deleted meanwhile) and reported in
+	// DeliveryResult.Skipped.
+	Deliver(ctx context.Context, d Delivery) (DeliveryResult, error)
+
+	// RecordLogin sets the mailbox's last login time.
+	RecordLogin(ctx context.Context, mailboxID int64, now time.Time) error
+
+	// Folders lists an account's folders by name.
+	Folders(ctx context.Context, mailboxID int64) ([]Folder, error)
+	// Folder finds an account's folder by name ("INBOX" is matched in any
+	// case, other names exactly). ErrFolderNotFound.
+	Folder(ctx context.Context, mailboxID int64, name string) (Folder, error)
+	// CreateFolder adds a folder. ErrFolderExists.
+	CreateFolder(ctx context.Context, mailboxID int64, name string) (Folder, error)
+	// DeleteFolder deletes a folder and its messages, freeing their storage.
+	// INBOX is ErrFolderProtected.
+	DeleteFolder(ctx context.Context, mailboxID int64, name string) error
+	// RenameFolder renames a folder (and its children "old/..."). Renaming
+	// INBOX is ErrFolderProtected. ErrFolderExists if the new name is taken.
+	RenameFolder(ctx context.Context, mailboxID int64, oldName, newName string) error
+	// SetSubscribed subscribes or unsubscribes a folder.
+	SetSubscribed(ctx context.Context, mailboxID int64, name string, subscribed bool) error
+
+	// Messages lists a folder's messages in UID order.
+	Messages(ctx context.Context, mailboxID, folderID int64) ([]Message, error)
+	// Body returns the stored body of a message of the account.
+	Body(ctx context.Context, mailboxID, folderID int64, uid uint32) ([]byte, error)
+	// Append adds a message to a folder (IMAP APPEND). ErrOverQuota when the
+	// account is at or over quota, or would be with this message.
+	Append(ctx context.Context, mailboxID, folderID int64, body []byte, flags []string, receivedAt time.Time) (Message, error)
+	// SetFlags changes the flags of the given messages: op is FlagsAdd,
+	// FlagsRemove or FlagsReplace. It returns the changed messages.
+	SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string) ([]Message, error)
+	// Copy copies messages to another folder of the same account, sharing
+	// their bodies, and returns the new UIDs in the order of uids.
+	// ErrOverQuota if the copies would put the account over quota.
+	Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error)
+	// Move is Copy then Expunge of the originals, in one transaction; it
+	// does not change the account's used bytes.
+	Move(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error)
+	// Expunge deletes the given messages (or, for nil uids, every message
+	// flagged \Deleted) and frees their storage. It returns the UIDs removed.
+	Expunge(ctx context.Context, mailboxID, folderID int64, uids []uint32) ([]uint32, error)
+
+	// PurgeBefore is the retention pass: for every domain, it deletes the
+	// messages received before now minus the domain's retention_days, from
+	// every folder, in bounded batches (one transaction each) through an
+	// index by received time, freeing quota counters in the same
+	// transactions. Its cost does not depend on the messages it keeps.
+	PurgeBefore(ctx context.Context, now time.Time) ([]PurgeResult, error)
+
+	// Watch returns a channel that receives (without blocking the writer;
+	// several changes may coalesce into one signal) after every committed
+	// change to the account's messages or folders, and a function that
+	// stops the watch. IMAP IDLE uses it.
+	Watch(mailboxID int64) (<-chan struct{}, func())
+}
+
+// FlagOp says how SetFlags combines flags.
+type FlagOp int
+
+// Flag operations (IMAP STORE FLAGS, +FLAGS, -FLAGS).
+const (
+	FlagsReplace FlagOp = iota
+	FlagsAdd
+	FlagsRemove
+)
+
+// DeliveryResult says what Deliver stored.
+type DeliveryResult struct {
+	Delivered []int64 // mailbox ids that got the message
+	Skipped   []int64 // mailbox ids that no longer exist
+}
+
+// PurgeResult is what a retention pass deleted in one domain.
+type PurgeResult struct {
+	DomainID int64
+	Domain   string
+	Messages int64
+	Bytes    int64
 }

@@ -12,8 +12,8 @@ type Partner struct {
 // APIKey is a partner's credential. Only a hash of its secret is stored; the
 // secret is shown once, when the key is made.
 type APIKey struct {
-	ID        int64  `json:"id"`
-	PartnerID int64  `json:"partner_id"`
+	ID        int64 `json:"id"`
+	PartnerID int64 `json:"partner_id"`
 	// Lookup is the public, random part of the key that finds this record
 	// without a scan; Prefix is what listings show (it contains Lookup).
 	Lookup     string    `json:"lookup"`
