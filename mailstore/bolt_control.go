@@ -767,4 +767,3 @@ func (s *Bolt) DomainByName(ctx context.Context, name string) (Domain, error) {
 	})
 	return d, err
 }
-
