@@ -1,0 +1,125 @@
+// Command mailhost is the mailhost server and its operator's command line.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/mailhost/mailhost/config"
+	"github.com/mailhost/mailhost/service"
+)
+
+const usage = `mailhost: email hosting for partners, in one binary.
+
+Usage:
+  mailhost serve [flags]                 run the API, SMTP, IMAP and retention
+  mailhost partner create NAME [flags]   make a partner and its first API key (JSON)
+  mailhost partner list [flags]          list partners (JSON)
+  mailhost key create PARTNER [flags]    make another API key for a partner (JSON)
+  mailhost key list PARTNER [flags]      list a partner's keys, never their secrets
+  mailhost key revoke KEY_ID [flags]     revoke a key
+  mailhost retention run [flags]         run one retention pass now and print it
+
+PARTNER is a partner's name or id. Every command takes the configuration
+flags (mailhost serve -h lists them) and reads the same environment and
+file; the CLI works while the server runs, through its control socket.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	cmd, rest := args[0], args[1:]
+	if cmd != "serve" && len(rest) > 0 && rest[0] != "" && rest[0][0] != '-' {
+		cmd, rest = cmd+" "+rest[0], rest[1:]
+	}
+	want := map[string]int{
+		"serve": 0, "partner create": 1, "partner list": 0, "key create": 1,
+		"key list": 1, "key revoke": 1, "retention run": 0,
+	}
+	nargs, ok := want[cmd]
+	if !ok {
+		fmt.Fprintf(stderr, "mailhost: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	fs := flag.NewFlagSet("mailhost "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	flags := config.Register(fs)
+	// Positional arguments may come before or after the flags.
+	var pos []string
+	for len(rest) > 0 {
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		rest = fs.Args()
+		if len(rest) > 0 {
+			pos, rest = append(pos, rest[0]), rest[1:]
+		}
+	}
+	if len(pos) != nargs {
+		fmt.Fprintf(stderr, "mailhost %s: want %d argument(s), got %d\n\n%s", cmd, nargs, len(pos), usage)
+		return 2
+	}
+	cfg, err := flags.Load(nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "mailhost: configuration: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if cmd == "serve" {
+		err = service.Run(ctx, cfg, service.Options{Stdout: stdout, Logger: service.NewLogger(cfg, stderr)})
+	} else {
+		err = service.WithOperator(ctx, cfg.DataDir, func(op service.Operator) error {
+			return operate(ctx, op, cmd, pos, stdout)
+		})
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mailhost %s: %v\n", cmd, err)
+		return 1
+	}
+	return 0
+}
+
+func operate(ctx context.Context, op service.Operator, cmd string, pos []string, stdout io.Writer) error {
+	var v any
+	var err error
+	switch cmd {
+	case "partner create":
+		v, err = op.CreatePartner(ctx, pos[0])
+	case "partner list":
+		v, err = op.Partners(ctx)
+	case "key create":
+		v, err = op.CreateKey(ctx, pos[0])
+	case "key list":
+		v, err = op.Keys(ctx, pos[0])
+	case "key revoke":
+		id, perr := strconv.ParseInt(pos[0], 10, 64)
+		if perr != nil {
+			return errors.New("KEY_ID must be a number (see mailhost key list)")
+		}
+		v, err = op.RevokeKey(ctx, id)
+	case "retention run":
+		v, err = op.RunRetention(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,267 @@
+// Package config is mailhost's configuration: every setting has a key in
+// the TOML file, an environment variable and a command-line flag, with a
+// default. Flags beat the environment, which beats the file.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// Config is the whole configuration of one mailhost process.
+type Config struct {
+	DataDir string
+	HTTP    string
+	// Mail listeners; an empty address turns a listener off.
+	SMTP, Submission, Submissions, IMAP, IMAPS string
+
+	Hostname          string
+	Relay             string
+	TLSCert, TLSKey   string
+	AllowInsecureAuth bool
+
+	RetentionTime        string // HH:MM UTC, daily
+	MaxMessageBytes      int64
+	DefaultMaxMailboxes  int64
+	DefaultMaxAliases    int64
+	APIRateLimit         float64
+	APIRateBurst         int
+	RefuseInboundOverCap bool
+	LogLevel             string
+	LogFormat            string
+
+	// Plans are extra (or replacement) plans; only the TOML file sets them.
+	Plans []mailstore.Plan
+}
+
+// Setting describes one setting for the file, the environment, the flags and
+// the docs.
+type Setting struct {
+	Key     string // TOML key; the flag is the same with "-" for "_"
+	Env     string
+	Default string
+	Help    string
+	set     func(c *Config, v string) error
+}
+
+// Flag is the setting's command-line flag name.
+func (s Setting) Flag() string { return strings.ReplaceAll(s.Key, "_", "-") }
+
+func str(p func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *p(c) = v; return nil }
+}
+
+func integer(p func(*Config) *int64, min int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < min {
+			return fmt.Errorf("want an integer >= %d, got %q", min, v)
+		}
+		*p(c) = n
+		return nil
+	}
+}
+
+func boolean(p func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+		*p(c) = b
+		return nil
+	}
+}
+
+// Settings lists every setting, in the order of the docs.
+var Settings = []Setting{
+	{"data", "MAILHOST_DATA", "./data", "data directory: the store, the TLS certificate, the control socket", str(func(c *Config) *string { return &c.DataDir })},
+	{"http", "MAILHOST_HTTP", "127.0.0.1:8080", "management API listen address", str(func(c *Config) *string { return &c.HTTP })},
+	{"smtp", "MAILHOST_SMTP", "127.0.0.1:2525", "inbound SMTP (MX) listen address; empty turns it off", str(func(c *Config) *string { return &c.SMTP })},
+	{"submission", "MAILHOST_SUBMISSION", "127.0.0.1:2587", "SMTP submission (STARTTLS) listen address; empty turns it off", str(func(c *Config) *string { return &c.Submission })},
+	{"submissions", "MAILHOST_SUBMISSIONS", "127.0.0.1:2465", "SMTP submission over implicit TLS listen address; empty turns it off", str(func(c *Config) *string { return &c.Submissions })},
+	{"imap", "MAILHOST_IMAP", "127.0.0.1:2143", "IMAP (STARTTLS) listen address; empty turns it off", str(func(c *Config) *string { return &c.IMAP })},
+	{"imaps", "MAILHOST_IMAPS", "127.0.0.1:2993", "IMAP over implicit TLS listen address; empty turns it off", str(func(c *Config) *string { return &c.IMAPS })},
+	{"hostname", "MAILHOST_HOSTNAME", "", "the server's host name in SMTP greetings and Received headers; empty: the system host name", str(func(c *Config) *string { return &c.Hostname })},
+	{"relay", "MAILHOST_RELAY", "", "host:port of a smarthost for all outbound mail; empty: deliver to each domain's MX", str(func(c *Config) *string { return &c.Relay })},
+	{"tls_cert", "MAILHOST_TLS_CERT", "", "PEM certificate chain file; empty: a self-signed certificate made in the data directory", str(func(c *Config) *string { return &c.TLSCert })},
+	{"tls_key", "MAILHOST_TLS_KEY", "", "PEM private key file for tls_cert", str(func(c *Config) *string { return &c.TLSKey })},
+	{"allow_insecure_auth", "MAILHOST_ALLOW_INSECURE_AUTH", "false", "allow IMAP and submission logins without TLS (for tests only)", boolean(func(c *Config) *bool { return &c.AllowInsecureAuth })},
+	{"retention_time", "MAILHOST_RETENTION_TIME", "03:00", "time of day (UTC, HH:MM) of the daily retention pass", func(c *Config, v string) error {
+		if _, err := time.Parse("15:04", v); err != nil {
+			return fmt.Errorf("want HH:MM, got %q", v)
+		}
+		c.RetentionTime = v
+		return nil
+	}},
+	{"max_message_bytes", "MAILHOST_MAX_MESSAGE_BYTES", "52428800", "largest message accepted over SMTP and IMAP APPEND, in bytes", integer(func(c *Config) *int64 { return &c.MaxMessageBytes }, 1024)},
+	{"default_max_mailboxes", "MAILHOST_DEFAULT_MAX_MAILBOXES", "1000", "mailbox count limit of a new domain when its create call names none; 0 = unlimited", integer(func(c *Config) *int64 { return &c.DefaultMaxMailboxes }, 0)},
+	{"default_max_aliases", "MAILHOST_DEFAULT_MAX_ALIASES", "1000", "alias count limit of a new domain when its create call names none; 0 = unlimited", integer(func(c *Config) *int64 { return &c.DefaultMaxAliases }, 0)},
+	{"api_rate_limit", "MAILHOST_API_RATE_LIMIT", "20", "sustained API requests per second per key (429 beyond)", func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			return fmt.Errorf("want a positive number, got %q", v)
+		}
+		c.APIRateLimit = f
+		return nil
+	}},
+	{"api_rate_burst", "MAILHOST_API_RATE_BURST", "100", "API requests a key may burst above the rate", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("want a positive integer, got %q", v)
+		}
+		c.APIRateBurst = n
+		return nil
+	}},
+	{"refuse_inbound_over_cap", "MAILHOST_REFUSE_INBOUND_OVER_CAP", "false", "also refuse mail to a domain (451 4.7.1 at RCPT) once it has used its monthly transfer cap", boolean(func(c *Config) *bool { return &c.RefuseInboundOverCap })},
+	{"log_level", "MAILHOST_LOG_LEVEL", "info", "debug, info, warn or error", func(c *Config, v string) error {
+		switch v {
+		case "debug", "info", "warn", "error":
+			c.LogLevel = v
+			return nil
+		}
+		return fmt.Errorf("want debug, info, warn or error, got %q", v)
+	}},
+	{"log_format", "MAILHOST_LOG_FORMAT", "text", "text or json", func(c *Config, v string) error {
+		if v != "text" && v != "json" {
+			return fmt.Errorf("want text or json, got %q", v)
+		}
+		c.LogFormat = v
+		return nil
+	}},
+}
+
+// ConfigEnv names the configuration file; so does the -config flag.
+const ConfigEnv = "MAILHOST_CONFIG"
+
+// Flags registers -config and one flag per setting on fs; Load reads them
+// back after fs.Parse.
+type Flags struct {
+	fs     *flag.FlagSet
+	file   *string
+	values map[string]*string
+}
+
+// Register adds the flags to fs.
+func Register(fs *flag.FlagSet) *Flags {
+	f := &Flags{fs: fs, values: map[string]*string{}}
+	f.file = fs.String("config", "", "TOML configuration file (env "+ConfigEnv+")")
+	for _, s := range Settings {
+		f.values[s.Key] = fs.String(s.Flag(), "", fmt.Sprintf("%s (env %s, default %q)", s.Help, s.Env, s.Default))
+	}
+	return f
+}
+
+// Load builds the configuration: defaults, then the file, then the
+// environment (getenv; nil means os.LookupEnv), then the flags that were
+// set on the command line.
+func (f *Flags) Load(getenv func(string) (string, bool)) (*Config, error) {
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	c := &Config{}
+	for _, s := range Settings {
+		if err := s.set(c, s.Default); err != nil && s.Default != "" {
+			return nil, fmt.Errorf("default of %s: %w", s.Key, err)
+		}
+	}
+	set := map[string]bool{}
+	if f != nil {
+		f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	}
+	path, _ := getenv(ConfigEnv)
+	if f != nil && set["config"] {
+		path = *f.file
+	}
+	if path != "" {
+		if err := loadFile(c, path); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range Settings {
+		if v, ok := getenv(s.Env); ok {
+			if err := s.set(c, v); err != nil {
+				return nil, fmt.Errorf("%s: %w", s.Env, err)
+			}
+		}
+	}
+	if f != nil {
+		for _, s := range Settings {
+			if set[s.Flag()] {
+				if err := s.set(c, *f.values[s.Key]); err != nil {
+					return nil, fmt.Errorf("-%s: %w", s.Flag(), err)
+				}
+			}
+		}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return nil, errors.New("tls_cert and tls_key go together: set both or neither")
+	}
+	return c, nil
+}
+
+type filePlan struct {
+	Name              string `toml:"name"`
+	QuotaMB           int64  `toml:"quota_mb"`
+	RetentionDays     int64  `toml:"retention_days"`
+	TransferMonthlyMB int64  `toml:"transfer_monthly_mb"`
+}
+
+func loadFile(c *Config, path string) error {
+	var raw map[string]any
+	md, err := toml.DecodeFile(path, &raw)
+	if err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	known := map[string]Setting{}
+	for _, s := range Settings {
+		known[s.Key] = s
+	}
+	for _, k := range md.Keys() {
+		if len(k) != 1 {
+			continue
+		}
+		name := k[0]
+		if name == "plans" {
+			continue
+		}
+		s, ok := known[name]
+		if !ok {
+			return fmt.Errorf("config file %s: unknown setting %q", path, name)
+		}
+		var v string
+		switch x := raw[name].(type) {
+		case string:
+			v = x
+		case int64, float64, bool:
+			v = fmt.Sprint(x)
+		default:
+			return fmt.Errorf("config file %s: %s: unsupported value %v", path, name, x)
+		}
+		if err := s.set(c, v); err != nil {
+			return fmt.Errorf("config file %s: %s: %w", path, name, err)
+		}
+	}
+	var plans struct {
+		Plans []filePlan `toml:"plans"`
+	}
+	if _, err := toml.DecodeFile(path, &plans); err != nil {
+		return fmt.Errorf("config file %s: plans: %w", path, err)
+	}
+	for i, p := range plans.Plans {
+		if p.Name == "" || p.QuotaMB < 1 || p.RetentionDays < 1 || p.TransferMonthlyMB < 1 {
+			return fmt.Errorf("config file %s: plan %d: name, quota_mb, retention_days and transfer_monthly_mb are required and positive", path, i+1)
+		}
+		c.Plans = append(c.Plans, mailstore.Plan(p))
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// The control socket lets the command line provision partners and keys
+// while the server holds the store: bbolt allows one process per file. It
+// is a Unix socket in the data directory, mode 0600, so only the user that
+// runs the server (or root) can use it; it speaks JSON over HTTP.
+
+// SocketName is the control socket's file in the data directory.
+const SocketName = "control.sock"
+
+// controlHandler serves an Operator on the control socket.
+func controlHandler(op Operator) http.Handler {
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter, v any, err error) {
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			status := http.StatusInternalServerError
+			switch {
+			case errors.Is(err, mailstore.ErrNotFound):
+				status = http.StatusNotFound
+			case errors.Is(err, mailstore.ErrPartnerExists), errors.Is(err, mailstore.ErrInvalidArgument):
+				status = http.StatusBadRequest
+			}
+			w.WriteHeader(status)
+			json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("POST /partners", func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ Name string }
+		json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&in)
+		v, err := op.CreatePartner(r.Context(), in.Name)
+		reply(w, v, err)
+	})
+	mux.HandleFunc("GET /partners", func(w http.ResponseWriter, r *http.Request) {
+		v, err := op.Partners(r.Context())
+		reply(w, v, err)
+	})
+	mux.HandleFunc("POST /partners/{p}/keys", func(w http.ResponseWriter, r *http.Request) {
+		v, err := op.CreateKey(r.Context(), r.PathValue("p"))
+		reply(w, v, err)
+	})
+	mux.HandleFunc("GET /partners/{p}/keys", func(w http.ResponseWriter, r *http.Request) {
+		v, err := op.Keys(r.Context(), r.PathValue("p"))
+		reply(w, v, err)
+	})
+	mux.HandleFunc("POST /keys/{id}/revoke", func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		if err != nil {
+			reply(w, nil, fmt.Errorf("key id %q: %w", r.PathValue("id"), mailstore.ErrKeyNotFound))
+			return
+		}
+		v, err := op.RevokeKey(r.Context(), id)
+		reply(w, v, err)
+	})
+	mux.HandleFunc("POST /retention/run", func(w http.ResponseWriter, r *http.Request) {
+		v, err := op.RunRetention(r.Context())
+		reply(w, v, err)
+	})
+	return mux
+}
+
+// listenControl opens the control socket, replacing a stale one left by a
+// process that died (the caller holds the store's lock, so no live server
+// owns it).
+func listenControl(dataDir string) (net.Listener, error) {
+	path := filepath.Join(dataDir, SocketName)
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	return ln, nil
+}
+
+// socketOps is the Operator of a running server, reached over its socket.
+type socketOps struct {
+	client *http.Client
+}
+
+// dialControl connects to a running server's control socket, or answers an
+// error when none answers.
+func dialControl(dataDir string) (*socketOps, error) {
+	path := filepath.Join(dataDir, SocketName)
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	c.Close()
+	return &socketOps{client: &http.Client{
+		Timeout: 10 * time.Minute, // a retention pass may take long
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}},
+	}}, nil
+}
+
+func (o *socketOps) call(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://control"+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := o.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		json.NewDecoder(resp.Body).Decode(&e)
+		base := errors.New("server error")
+		switch resp.StatusCode {
+		case http.StatusNotFound:
+			base = mailstore.ErrNotFound
+		case http.StatusBadRequest:
+			base = mailstore.ErrInvalidArgument
+		}
+		return fmt.Errorf("%s: %w", e.Error, base)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func (o *socketOps) CreatePartner(ctx context.Context, name string) (v NewKey, err error) {
+	return v, o.call(ctx, "POST", "/partners", map[string]string{"name": name}, &v)
+}
+
+func (o *socketOps) Partners(ctx context.Context) (v []mailstore.Partner, err error) {
+	return v, o.call(ctx, "GET", "/partners", nil, &v)
+}
+
+func (o *socketOps) CreateKey(ctx context.Context, partner string) (v NewKey, err error) {
+	return v, o.call(ctx, "POST", "/partners/"+url.PathEscape(partner)+"/keys", nil, &v)
+}
+
+func (o *socketOps) Keys(ctx context.Context, partner string) (v []KeyInfo, err error) {
+	return v, o.call(ctx, "GET", "/partners/"+url.PathEscape(partner)+"/keys", nil, &v)
+}
+
+func (o *socketOps) RevokeKey(ctx context.Context, keyID int64) (v KeyInfo, err error) {
+	return v, o.call(ctx, "POST", "/keys/"+strconv.FormatInt(keyID, 10)+"/revoke", nil, &v)
+}
+
+func (o *socketOps) RunRetention(ctx context.Context) (v []mailstore.PurgeResult, err error) {
+	return v, o.call(ctx, "POST", "/retention/run", nil, &v)
+}
+
+// WithOperator runs fn with the Operator for the data directory: the
+// running server's, over its control socket, or else the store opened
+// directly for the duration of fn.
+func WithOperator(ctx context.Context, dataDir string, fn func(Operator) error) error {
+	for attempt := 0; ; attempt++ {
+		if op, err := dialControl(dataDir); err == nil {
+			return fn(op)
+		}
+		st, err := mailstore.Open(ctx, dataDir, mailstore.Options{LockTimeout: time.Second})
+		if errors.Is(err, mailstore.ErrLocked) && attempt < 5 {
+			// A server is starting and has not opened its socket yet.
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return fn(NewStoreOperator(st, nil))
+	}
+}

@@ -1,0 +1,130 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mailhost/mailhost/credential"
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// Operator is what the command line does to a store: provision partners and
+// keys and run a retention pass. It is served by the store directly when no
+// server holds the file, or by the running server over the control socket.
+type Operator interface {
+	CreatePartner(ctx context.Context, name string) (NewKey, error)
+	Partners(ctx context.Context) ([]mailstore.Partner, error)
+	CreateKey(ctx context.Context, partner string) (NewKey, error)
+	Keys(ctx context.Context, partner string) ([]KeyInfo, error)
+	RevokeKey(ctx context.Context, keyID int64) (KeyInfo, error)
+	RunRetention(ctx context.Context) ([]mailstore.PurgeResult, error)
+}
+
+// NewKey is a partner with a freshly made API key: the only time the key is
+// shown.
+type NewKey struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	APIKey    string `json:"api_key"`
+	KeyID     int64  `json:"key_id"`
+	KeyPrefix string `json:"key_prefix"`
+}
+
+// KeyInfo is an API key as listings show it: never the secret.
+type KeyInfo struct {
+	ID        int64   `json:"id"`
+	PartnerID int64   `json:"partner_id"`
+	Prefix    string  `json:"prefix"`
+	CreatedAt string  `json:"created_at"`
+	Revoked   bool    `json:"revoked"`
+	RevokedAt *string `json:"revoked_at"`
+}
+
+const timeFormat = "2006-01-02T15:04:05"
+
+func keyInfo(k mailstore.APIKey) KeyInfo {
+	ki := KeyInfo{ID: k.ID, PartnerID: k.PartnerID, Prefix: k.Prefix, CreatedAt: k.CreatedAt.UTC().Format(timeFormat), Revoked: k.Revoked}
+	if k.Revoked {
+		s := k.RevokedAt.UTC().Format(timeFormat)
+		ki.RevokedAt = &s
+	}
+	return ki
+}
+
+// storeOps is the Operator on an open store.
+type storeOps struct {
+	store mailstore.Store
+	now   func() time.Time
+}
+
+// NewStoreOperator returns the Operator that acts on st directly.
+func NewStoreOperator(st mailstore.Store, now func() time.Time) Operator {
+	if now == nil {
+		now = time.Now
+	}
+	return &storeOps{store: st, now: now}
+}
+
+func (o *storeOps) CreatePartner(ctx context.Context, name string) (NewKey, error) {
+	if name == "" || len(name) > 200 {
+		return NewKey{}, fmt.Errorf("partner name must be 1 to 200 characters: %w", mailstore.ErrInvalidArgument)
+	}
+	p, err := o.store.CreatePartner(ctx, name, o.now())
+	if err != nil {
+		return NewKey{}, err
+	}
+	return o.addKey(ctx, p)
+}
+
+func (o *storeOps) addKey(ctx context.Context, p mailstore.Partner) (NewKey, error) {
+	key, lookup, prefix, hash, err := credential.NewAPIKey()
+	if err != nil {
+		return NewKey{}, err
+	}
+	k, err := o.store.AddAPIKey(ctx, p.ID, mailstore.APIKey{Lookup: lookup, Prefix: prefix, SecretHash: hash, CreatedAt: o.now()})
+	if err != nil {
+		return NewKey{}, err
+	}
+	return NewKey{ID: p.ID, Name: p.Name, APIKey: key, KeyID: k.ID, KeyPrefix: k.Prefix}, nil
+}
+
+func (o *storeOps) Partners(ctx context.Context) ([]mailstore.Partner, error) {
+	return o.store.Partners(ctx)
+}
+
+func (o *storeOps) CreateKey(ctx context.Context, partner string) (NewKey, error) {
+	p, err := o.store.PartnerByName(ctx, partner)
+	if err != nil {
+		return NewKey{}, fmt.Errorf("partner %q: %w", partner, err)
+	}
+	return o.addKey(ctx, p)
+}
+
+func (o *storeOps) Keys(ctx context.Context, partner string) ([]KeyInfo, error) {
+	p, err := o.store.PartnerByName(ctx, partner)
+	if err != nil {
+		return nil, fmt.Errorf("partner %q: %w", partner, err)
+	}
+	keys, err := o.store.APIKeys(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KeyInfo, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, keyInfo(k))
+	}
+	return out, nil
+}
+
+func (o *storeOps) RevokeKey(ctx context.Context, keyID int64) (KeyInfo, error) {
+	k, err := o.store.RevokeAPIKey(ctx, keyID, o.now())
+	if err != nil {
+		return KeyInfo{}, err
+	}
+	return keyInfo(k), nil
+}
+
+func (o *storeOps) RunRetention(ctx context.Context) ([]mailstore.PurgeResult, error) {
+	return o.store.PurgeBefore(ctx, o.now())
+}

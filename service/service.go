@@ -1,0 +1,247 @@
+// Package service wires mailhost's parts together: it opens the store,
+// starts the management API, the SMTP and IMAP servers, the control socket
+// and the retention scheduler, and stops them in order.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mailhost/mailhost/adminapi"
+	"github.com/mailhost/mailhost/config"
+	"github.com/mailhost/mailhost/credential"
+	"github.com/mailhost/mailhost/imapd"
+	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
+	"github.com/mailhost/mailhost/smtpd"
+)
+
+// Options are what Run needs besides the configuration.
+type Options struct {
+	// Stdout receives the one-time notice with the default partner's key.
+	Stdout io.Writer
+	Logger *slog.Logger
+	Now    func() time.Time
+	// Ready, if set, is called with the bound listener addresses once every
+	// listener is up (tests use it with ":0" addresses).
+	Ready func(Addrs)
+}
+
+// Addrs are the addresses the listeners are bound to; empty when off.
+type Addrs struct {
+	HTTP, SMTP, IMAP, IMAPS string
+}
+
+// NewLogger makes the process logger the configuration asks for.
+func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// server is what Run starts: each serves listeners until Shutdown.
+type server interface {
+	Shutdown(ctx context.Context) error
+}
+
+// Run serves until ctx ends, then shuts everything down gracefully.
+func Run(ctx context.Context, cfg *config.Config, o Options) error {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	log := o.Logger
+	hostname := cfg.Hostname
+	if hostname == "" {
+		hostname, _ = os.Hostname()
+	}
+
+	st, err := mailstore.Open(ctx, cfg.DataDir, mailstore.Options{LockTimeout: time.Second})
+	if errors.Is(err, mailstore.ErrLocked) {
+		return fmt.Errorf("%w: is another mailhost serving %s?", err, cfg.DataDir)
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ops := NewStoreOperator(st, o.Now)
+	if err := firstStart(ctx, st, ops, o.Stdout, log); err != nil {
+		return err
+	}
+
+	tlsConfig, err := loadTLS(cfg.TLSCert, cfg.TLSKey, cfg.DataDir, hostname)
+	if err != nil {
+		return err
+	}
+
+	var (
+		servers []server
+		addrs   Addrs
+		wg      sync.WaitGroup
+		errs    = make(chan error, 8)
+	)
+	serve := func(name string, fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+				errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	listen := func(addr string) (net.Listener, error) {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen %s: %w", addr, err)
+		}
+		return ln, nil
+	}
+	closeAll := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for i := len(servers) - 1; i >= 0; i-- {
+			servers[i].Shutdown(sctx)
+		}
+	}
+
+	// Control socket first, so the CLI works as soon as the store is ours.
+	cln, err := listenControl(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	ctl := &http.Server{Handler: controlHandler(ops), ReadHeaderTimeout: 10 * time.Second}
+	servers = append(servers, ctl)
+	serve("control socket", func() error { return ctl.Serve(cln) })
+
+	if cfg.HTTP != "" {
+		ln, err := listen(cfg.HTTP)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		api := adminapi.New(adminapi.Config{
+			Store: st, Plans: policy.NewPlans(cfg.Plans), Logger: log, Now: o.Now,
+			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
+			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst,
+		})
+		hs := &http.Server{
+			Handler:           api,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       time.Minute,
+			WriteTimeout:      time.Minute,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+		}
+		servers = append(servers, hs)
+		addrs.HTTP = ln.Addr().String()
+		serve("http", func() error { return hs.Serve(ln) })
+		log.Info("listening", "service", "http", "addr", addrs.HTTP)
+	}
+
+	if cfg.SMTP != "" {
+		ln, err := listen(cfg.SMTP)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		s := smtpd.New(smtpd.Config{
+			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
+			MaxMessageBytes: cfg.MaxMessageBytes,
+		})
+		servers = append(servers, s)
+		addrs.SMTP = ln.Addr().String()
+		serve("smtp", func() error { return s.Serve(ln) })
+		log.Info("listening", "service", "smtp", "addr", addrs.SMTP)
+	}
+
+	if cfg.IMAP != "" || cfg.IMAPS != "" {
+		logins := credential.NewLogins(credential.LoginConfig{Accounts: st, Verifier: credential.NewVerifier(0), Now: o.Now})
+		s := imapd.New(imapd.Config{
+			Store: st, Logins: logins, TLS: tlsConfig, AllowInsecureAuth: cfg.AllowInsecureAuth,
+			Logger: log, Now: o.Now,
+		})
+		servers = append(servers, s)
+		for _, l := range []struct {
+			addr  string
+			tls   bool
+			bound *string
+		}{{cfg.IMAP, false, &addrs.IMAP}, {cfg.IMAPS, true, &addrs.IMAPS}} {
+			if l.addr == "" {
+				continue
+			}
+			ln, err := listen(l.addr)
+			if err != nil {
+				closeAll()
+				return err
+			}
+			*l.bound = ln.Addr().String()
+			if l.tls {
+				serve("imaps", func() error { return s.ServeTLS(ln) })
+			} else {
+				serve("imap", func() error { return s.Serve(ln) })
+			}
+			log.Info("listening", "service", map[bool]string{false: "imap", true: "imaps"}[l.tls], "addr", *l.bound)
+		}
+	}
+	if cfg.Submission != "" || cfg.Submissions != "" {
+		log.Warn("submission listeners are not built yet; submission and submissions stay off")
+	}
+
+	rctx, stopRetention := context.WithCancel(ctx)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runRetention(rctx, st, cfg.RetentionTime, o.Now, log)
+	}()
+
+	if o.Ready != nil {
+		o.Ready(addrs)
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case runErr = <-errs:
+		log.Error("listener failed; shutting down", "err", runErr)
+	}
+	stopRetention()
+	closeAll()
+	wg.Wait()
+	return runErr
+}
+
+// firstStart creates the partner "default" on an empty store and prints its
+// key once (decisions.md).
+func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io.Writer, log *slog.Logger) error {
+	ps, err := st.Partners(ctx)
+	if err != nil {
+		return err
+	}
+	if len(ps) > 0 {
+		return nil
+	}
+	k, err := ops.CreatePartner(ctx, "default")
+	if err != nil {
+		return fmt.Errorf("create default partner: %w", err)
+	}
+	fmt.Fprintf(stdout, "Created partner %q (id %d). Its API key, shown only this once:\n\n    %s\n\nUse it as: Authorization: Bearer <key>\n\n", k.Name, k.ID, k.APIKey)
+	log.Info("created default partner", "partner_id", k.ID, "key_prefix", k.KeyPrefix)
+	return nil
+}
