@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func mh(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestCLI(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := mh(t, "partner", "create", "acme", "-data", dir)
+	if code != 0 {
+		t.Fatalf("partner create = %d, stderr %s", code, errs)
+	}
+	var p struct {
+		ID     int64  `json:"id"`
+		Name   string `json:"name"`
+		APIKey string `json:"api_key"`
+		KeyID  int64  `json:"key_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil || p.Name != "acme" || !strings.HasPrefix(p.APIKey, "mhk_") || p.ID == 0 {
+		t.Fatalf("partner create printed %q (%v), want JSON with id, name, api_key", out, err)
+	}
+	if code, _, errs := mh(t, "partner", "create", "-data", dir, "acme"); code != 1 || !strings.Contains(errs, "already exists") {
+		t.Errorf("duplicate partner create = %d %q, want 1 and 'already exists'", code, errs)
+	}
+	if code, out, _ := mh(t, "partner", "list", "-data", dir); code != 0 || !strings.Contains(out, `"acme"`) {
+		t.Errorf("partner list = %d %q", code, out)
+	}
+	if code, out, _ := mh(t, "key", "create", "acme", "-data", dir); code != 0 || !strings.Contains(out, "mhk_") {
+		t.Errorf("key create = %d %q", code, out)
+	}
+	code, out, _ = mh(t, "key", "list", "1", "-data", dir) // by id
+	if code != 0 || strings.Count(out, `"prefix"`) != 2 || strings.Contains(out, p.APIKey) {
+		t.Errorf("key list = %d %q, want two keys and no secret", code, out)
+	}
+	if code, out, _ := mh(t, "key", "revoke", "1", "-data", dir); code != 0 || !strings.Contains(out, `"revoked": true`) {
+		t.Errorf("key revoke = %d %q", code, out)
+	}
+	if code, _, errs := mh(t, "key", "list", "nobody", "-data", dir); code != 1 || !strings.Contains(errs, "not found") {
+		t.Errorf("key list unknown partner = %d %q", code, errs)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"help", []string{"help"}, 0},
+		{"no args", nil, 0},
+		{"unknown", []string{"frobnicate"}, 2},
+		{"missing arg", []string{"partner", "create"}, 2},
+		{"extra arg", []string{"partner", "list", "x"}, 2},
+		{"bad flag value", []string{"partner", "list", "-retention-time", "99"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if code, _, _ := mh(t, tt.args...); code != tt.code {
+				t.Errorf("run(%q) = %d, want %d", tt.args, code, tt.code)
+			}
+		})
+	}
+}
