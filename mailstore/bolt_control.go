@@ -431,6 +431,12 @@ func domainPart(addr string) string {
 	return addr[strings.LastIndexByte(addr, '@')+1:]
 }
 
+// inDomain reports whether addr is local@domain or "@domain". An address
+// without "@" is in no domain, even if it is the domain's name.
+func inDomain(addr, domain string) bool {
+	return strings.Contains(addr, "@") && domainPart(addr) == domain
+}
+
 // address index values: kind byte then id.
 const (
 	addrMailbox = 'm'
@@ -447,7 +453,7 @@ func (s *Bolt) CreateMailbox(ctx context.Context, partnerID int64, domainName, e
 		if err != nil {
 			return err
 		}
-		if domainPart(email) != d.Name || strings.HasPrefix(email, "@") {
+		if !inDomain(email, d.Name) || strings.HasPrefix(email, "@") {
 			return ErrWrongDomain
 		}
 		addrs := tx.Bucket(bAddresses)
@@ -621,7 +627,7 @@ func (s *Bolt) CreateAlias(ctx context.Context, partnerID int64, domainName, sou
 		if err != nil {
 			return err
 		}
-		if domainPart(source) != d.Name {
+		if !inDomain(source, d.Name) {
 			return ErrWrongDomain
 		}
 		if source == destination {

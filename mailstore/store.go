@@ -72,15 +72,18 @@ type Control interface {
 	// AddAPIKey stores a key made by package credential. ID and PartnerID
 	// are set by the store; ErrPartnerNotFound if the partner is unknown.
 	AddAPIKey(ctx context.Context, partnerID int64, k APIKey) (APIKey, error)
-	// APIKeys lists a partner's keys, revoked ones included.
+	// APIKeys lists a partner's keys by id, revoked ones included.
+	// ErrPartnerNotFound if the partner is unknown.
 	APIKeys(ctx context.Context, partnerID int64) ([]APIKey, error)
 	// APIKeyByLookup finds a key by its public lookup part (revoked or not).
+	// ErrKeyNotFound. A lookup already taken makes AddAPIKey fail.
 	APIKeyByLookup(ctx context.Context, lookup string) (APIKey, error)
-	// RevokeAPIKey revokes a key by id; repeating it is harmless.
+	// RevokeAPIKey revokes a key by id; repeating it is harmless and keeps
+	// the first RevokedAt. ErrKeyNotFound.
 	RevokeAPIKey(ctx context.Context, keyID int64, now time.Time) (APIKey, error)
 
 	// CreateDomain adds a domain to a partner with the plan's limits.
-	// ErrDomainExists if any partner has the name.
+	// ErrDomainExists if any partner has the name; ErrPartnerNotFound.
 	CreateDomain(ctx context.Context, partnerID int64, d NewDomain, now time.Time) (Domain, error)
 	// Domains lists a partner's domains by id, and the total count.
 	Domains(ctx context.Context, partnerID int64, p Page) ([]Domain, int, error)
