@@ -172,7 +172,7 @@ func (o *socketOps) RevokeKey(ctx context.Context, keyID int64) (v KeyInfo, err 
 	return v, o.call(ctx, "POST", "/keys/"+strconv.FormatInt(keyID, 10)+"/revoke", nil, &v)
 }
 
-func (o *socketOps) RunRetention(ctx context.Context) (v []mailstore.PurgeResult, err error) {
+func (o *socketOps) RunRetention(ctx context.Context) (v []Purged, err error) {
 	return v, o.call(ctx, "POST", "/retention/run", nil, &v)
 }
 

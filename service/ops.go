@@ -18,7 +18,14 @@ type Operator interface {
 	CreateKey(ctx context.Context, partner string) (NewKey, error)
 	Keys(ctx context.Context, partner string) ([]KeyInfo, error)
 	RevokeKey(ctx context.Context, keyID int64) (KeyInfo, error)
-	RunRetention(ctx context.Context) ([]mailstore.PurgeResult, error)
+	RunRetention(ctx context.Context) ([]Purged, error)
+}
+
+// Purged is what a retention pass deleted in one domain.
+type Purged struct {
+	Domain   string `json:"domain"`
+	Messages int64  `json:"messages"`
+	Bytes    int64  `json:"bytes"`
 }
 
 // NewKey is a partner with a freshly made API key: the only time the key is
@@ -125,6 +132,11 @@ func (o *storeOps) RevokeKey(ctx context.Context, keyID int64) (KeyInfo, error) 
 	return keyInfo(k), nil
 }
 
-func (o *storeOps) RunRetention(ctx context.Context) ([]mailstore.PurgeResult, error) {
-	return o.store.PurgeBefore(ctx, o.now())
+func (o *storeOps) RunRetention(ctx context.Context) ([]Purged, error) {
+	res, err := o.store.PurgeBefore(ctx, o.now())
+	out := make([]Purged, 0, len(res))
+	for _, r := range res {
+		out = append(out, Purged{Domain: r.Domain, Messages: r.Messages, Bytes: r.Bytes})
+	}
+	return out, err
 }
