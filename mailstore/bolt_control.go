@@ -448,53 +448,60 @@ func addrValue(kind byte, id int64) []byte { return append([]byte{kind}, id8(id)
 // CreateMailbox implements Control.
 func (s *Bolt) CreateMailbox(ctx context.Context, partnerID int64, domainName, email, passwordHash string, now time.Time) (Mailbox, error) {
 	var m Mailbox
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		d, err := domainOf(tx, partnerID, domainName)
-		if err != nil {
-			return err
-		}
-		if !inDomain(email, d.Name) || strings.HasPrefix(email, "@") {
-			return ErrWrongDomain
-		}
-		addrs := tx.Bucket(bAddresses)
-		if addrs.Get([]byte(email)) != nil {
-			return ErrEmailExists
-		}
-		if d.MaxMailboxes > 0 && d.MailboxCount >= d.MaxMailboxes {
-			return ErrMailboxLimit
-		}
-		b := tx.Bucket(bMailboxes)
-		id, err := nextID(b)
-		if err != nil {
-			return err
-		}
-		m = Mailbox{
-			ID: id, DomainID: d.ID, PartnerID: partnerID, Email: email,
-			PasswordHash: passwordHash, QuotaMB: d.QuotaMB, CreatedAt: utc(now),
-			PasswordChangedAt: utc(now),
-		}
-		if err := addrs.Put([]byte(email), addrValue(addrMailbox, id)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bPartnerMailboxes).Put(pair(partnerID, id), nil); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bDomainMailboxes).Put(pair(d.ID, id), nil); err != nil {
-			return err
-		}
-		if err := createMailboxFolders(tx, m); err != nil {
-			return err
-		}
-		d.MailboxCount++
-		if err := putDomain(tx, d); err != nil {
-			return err
-		}
-		return putJSON(b, id8(id), m)
+	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
+		m, err = createMailboxTx(tx, partnerID, domainName, email, passwordHash, now)
+		return err
 	})
 	if err != nil {
 		return Mailbox{}, fmt.Errorf("create mailbox %s: %w", email, err)
 	}
 	return m, nil
+}
+
+// createMailboxTx is CreateMailbox within tx (benchmarks load with it, many
+// mailboxes to a transaction).
+func createMailboxTx(tx *bolt.Tx, partnerID int64, domainName, email, passwordHash string, now time.Time) (Mailbox, error) {
+	d, err := domainOf(tx, partnerID, domainName)
+	if err != nil {
+		return Mailbox{}, err
+	}
+	if !inDomain(email, d.Name) || strings.HasPrefix(email, "@") {
+		return Mailbox{}, ErrWrongDomain
+	}
+	addrs := tx.Bucket(bAddresses)
+	if addrs.Get([]byte(email)) != nil {
+		return Mailbox{}, ErrEmailExists
+	}
+	if d.MaxMailboxes > 0 && d.MailboxCount >= d.MaxMailboxes {
+		return Mailbox{}, ErrMailboxLimit
+	}
+	b := tx.Bucket(bMailboxes)
+	id, err := nextID(b)
+	if err != nil {
+		return Mailbox{}, err
+	}
+	m := Mailbox{
+		ID: id, DomainID: d.ID, PartnerID: partnerID, Email: email,
+		PasswordHash: passwordHash, QuotaMB: d.QuotaMB, CreatedAt: utc(now),
+		PasswordChangedAt: utc(now),
+	}
+	if err := addrs.Put([]byte(email), addrValue(addrMailbox, id)); err != nil {
+		return Mailbox{}, err
+	}
+	if err := tx.Bucket(bPartnerMailboxes).Put(pair(partnerID, id), nil); err != nil {
+		return Mailbox{}, err
+	}
+	if err := tx.Bucket(bDomainMailboxes).Put(pair(d.ID, id), nil); err != nil {
+		return Mailbox{}, err
+	}
+	if err := createMailboxFolders(tx, m); err != nil {
+		return Mailbox{}, err
+	}
+	d.MailboxCount++
+	if err := putDomain(tx, d); err != nil {
+		return Mailbox{}, err
+	}
+	return m, putJSON(b, id8(id), m)
 }
 
 // Mailboxes implements Control.

@@ -8,8 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Errors of address and domain validation.
@@ -34,7 +37,8 @@ var domainProfile = idna.New(
 // ErrBadDomain. It needs at least two labels and accepts no trailing dot,
 // no address literal and no label that starts or ends with a hyphen.
 func NormalizeDomain(s string) (string, error) {
-	if s == "" || len(s) > 253 || strings.TrimSpace(s) != s || strings.HasSuffix(s, ".") {
+	// idna maps invalid UTF-8 to U+FFFD and encodes that, so check first.
+	if s == "" || len(s) > 253 || !utf8.ValidString(s) || strings.TrimSpace(s) != s || strings.HasSuffix(s, ".") {
 		return "", fmt.Errorf("%q: %w", s, ErrBadDomain)
 	}
 	a, err := domainProfile.ToASCII(s)
@@ -67,7 +71,10 @@ func NormalizeDomain(s string) (string, error) {
 // NormalizeAddress returns local@domain with both parts in lower case and
 // the domain in IDNA ASCII form, or ErrBadAddress. The local part is a
 // dot-atom (RFC 5322 section 3.4.1) of at most 64 octets; UTF-8 letters
-// are allowed in it (RFC 6531). Quoted local parts are refused: no mail
+// are allowed in it (RFC 6531), in Unicode NFC (RFC 6532 section 3.1), but
+// no invisible or spacing characters (format controls such as U+200B or
+// U+202E, non-ASCII spaces), which would let two addresses look alike.
+// Quoted local parts are refused: no mail
 // hosting customer asks for one, and they complicate every comparison.
 func NormalizeAddress(s string) (string, error) {
 	at := strings.LastIndexByte(s, '@')
@@ -82,7 +89,13 @@ func NormalizeAddress(s string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%q: %w", s, ErrBadAddress)
 	}
-	return local + "@" + dom, nil
+	// Lower-casing and IDNA can lengthen an address; the limit holds for
+	// the stored form, so that normalising it again accepts it.
+	addr := local + "@" + dom
+	if len(addr) > MaxAddressLen {
+		return "", fmt.Errorf("%q: %w", s, ErrBadAddress)
+	}
+	return addr, nil
 }
 
 // NormalizeAliasSource accepts what NormalizeAddress does, and "@domain"
@@ -105,21 +118,23 @@ func DomainOf(addr string) string { return addr[strings.LastIndexByte(addr, '@')
 const atextSpecials = "!#$%&'*+-/=?^_`{|}~"
 
 func normalizeLocal(l string) (string, error) {
-	if l == "" || len(l) > 64 || l[0] == '.' || l[len(l)-1] == '.' || strings.Contains(l, "..") {
+	if l == "" || len(l) > 4*64 || l[0] == '.' || l[len(l)-1] == '.' || strings.Contains(l, "..") {
 		return "", ErrBadAddress
 	}
 	for _, r := range l {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.':
 		case r < 0x80 && strings.ContainsRune(atextSpecials, r):
-		case r >= 0x80 && r != 0xfffd && isPrintable(r):
+		case r >= 0x80 && r != utf8.RuneError && unicode.IsPrint(r):
 		default:
 			return "", ErrBadAddress
 		}
 	}
-	return strings.ToLower(l), nil
-}
-
-func isPrintable(r rune) bool {
-	return !(r >= 0x80 && r < 0xa0) && r != 0x2028 && r != 0x2029 && r != 0xfeff
+	// The limit is on the stored form: lower case can be longer (U+023A
+	// is 2 octets, its lower case 3), NFC shorter.
+	l = norm.NFC.String(strings.ToLower(l))
+	if len(l) > 64 {
+		return "", ErrBadAddress
+	}
+	return l, nil
 }
