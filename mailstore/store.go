@@ -15,6 +15,8 @@
 //     a mailbox's used bytes and message count, transfer per month) change in
 //     the same transaction as what they count.
 //   - Times are stored in UTC with second precision.
+//   - A method called with a done context answers the context's error and
+//     changes nothing.
 package mailstore
 
 import (

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,8 @@ func runControl(t *testing.T, open Open) {
 	t.Run("counters", func(t *testing.T) { ctlCounters(t, open) })
 	t.Run("limits", func(t *testing.T) { ctlLimits(t, open) })
 	t.Run("partner_isolation", func(t *testing.T) { ctlIsolation(t, open) })
+	t.Run("concurrent", func(t *testing.T) { ctlConcurrent(t, open) })
+	t.Run("context_done", func(t *testing.T) { ctlContextDone(t, open) })
 }
 
 // Fixed inputs. ctlNow has a fraction and a zone on purpose: the store keeps
@@ -1532,4 +1535,135 @@ func ctlIsolation(t *testing.T, open Open) {
 			t.Errorf("a's data after b's aliases = %s, want %s", after, before)
 		}
 	})
+}
+
+// ctlConcurrent: limits and the address namespace hold when creates race,
+// since each create is one atomic use case.
+func ctlConcurrent(t *testing.T, open Open) {
+	c := newCtl(t, open)
+	a := c.partner("a")
+	c.domain(a.ID, "example.com", ctlStarter, 5, 5)
+	const n = 16
+	run := func(f func(i int) error) map[string]int {
+		t.Helper()
+		var mu sync.Mutex // guards got
+		got := map[string]int{}
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				err := f(i)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					got["ok"]++
+				case errors.Is(err, mailstore.ErrMailboxLimit):
+					got["mailbox limit"]++
+				case errors.Is(err, mailstore.ErrAliasLimit):
+					got["alias limit"]++
+				case errors.Is(err, mailstore.ErrEmailExists):
+					got["email exists"]++
+				case errors.Is(err, mailstore.ErrAliasExists):
+					got["alias exists"]++
+				default:
+					got[err.Error()]++
+				}
+			})
+		}
+		wg.Wait()
+		return got
+	}
+	for _, tc := range []struct {
+		name string
+		do   func(i int) error
+	}{
+		{"same address", func(i int) error {
+			var err error
+			if i%2 == 0 {
+				_, err = c.s.CreateMailbox(c.ctx, a.ID, "example.com", "same@example.com", ctlHash, ctlNow)
+			} else {
+				_, err = c.s.CreateAlias(c.ctx, a.ID, "example.com", "same@example.com", "x@elsewhere.example", ctlNow)
+			}
+			return err
+		}},
+		{"mailbox limit", func(i int) error {
+			_, err := c.s.CreateMailbox(c.ctx, a.ID, "example.com", fmt.Sprintf("m%d@example.com", i), ctlHash, ctlNow)
+			return err
+		}},
+		{"alias limit", func(i int) error {
+			_, err := c.s.CreateAlias(c.ctx, a.ID, "example.com", fmt.Sprintf("a%d@example.com", i), "x@elsewhere.example", ctlNow)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := c.getDomain(a.ID, "example.com")
+			got := run(tc.do)
+			switch tc.name {
+			case "same address":
+				if got["ok"] != 1 || got["email exists"]+got["alias exists"] != n-1 {
+					t.Errorf("%d racing creates of one address = %v, want 1 ok, %d exists", n, got, n-1)
+				}
+			case "mailbox limit":
+				if got["ok"]+got["mailbox limit"] != n || got["ok"] != 5-int(before.MailboxCount) {
+					t.Errorf("%d racing mailbox creates = %v, want %d ok, the rest mailbox limit", n, got, 5-before.MailboxCount)
+				}
+			case "alias limit":
+				if got["ok"]+got["alias limit"] != n || got["ok"] != 5-int(before.AliasCount) {
+					t.Errorf("%d racing alias creates = %v, want %d ok, the rest alias limit", n, got, 5-before.AliasCount)
+				}
+			}
+		})
+	}
+	d := c.getDomain(a.ID, "example.com")
+	if d.MailboxCount != 5 || d.AliasCount != 5 {
+		t.Errorf("Domain(example.com) after racing creates = %d mailboxes, %d aliases, want 5, 5", d.MailboxCount, d.AliasCount)
+	}
+	c.counts(a.ID, "example.com", 5, 5)
+}
+
+// ctlContextDone: a method called with a done context answers the
+// context's error and changes nothing.
+func ctlContextDone(t *testing.T, open Open) {
+	c := newCtl(t, open)
+	a := c.partner("a")
+	c.domain(a.ID, "example.com", ctlStarter, 0, 0)
+	c.mailbox(a.ID, "example.com", "john@example.com")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	before := ctlJSON(t, c.getDomain(a.ID, "example.com"))
+	for _, tc := range []struct {
+		name string
+		do   func() error
+	}{
+		{"CreatePartner", func() error { _, err := c.s.CreatePartner(ctx, "b", ctlNow); return err }},
+		{"CreateDomain", func() error {
+			_, err := c.s.CreateDomain(ctx, a.ID, mailstore.NewDomain{Name: "new.example", Plan: ctlStarter}, ctlNow)
+			return err
+		}},
+		{"CreateMailbox", func() error {
+			_, err := c.s.CreateMailbox(ctx, a.ID, "example.com", "new@example.com", ctlHash, ctlNow)
+			return err
+		}},
+		{"CreateAlias", func() error {
+			_, err := c.s.CreateAlias(ctx, a.ID, "example.com", "new@example.com", "john@example.com", ctlNow)
+			return err
+		}},
+		{"ApplyPlan", func() error { _, err := c.s.ApplyPlan(ctx, a.ID, "example.com", ctlEnt); return err }},
+		{"DeleteMailbox", func() error { return c.s.DeleteMailbox(ctx, a.ID, "john@example.com") }},
+		{"DeleteDomain", func() error { return c.s.DeleteDomain(ctx, a.ID, "example.com", true) }},
+		{"Domain", func() error { _, err := c.s.Domain(ctx, a.ID, "example.com"); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.do(); !errors.Is(err, context.Canceled) {
+				t.Errorf("%s(done context) = %v, want context.Canceled", tc.name, err)
+			}
+		})
+	}
+	if after := ctlJSON(t, c.getDomain(a.ID, "example.com")); after != before {
+		t.Errorf("Domain(example.com) after calls with a done context = %s, want %s", after, before)
+	}
+	if _, err := c.s.PartnerByName(c.ctx, "b"); !ctlIs(err, mailstore.ErrPartnerNotFound) {
+		t.Errorf("PartnerByName(b) = %v, want ErrPartnerNotFound", err)
+	}
+	c.counts(a.ID, "example.com", 1, 0)
 }
