@@ -1,0 +1,117 @@
+package imapd
+
+import (
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapserver"
+)
+
+// Copy answers COPY and UID COPY, with COPYUID (RFC 4315). Over quota it
+// answers NO [OVERQUOTA] and copies nothing.
+func (s *session) Copy(numSet imap.NumSet, dest string) (*imap.CopyData, error) {
+	v := s.sel
+	if v == nil {
+		return nil, errNoSelection
+	}
+	to, err := s.st.Folder(s.ctx, s.user.ID, dest)
+	if err != nil {
+		return nil, s.tryCreate("copy", err)
+	}
+	uids := v.uids(v.indices(numSet))
+	if len(uids) == 0 {
+		return nil, nil
+	}
+	newUIDs, err := s.st.Copy(s.ctx, s.user.ID, v.folder.ID, uids, to.ID)
+	if err != nil {
+		return nil, s.tryCreate("copy", err)
+	}
+	return copyData(to.UIDValidity, uids, newUIDs), nil
+}
+
+// Move answers MOVE and UID MOVE (RFC 6851): COPYUID, then EXPUNGE for
+// each message moved.
+func (s *session) Move(w *imapserver.MoveWriter, numSet imap.NumSet, dest string) error {
+	v := s.sel
+	if v == nil {
+		return errNoSelection
+	}
+	if v.readOnly {
+		return errReadOnly
+	}
+	to, err := s.st.Folder(s.ctx, s.user.ID, dest)
+	if err != nil {
+		return s.tryCreate("move", err)
+	}
+	if to.ID == v.folder.ID {
+		return no(imap.ResponseCodeCannot, "Source and destination are the same mailbox")
+	}
+	uids := v.uids(v.indices(numSet))
+	if len(uids) == 0 {
+		return nil
+	}
+	newUIDs, err := s.st.Move(s.ctx, s.user.ID, v.folder.ID, uids, to.ID)
+	if err != nil {
+		return s.tryCreate("move", err)
+	}
+	if err := w.WriteCopyData(copyData(to.UIDValidity, uids, newUIDs)); err != nil {
+		return err
+	}
+	for _, seq := range v.remove(uids) {
+		if err := w.WriteExpunge(seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyData pairs source and new UIDs; both ascend, so the two sets list
+// them in matching order as COPYUID requires.
+func copyData(validity uint32, from, to []uint32) *imap.CopyData {
+	d := &imap.CopyData{UIDValidity: validity}
+	for i := range from {
+		if i < len(to) {
+			d.SourceUIDs.AddNum(imap.UID(from[i]))
+			d.DestUIDs.AddNum(imap.UID(to[i]))
+		}
+	}
+	return d
+}
+
+// Expunge answers EXPUNGE, UID EXPUNGE (RFC 4315: only the given UIDs,
+// and only if they are flagged \Deleted) and CLOSE. In a folder opened
+// with EXAMINE it removes nothing, so that CLOSE still succeeds there.
+func (s *session) Expunge(w *imapserver.ExpungeWriter, uids *imap.UIDSet) error {
+	v := s.sel
+	if v == nil {
+		return errNoSelection
+	}
+	if v.readOnly {
+		return nil
+	}
+	var which []uint32 // nil: every message flagged \Deleted
+	if uids != nil {
+		cur, err := s.st.Messages(s.ctx, s.user.ID, v.folder.ID)
+		if err != nil {
+			return s.fail("expunge", err)
+		}
+		set := v.staticUIDs(*uids)
+		which = []uint32{}
+		for _, m := range cur {
+			if set.Contains(imap.UID(m.UID)) && hasFlag(m.Flags, imap.FlagDeleted) {
+				which = append(which, m.UID)
+			}
+		}
+		if len(which) == 0 {
+			return nil
+		}
+	}
+	removed, err := s.st.Expunge(s.ctx, s.user.ID, v.folder.ID, which)
+	if err != nil {
+		return s.fail("expunge", err)
+	}
+	for _, seq := range v.remove(removed) {
+		if err := w.WriteExpunge(seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}

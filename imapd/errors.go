@@ -1,0 +1,68 @@
+package imapd
+
+import (
+	"context"
+	"errors"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapserver"
+
+	"github.com/mailhost/mailhost/credential"
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// fail maps an error to the IMAP response the client gets (response codes
+// from RFC 5530). Errors the client cannot act on are logged here, once,
+// and answered NO [SERVERBUG] without detail.
+func (s *session) fail(op string, err error) error {
+	var imapErr *imap.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &imapErr):
+		return imapErr
+	case errors.Is(err, credential.ErrInvalidCredentials):
+		return imapserver.ErrAuthFailed
+	case errors.Is(err, credential.ErrThrottled):
+		return no(imap.ResponseCodeUnavailable, "Too many failed logins, try again later")
+	case errors.Is(err, mailstore.ErrOverQuota):
+		return no(imap.ResponseCodeOverQuota, "Mailbox is over quota")
+	case errors.Is(err, mailstore.ErrFolderNotFound):
+		return no(imap.ResponseCodeNonExistent, "No such mailbox")
+	case errors.Is(err, mailstore.ErrFolderExists):
+		return no(imap.ResponseCodeAlreadyExists, "Mailbox already exists")
+	case errors.Is(err, mailstore.ErrFolderProtected):
+		return no(imap.ResponseCodeCannot, "INBOX cannot be deleted or renamed")
+	case errors.Is(err, mailstore.ErrMessageNotFound):
+		return no(imap.ResponseCodeNonExistent, "No such message")
+	case errors.Is(err, mailstore.ErrMailboxNotFound):
+		// The account was deleted while logged in.
+		return no(imap.ResponseCodeUnavailable, "Account no longer exists")
+	case errors.Is(err, mailstore.ErrInvalidArgument):
+		return no(imap.ResponseCodeCannot, "Invalid request")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return no(imap.ResponseCodeUnavailable, "Server shutting down")
+	}
+	s.log.Error(op, "err", err)
+	return no(imap.ResponseCodeServerBug, "Internal server error")
+}
+
+// tryCreate is fail for a COPY, MOVE or APPEND target: a missing folder is
+// answered [TRYCREATE] (RFC 9051 section 6.3.12).
+func (s *session) tryCreate(op string, err error) error {
+	if errors.Is(err, mailstore.ErrFolderNotFound) {
+		return no(imap.ResponseCodeTryCreate, "No such mailbox")
+	}
+	return s.fail(op, err)
+}
+
+func no(code imap.ResponseCode, text string) *imap.Error {
+	return &imap.Error{Type: imap.StatusResponseTypeNo, Code: code, Text: text}
+}
+
+// Errors of the session itself.
+var (
+	errNotLoggedIn = &imap.Error{Type: imap.StatusResponseTypeBad, Text: "Not logged in"}
+	errNoSelection = &imap.Error{Type: imap.StatusResponseTypeBad, Text: "No mailbox selected"}
+	errReadOnly    = no(imap.ResponseCodeCannot, "Mailbox is read-only (EXAMINE)")
+)

@@ -1,0 +1,166 @@
+package imapd
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapserver"
+	"github.com/emersion/go-message/textproto"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// Fetch answers FETCH and UID FETCH. Reading a body section without PEEK
+// sets \Seen (RFC 9051 section 6.4.5) unless the folder was EXAMINEd; the
+// new flags are then sent along.
+func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *imap.FetchOptions) error {
+	v := s.sel
+	if v == nil {
+		return errNoSelection
+	}
+	idx := v.indices(numSet)
+
+	seen := map[uint32]bool{}
+	if !v.readOnly && marksSeen(options) {
+		var uids []uint32
+		for _, i := range idx {
+			if m := v.msgs[i]; !m.gone && !hasFlag(m.Flags, imap.FlagSeen) {
+				uids = append(uids, m.UID)
+			}
+		}
+		if len(uids) > 0 {
+			changed, err := s.st.SetFlags(s.ctx, s.user.ID, v.folder.ID, uids, mailstore.FlagsAdd, []string{string(imap.FlagSeen)})
+			if err != nil && !errors.Is(err, mailstore.ErrMessageNotFound) {
+				return s.fail("fetch: set seen", err)
+			}
+			v.update(changed)
+			for _, m := range changed {
+				seen[m.UID] = true
+			}
+		}
+	}
+
+	for _, i := range idx {
+		m := v.msgs[i]
+		if m.gone {
+			continue // RFC 2180 section 4.1.2: say nothing of it
+		}
+		var body []byte
+		if needsBody(options) {
+			b, err := s.st.Body(s.ctx, s.user.ID, v.folder.ID, m.UID)
+			if errors.Is(err, mailstore.ErrMessageNotFound) {
+				continue // expunged meanwhile; the next refresh reports it
+			}
+			if err != nil {
+				return s.fail("fetch", err)
+			}
+			body = b
+		}
+		if err := writeMessage(w.CreateMessage(uint32(i+1)), m.Message, body, options, seen[m.UID]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func marksSeen(o *imap.FetchOptions) bool {
+	for _, bs := range o.BodySection {
+		if !bs.Peek {
+			return true
+		}
+	}
+	for _, bs := range o.BinarySection {
+		if !bs.Peek {
+			return true
+		}
+	}
+	return false
+}
+
+func needsBody(o *imap.FetchOptions) bool {
+	return o.Envelope || o.BodyStructure != nil || len(o.BodySection) > 0 ||
+		len(o.BinarySection) > 0 || len(o.BinarySectionSize) > 0
+}
+
+func writeMessage(w *imapserver.FetchResponseWriter, m mailstore.Message, body []byte, o *imap.FetchOptions, flagsChanged bool) error {
+	w.WriteUID(imap.UID(m.UID))
+	if o.Flags || flagsChanged {
+		w.WriteFlags(toIMAPFlags(m.Flags))
+	}
+	if o.InternalDate {
+		w.WriteInternalDate(m.ReceivedAt.In(time.UTC))
+	}
+	if o.RFC822Size {
+		w.WriteRFC822Size(m.Size)
+	}
+	if o.Envelope {
+		w.WriteEnvelope(envelope(body))
+	}
+	if o.BodyStructure != nil {
+		w.WriteBodyStructure(imapserver.ExtractBodyStructure(bytes.NewReader(body)))
+	}
+	var err error
+	for _, bs := range o.BodySection {
+		b := bodySection(body, bs)
+		if err = writeLiteral(w.WriteBodySection(bs, int64(len(b))), b); err != nil {
+			break
+		}
+	}
+	for _, bs := range o.BinarySection {
+		if err != nil {
+			break
+		}
+		b := imapserver.ExtractBinarySection(bytes.NewReader(body), bs)
+		err = writeLiteral(w.WriteBinarySection(bs, int64(len(b))), b)
+	}
+	for _, bs := range o.BinarySectionSize {
+		if err != nil {
+			break
+		}
+		w.WriteBinarySectionSize(bs, imapserver.ExtractBinarySectionSize(bytes.NewReader(body), bs))
+	}
+	// Close even after an error: the writer holds the connection's
+	// response lock until then.
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// bodySection is BODY[section]<partial>. The whole message is sent as
+// stored, byte for byte, so that its size is RFC822.SIZE.
+func bodySection(body []byte, bs *imap.FetchItemBodySection) []byte {
+	if len(bs.Part) > 0 || bs.Specifier != imap.PartSpecifierNone {
+		return imapserver.ExtractBodySection(bytes.NewReader(body), bs)
+	}
+	if p := bs.Partial; p != nil {
+		if p.Offset >= int64(len(body)) {
+			return nil
+		}
+		body = body[p.Offset:]
+		if p.Size >= 0 && p.Size < int64(len(body)) {
+			body = body[:p.Size]
+		}
+	}
+	return body
+}
+
+func writeLiteral(wc io.WriteCloser, b []byte) error {
+	_, err := wc.Write(b)
+	if cerr := wc.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func envelope(body []byte) *imap.Envelope {
+	h, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(body)))
+	if err != nil {
+		return &imap.Envelope{}
+	}
+	return imapserver.ExtractEnvelope(h)
+}

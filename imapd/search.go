@@ -1,0 +1,289 @@
+package imapd
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapserver"
+	gomessage "github.com/emersion/go-message"
+	"github.com/emersion/go-message/mail"
+	"github.com/emersion/go-message/textproto"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// Search answers SEARCH and UID SEARCH (RFC 9051 section 6.4.4, with
+// ESEARCH's MIN, MAX, COUNT and SEARCHRES's SAVE). Text criteria match
+// substrings without regard to case; a body is read only when a criterion
+// needs it.
+func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria, options *imap.SearchOptions) (*imap.SearchData, error) {
+	v := s.sel
+	if v == nil {
+		return nil, errNoSelection
+	}
+	var (
+		data   imap.SearchData
+		seqs   imap.SeqSet
+		uids   imap.UIDSet
+		needed = needsContent(criteria)
+	)
+	v.staticCriteria(criteria)
+	for i, m := range v.msgs {
+		if m.gone {
+			continue
+		}
+		c := &candidate{v: v, seq: uint32(i + 1), msg: m.Message}
+		if needed {
+			b, err := s.st.Body(s.ctx, s.user.ID, v.folder.ID, m.UID)
+			if errors.Is(err, mailstore.ErrMessageNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, s.fail("search", err)
+			}
+			c.body = b
+		}
+		if !c.match(criteria) {
+			continue
+		}
+		uids.AddNum(imap.UID(m.UID))
+		num := c.seq
+		if kind == imapserver.NumKindUID {
+			num = m.UID
+		}
+		seqs.AddNum(c.seq)
+		if data.Min == 0 || num < data.Min {
+			data.Min = num
+		}
+		data.Max = max(data.Max, num)
+		data.Count++
+	}
+	if kind == imapserver.NumKindUID {
+		data.All = uids
+	} else {
+		data.All = seqs
+	}
+	if options.ReturnSave {
+		v.searchRes = uids
+	}
+	return &data, nil
+}
+
+// staticCriteria resolves "*" and "$" in the criteria's number sets once,
+// before matching.
+func (v *view) staticCriteria(c *imap.SearchCriteria) {
+	var seqs []imap.SeqSet
+	for _, set := range c.SeqNum {
+		if imap.IsSearchRes(set) {
+			c.UID = append(c.UID, v.searchRes)
+			continue
+		}
+		set = slices.Clone(set)
+		for i := range set {
+			staticRange(&set[i].Start, &set[i].Stop, uint32(len(v.msgs)))
+		}
+		seqs = append(seqs, set)
+	}
+	c.SeqNum = seqs
+	for j, set := range c.UID {
+		if imap.IsSearchRes(set) {
+			c.UID[j] = v.searchRes
+			continue
+		}
+		set = slices.Clone(set)
+		for i := range set {
+			staticRange((*uint32)(&set[i].Start), (*uint32)(&set[i].Stop), v.lastUID())
+		}
+		c.UID[j] = set
+	}
+	for i := range c.Not {
+		v.staticCriteria(&c.Not[i])
+	}
+	for i := range c.Or {
+		v.staticCriteria(&c.Or[i][0])
+		v.staticCriteria(&c.Or[i][1])
+	}
+}
+
+// needsContent reports whether any criterion looks into the message.
+func needsContent(c *imap.SearchCriteria) bool {
+	if len(c.Header) > 0 || len(c.Body) > 0 || len(c.Text) > 0 || !c.SentSince.IsZero() || !c.SentBefore.IsZero() {
+		return true
+	}
+	for i := range c.Not {
+		if needsContent(&c.Not[i]) {
+			return true
+		}
+	}
+	for i := range c.Or {
+		if needsContent(&c.Or[i][0]) || needsContent(&c.Or[i][1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// candidate is one message being matched, its parsed header made once.
+type candidate struct {
+	v      *view
+	seq    uint32
+	msg    mailstore.Message
+	body   []byte
+	header *mail.Header
+}
+
+func (c *candidate) match(cr *imap.SearchCriteria) bool {
+	for _, set := range cr.SeqNum {
+		if !set.Contains(c.seq) {
+			return false
+		}
+	}
+	for _, set := range cr.UID {
+		if !set.Contains(imap.UID(c.msg.UID)) {
+			return false
+		}
+	}
+	if !matchDate(c.msg.ReceivedAt, cr.Since, cr.Before) {
+		return false
+	}
+	for _, f := range cr.Flag {
+		if !hasFlag(c.msg.Flags, f) {
+			return false
+		}
+	}
+	for _, f := range cr.NotFlag {
+		if hasFlag(c.msg.Flags, f) {
+			return false
+		}
+	}
+	if cr.Larger > 0 && c.msg.Size <= cr.Larger {
+		return false
+	}
+	if cr.Smaller > 0 && c.msg.Size >= cr.Smaller {
+		return false
+	}
+	if len(cr.Header) > 0 || !cr.SentSince.IsZero() || !cr.SentBefore.IsZero() {
+		h := c.parsedHeader()
+		for _, hf := range cr.Header {
+			if !matchField(h.FieldsByKey(hf.Key), hf.Value) {
+				return false
+			}
+		}
+		if !cr.SentSince.IsZero() || !cr.SentBefore.IsZero() {
+			t, err := h.Date()
+			if err != nil || !matchDate(t, cr.SentSince, cr.SentBefore) {
+				return false
+			}
+		}
+	}
+	for _, text := range cr.Text {
+		if !c.matchText(text, true) {
+			return false
+		}
+	}
+	for _, text := range cr.Body {
+		if !c.matchText(text, false) {
+			return false
+		}
+	}
+	for i := range cr.Not {
+		if c.match(&cr.Not[i]) {
+			return false
+		}
+	}
+	for i := range cr.Or {
+		if !c.match(&cr.Or[i][0]) && !c.match(&cr.Or[i][1]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *candidate) parsedHeader() *mail.Header {
+	if c.header == nil {
+		h, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(c.body)))
+		if err != nil && h.Len() == 0 {
+			h = textproto.Header{}
+		}
+		c.header = &mail.Header{Header: gomessage.Header{Header: h}}
+	}
+	return c.header
+}
+
+// matchText looks for text in the decoded text parts of the message and,
+// for TEXT, in its header.
+func (c *candidate) matchText(text string, withHeader bool) bool {
+	if text == "" {
+		return true
+	}
+	if withHeader && matchField(c.parsedHeader().Fields(), text) {
+		return true
+	}
+	// An unknown charset is not fatal: the entity is still readable.
+	e, _ := gomessage.Read(bytes.NewReader(c.body))
+	if e == nil {
+		return false
+	}
+	return matchEntity(e, strings.ToLower(text))
+}
+
+func matchEntity(e *gomessage.Entity, lower string) bool {
+	if mr := e.MultipartReader(); mr != nil {
+		for {
+			p, err := mr.NextPart()
+			if err != nil {
+				return false // io.EOF included: no part matched
+			}
+			if matchEntity(p, lower) {
+				return true
+			}
+		}
+	}
+	t, _, _ := e.Header.ContentType()
+	if t != "" && !strings.HasPrefix(t, "text/") && !strings.HasPrefix(t, "message/") {
+		return false
+	}
+	b, err := io.ReadAll(io.LimitReader(e.Body, 64<<20))
+	if err != nil && len(b) == 0 {
+		return false
+	}
+	return bytes.Contains(bytes.ToLower(b), []byte(lower))
+}
+
+// matchField reports whether any of the fields contains value (decoded,
+// without regard to case); an empty value matches any present field.
+func matchField(fields gomessage.HeaderFields, value string) bool {
+	value = strings.ToLower(value)
+	for fields.Next() {
+		if value == "" {
+			return true
+		}
+		t, err := fields.Text()
+		if err != nil {
+			t = fields.Value()
+		}
+		if strings.Contains(strings.ToLower(t), value) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchDate compares dates only, disregarding time and zone (RFC 9051
+// section 6.4.4: SINCE, BEFORE, SENTSINCE, SENTBEFORE).
+func matchDate(t, since, before time.Time) bool {
+	d := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	if !since.IsZero() && d.Before(time.Date(since.Year(), since.Month(), since.Day(), 0, 0, 0, 0, time.UTC)) {
+		return false
+	}
+	if !before.IsZero() && !d.Before(time.Date(before.Year(), before.Month(), before.Day(), 0, 0, 0, 0, time.UTC)) {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,230 @@
+// Package imapd is mailhost's IMAP server (IMAP4rev1 and IMAP4rev2) over
+// go-imap v2's imapserver: users log in with their full address and
+// mailbox password and reach the folders and messages of mailstore.
+//
+// Each connection keeps its own view of the selected folder (the message
+// list the client has been told about, so sequence numbers stay stable) and
+// brings it up to date from the store when the account's Watch signals a
+// change: new messages become EXISTS, removed ones EXPUNGE, changed flags
+// FETCH FLAGS (RFC 9051 section 7.5). Because every change, whoever makes
+// it (SMTP delivery, another session, retention), goes through the store
+// and its Watch, no state is shared between connections.
+package imapd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapserver"
+
+	"github.com/mailhost/mailhost/credential"
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// Config configures a Server. Store and Logins are required.
+type Config struct {
+	Store  mailstore.Store
+	Logins *credential.Logins
+	// TLS enables STARTTLS, and is what ServeTLS uses for implicit TLS.
+	TLS *tls.Config
+	// AllowInsecureAuth allows LOGIN and AUTHENTICATE without TLS; without
+	// it a plain connection offers LOGINDISABLED until STARTTLS.
+	AllowInsecureAuth bool
+	// Logger receives the server's log; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// MaxConns bounds the connections served at once; more are greeted
+	// with BYE. 0 means 1000.
+	MaxConns int
+	// MaxMessageBytes bounds an APPEND (advertised as APPENDLIMIT). 0
+	// means 64 MiB.
+	MaxMessageBytes int64
+	// PollInterval is how often an idling client's folder is re-read even
+	// without a Watch signal. 0 means 30 seconds.
+	PollInterval time.Duration
+}
+
+// Server serves IMAP on any number of listeners.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	now  func() time.Time
+	imap *imapserver.Server
+
+	// ctx is the parent of every connection's context; Shutdown cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// conns counts the sessions alive, for Shutdown to wait on.
+	conns sync.WaitGroup
+
+	// mu guards sessions, listeners and closed.
+	mu        sync.Mutex
+	sessions  map[*session]struct{}
+	listeners map[net.Listener]struct{}
+	closed    bool
+}
+
+// delim is the hierarchy delimiter of folder names.
+const delim = '/'
+
+// New returns a Server for cfg, with cfg's defaults applied.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 1000
+	}
+	if cfg.MaxMessageBytes <= 0 || cfg.MaxMessageBytes > 1<<32-1 {
+		cfg.MaxMessageBytes = 64 << 20
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 30 * time.Second
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger.With("service", "imap"),
+		now:       cfg.Now,
+		sessions:  make(map[*session]struct{}),
+		listeners: make(map[net.Listener]struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.imap = imapserver.New(&imapserver.Options{
+		NewSession: s.newSession,
+		Caps: imap.CapSet{
+			imap.CapIMAP4rev1: {},
+			imap.CapIMAP4rev2: {},
+			// IMAP4rev1 extensions that IMAP4rev2 includes.
+			imap.CapNamespace:      {},
+			imap.CapUIDPlus:        {},
+			imap.CapESearch:        {},
+			imap.CapSearchRes:      {},
+			imap.CapListExtended:   {},
+			imap.CapListStatus:     {},
+			imap.CapMove:           {},
+			imap.CapStatusSize:     {},
+			imap.CapChildren:       {},
+			imap.CapSpecialUse:     {},
+			imap.CapLiteralPlus:    {},
+			imap.CapUnauthenticate: {},
+		},
+		Logger:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		TLSConfig:    cfg.TLS,
+		InsecureAuth: cfg.AllowInsecureAuth,
+	})
+	return s
+}
+
+// Serve accepts connections on ln, plain with STARTTLS when Config.TLS is
+// set, until Shutdown. It returns nil after Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.track(ln) {
+		ln.Close()
+		return fmt.Errorf("imapd: %w", net.ErrClosed)
+	}
+	defer s.untrack(ln)
+	return s.imap.Serve(ln)
+}
+
+// ServeTLS accepts implicit-TLS connections (IMAPS, RFC 8314) on ln with
+// Config.TLS until Shutdown.
+func (s *Server) ServeTLS(ln net.Listener) error {
+	if s.cfg.TLS == nil {
+		return errors.New("imapd: ServeTLS needs Config.TLS")
+	}
+	return s.Serve(tls.NewListener(ln, s.cfg.TLS))
+}
+
+func (s *Server) track(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(ln net.Listener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.listeners, ln)
+}
+
+// Shutdown stops accepting connections, tells every client BYE and closes
+// its connection, and waits until the sessions have ended or ctx is done.
+// IMAP connections live for hours, so it does not wait for clients to log
+// out: they reconnect to the next server.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	sessions := make([]*session, 0, len(s.sessions))
+	for sess := range s.sessions {
+		sessions = append(sessions, sess)
+	}
+	s.mu.Unlock()
+
+	s.cancel()
+	for _, sess := range sessions {
+		// Bye waits for a response being written; do not let one slow
+		// client hold up the others.
+		go sess.conn.Bye("Server shutting down")
+	}
+	done := make(chan struct{})
+	go func() {
+		s.conns.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.imap.Close() // closes whatever is left; its error is only "already closed"
+	return err
+}
+
+// newSession is imapserver's NewSession: it admits the connection or
+// greets it with BYE.
+func (s *Server) newSession(c *imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, &imap.Error{Type: imap.StatusResponseTypeBye, Text: "Server shutting down"}
+	}
+	if len(s.sessions) >= s.cfg.MaxConns {
+		s.log.Warn("connection refused", "reason", "too many connections", "remote", c.NetConn().RemoteAddr().String())
+		return nil, nil, &imap.Error{Type: imap.StatusResponseTypeBye, Code: imap.ResponseCodeUnavailable, Text: "Too many connections, try again later"}
+	}
+	sess := newSession(s, c)
+	s.sessions[sess] = struct{}{}
+	s.conns.Add(1)
+	return sess, nil, nil
+}
+
+// ended is called once by a session's Close.
+func (s *Server) ended(sess *session) {
+	s.mu.Lock()
+	delete(s.sessions, sess)
+	s.mu.Unlock()
+	s.conns.Done()
+}

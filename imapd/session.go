@@ -1,0 +1,120 @@
+package imapd
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/netip"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapserver"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// session is one IMAP connection. imapserver calls its methods from the
+// connection's goroutine one at a time; Idle runs on another goroutine
+// while that one only waits for DONE, so the fields need no lock.
+type session struct {
+	srv  *Server
+	st   mailstore.Store
+	conn *imapserver.Conn
+	ip   netip.Addr
+	log  *slog.Logger
+	// ctx ends when the connection closes or the server shuts down.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Set by Login.
+	user    *mailstore.Mailbox
+	watch   <-chan struct{}
+	unwatch func()
+	// changed is set when watch has signalled since the view was loaded.
+	changed bool
+
+	sel *view // the selected folder, nil if none
+}
+
+var (
+	_ imapserver.SessionIMAP4rev2      = (*session)(nil)
+	_ imapserver.SessionAppendLimit    = (*session)(nil)
+	_ imapserver.SessionUnauthenticate = (*session)(nil)
+)
+
+func newSession(s *Server, c *imapserver.Conn) *session {
+	remote := c.NetConn().RemoteAddr()
+	var ip netip.Addr
+	if ta, ok := remote.(*net.TCPAddr); ok {
+		ip = ta.AddrPort().Addr().Unmap()
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &session{
+		srv:    s,
+		st:     s.cfg.Store,
+		conn:   c,
+		ip:     ip,
+		log:    s.log.With("remote", remote.String()),
+		ctx:    ctx,
+		cancel: cancel,
+	}
+}
+
+// Close ends the session: imapserver calls it once when the connection
+// closes.
+func (s *session) Close() error {
+	s.logout()
+	s.cancel()
+	s.srv.ended(s)
+	return nil
+}
+
+// Login authenticates with the full address and the mailbox password
+// (LOGIN, and AUTHENTICATE PLAIN through imapserver). Throttling,
+// suspension and deleted mailboxes are the business of credential.Logins.
+func (s *session) Login(username, password string) error {
+	mb, err := s.srv.cfg.Logins.Authenticate(s.ctx, username, password, s.ip)
+	if err != nil {
+		s.log.Info("login failed", "user", username, "err", err)
+		return s.fail("login", err)
+	}
+	if err := s.st.RecordLogin(s.ctx, mb.ID, s.srv.now()); err != nil {
+		s.log.Warn("record last login", "user", mb.Email, "err", err)
+	}
+	s.user = &mb
+	s.watch, s.unwatch = s.st.Watch(mb.ID)
+	s.changed = false
+	s.log = s.log.With("user", mb.Email)
+	s.log.Info("login")
+	return nil
+}
+
+// Unauthenticate returns to the not-authenticated state (RFC 8437).
+func (s *session) Unauthenticate() error {
+	s.logout()
+	return nil
+}
+
+func (s *session) logout() {
+	s.sel = nil
+	if s.unwatch != nil {
+		s.unwatch()
+	}
+	s.user, s.watch, s.unwatch = nil, nil, nil
+}
+
+// Namespace: one personal namespace, no others (RFC 2342).
+func (s *session) Namespace() (*imap.NamespaceData, error) {
+	return &imap.NamespaceData{Personal: []imap.NamespaceDescriptor{{Prefix: "", Delim: delim}}}, nil
+}
+
+// AppendLimit is the largest message APPEND takes (RFC 7889).
+func (s *session) AppendLimit() uint32 { return uint32(s.srv.cfg.MaxMessageBytes) }
+
+// noteChanges records a pending Watch signal without blocking.
+func (s *session) noteChanges() {
+	select {
+	case <-s.watch:
+		s.changed = true
+	default:
+	}
+}
