@@ -38,7 +38,9 @@ var domainProfile = idna.New(
 // no address literal and no label that starts or ends with a hyphen.
 func NormalizeDomain(s string) (string, error) {
 	// idna maps invalid UTF-8 to U+FFFD and encodes that, so check first.
-	if s == "" || len(s) > 253 || !utf8.ValidString(s) || strings.TrimSpace(s) != s || strings.HasSuffix(s, ".") {
+	// The 253-octet limit is on the ASCII form (checked below); full-width
+	// or accented input may be longer, but not without bound.
+	if s == "" || len(s) > 4*253 || !utf8.ValidString(s) || strings.TrimSpace(s) != s || strings.HasSuffix(s, ".") {
 		return "", fmt.Errorf("%q: %w", s, ErrBadDomain)
 	}
 	a, err := domainProfile.ToASCII(s)
@@ -47,7 +49,7 @@ func NormalizeDomain(s string) (string, error) {
 	}
 	a = strings.ToLower(a)
 	labels := strings.Split(a, ".")
-	if len(labels) < 2 {
+	if len(labels) < 2 || len(a) > 253 {
 		return "", fmt.Errorf("%q: %w", s, ErrBadDomain)
 	}
 	for _, l := range labels {
@@ -78,7 +80,8 @@ func NormalizeDomain(s string) (string, error) {
 // hosting customer asks for one, and they complicate every comparison.
 func NormalizeAddress(s string) (string, error) {
 	at := strings.LastIndexByte(s, '@')
-	if at <= 0 || len(s) > MaxAddressLen {
+	// The length limit is on the normalised form (checked below).
+	if at <= 0 || len(s) > 4*MaxAddressLen {
 		return "", fmt.Errorf("%q: %w", s, ErrBadAddress)
 	}
 	local, err := normalizeLocal(s[:at])

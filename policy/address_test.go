@@ -25,6 +25,7 @@ func TestNormalizeDomain(t *testing.T) {
 		{"idn sharp s kept (nontransitional)", "faß.de", "xn--fa-hia.de"},
 		{"idn japanese", "例え.テスト", "xn--r8jz45g.xn--zckzah"},
 		{"fullwidth letters", "ｅｘａｍｐｌｅ.com", "example.com"},
+		{"fullwidth, over 253 octets until mapped", strings.Repeat(strings.Repeat("Ａ", 60)+".", 3) + "com", strings.Repeat(strings.Repeat("a", 60)+".", 3) + "com"},
 		{"ideographic full stop", "example。com", "example.com"},
 		{"label of 63", strings.Repeat("a", 63) + ".com", strings.Repeat("a", 63) + ".com"},
 		{"253 octets", strings.Repeat(strings.Repeat("a", 49)+".", 5) + "abc", strings.Repeat(strings.Repeat("a", 49)+".", 5) + "abc"},
@@ -84,6 +85,8 @@ func TestNormalizeAddress(t *testing.T) {
 		{"utf-8 local upper case", "ÄÖÜ@Bücher.Example", "äöü@xn--bcher-kva.example"},
 		{"utf-8 local nfc", "jose\u0301@example.com", "jos\u00e9@example.com"},
 		{"local of 64", strings.Repeat("a", 64) + "@example.com", strings.Repeat("a", 64) + "@example.com"},
+		{"local of 64 once nfc", strings.Repeat("e\u0301", 32) + "@example.com", strings.Repeat("\u00e9", 32) + "@example.com"},
+		{"fullwidth domain, over 254 octets until mapped", "a@" + strings.Repeat(strings.Repeat("ｂ", 60)+".", 3) + "com", "a@" + strings.Repeat(strings.Repeat("b", 60)+".", 3) + "com"},
 		{"254 octets", strings.Repeat("a", 64) + "@" + strings.Repeat(strings.Repeat("b", 40)+".", 4) + strings.Repeat("c", 25), strings.Repeat("a", 64) + "@" + strings.Repeat(strings.Repeat("b", 40)+".", 4) + strings.Repeat("c", 25)},
 
 		{"empty", "", ""},
