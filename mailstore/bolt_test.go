@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,5 +217,64 @@ func writeSchema(t *testing.T, path string, v uint64) {
 	})
 	if err != nil {
 		t.Fatalf("write schema %d to %s: %v", v, path, err)
+	}
+}
+
+// TestBoltUpgrade: a file of an older schema (here 0: a bbolt file with
+// nothing in it) is upgraded on Open to the current one.
+func TestBoltUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, mailstore.FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("bolt.Open(%s) = %v", path, err)
+	}
+	db.Close()
+	s := openBolt(t, dir)
+	if _, err := s.CreatePartner(context.Background(), "acme", time.Now()); err != nil {
+		t.Errorf("CreatePartner() on an upgraded file = %v, want nil", err)
+	}
+	s.Close()
+	current := func() uint64 {
+		d := t.TempDir()
+		openBolt(t, d).Close()
+		return readSchema(t, filepath.Join(d, mailstore.FileName))
+	}()
+	if got := readSchema(t, path); got != current {
+		t.Errorf("schema version after upgrade = %d, want %d", got, current)
+	}
+}
+
+// TestBoltOpenErrors: Open reports what it cannot open rather than
+// panicking or overwriting it.
+func TestBoltOpenErrors(t *testing.T) {
+	notDB := t.TempDir()
+	if err := os.WriteFile(filepath.Join(notDB, mailstore.FileName), []byte(strings.Repeat("not a database\n", 1000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fileAsDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(fileAsDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, dir string }{
+		{"not a database", notDB},
+		{"data directory is a file", fileAsDir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := mailstore.Open(context.Background(), tc.dir, mailstore.Options{})
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open(%s) = nil, want an error", tc.dir)
+			}
+			if errors.Is(err, mailstore.ErrLocked) || errors.Is(err, mailstore.ErrSchemaTooNew) {
+				t.Errorf("Open(%s) = %v, want neither ErrLocked nor ErrSchemaTooNew", tc.dir, err)
+			}
+		})
+	}
+	// A new, nested data directory is made.
+	nested := filepath.Join(t.TempDir(), "a", "b")
+	openBolt(t, nested).Close()
+	if _, err := os.Stat(filepath.Join(nested, mailstore.FileName)); err != nil {
+		t.Errorf("Stat(store file in new nested directory) = %v, want nil", err)
 	}
 }
