@@ -1,0 +1,22 @@
+package policy
+
+import "github.com/mailhost/mailhost/mailstore"
+
+// AcceptAtRCPT reports whether a message for mailbox m may be accepted at
+// RCPT time (decisions.md, "Quota"): not when the mailbox has reached its
+// quota, nor when the size the client announced with SIZE= (RFC 1870; 0 or
+// less when it announced none) would take it past the quota. The answer is
+// the same for every quota, including a zero one (nothing is accepted).
+// A message accepted here is delivered whole even if it then takes the
+// mailbox past its quota by itself: the sender announced less or nothing.
+func AcceptAtRCPT(m mailstore.Mailbox, announcedSize int64) bool {
+	quota := m.QuotaBytes()
+	if m.UsedBytes >= quota {
+		return false
+	}
+	if announcedSize <= 0 {
+		return true
+	}
+	// quota-used > 0 here, so this cannot overflow as used+announced could.
+	return announcedSize <= quota-m.UsedBytes
+}

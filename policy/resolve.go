@@ -1,0 +1,150 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// Errors of recipient resolution. Callers match them with errors.Is.
+var (
+	// ErrNotHosted: the address's domain is not hosted here.
+	ErrNotHosted = errors.New("domain not hosted")
+	// ErrUnknownUser: the domain is hosted but nothing (mailbox, alias,
+	// catch-all) takes the address.
+	ErrUnknownUser = errors.New("unknown user")
+	// ErrAliasLoop: an alias chain comes back to an address it passed.
+	ErrAliasLoop = errors.New("alias loop")
+	// ErrAliasTooDeep: an alias chain is longer than MaxAliasDepth.
+	ErrAliasTooDeep = errors.New("alias chain too long")
+)
+
+// MaxAliasDepth is the most alias hops (alias or catch-all) Resolve
+// follows from the address it is given to a final destination.
+const MaxAliasDepth = 8
+
+// Directory is what Resolve looks addresses up in; mailstore.Store
+// satisfies it. Each method answers an error matching mailstore.ErrNotFound
+// when there is no such object.
+type Directory interface {
+	MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error)
+	AliasBySource(ctx context.Context, source string) (mailstore.Alias, error)
+	DomainByName(ctx context.Context, name string) (mailstore.Domain, error)
+}
+
+// Resolution is where mail for one address goes.
+type Resolution struct {
+	// Mailboxes are the local accounts that receive the mail, each once.
+	Mailboxes []mailstore.Mailbox
+	// Remote are destination addresses in domains not hosted here, each
+	// once; mail for them has to be relayed out.
+	Remote []string
+}
+
+// Resolve finds where mail for addr goes (decisions.md, "The mail plane"):
+// a mailbox or an alias of that exact address first; the domain's
+// catch-all ("@domain") only when the address is neither. Alias
+// destinations are resolved the same way, up to MaxAliasDepth hops; an
+// address met twice on the way is ErrAliasLoop, a longer chain
+// ErrAliasTooDeep. A destination in a domain not hosted here is listed in
+// Remote; one in a hosted domain that nothing takes is ErrUnknownUser.
+//
+// addr must be normalised (see NormalizeAddress), as alias destinations
+// are when stored. addr's own domain must be hosted, else ErrNotHosted: the
+// caller decides what to do with mail for other domains (relay for an
+// authenticated sender, refuse otherwise). Lookup failures other than
+// "not found" are returned wrapped, for the caller to answer as temporary.
+func Resolve(ctx context.Context, dir Directory, addr string) (Resolution, error) {
+	r := resolver{dir: dir}
+	if err := r.resolve(ctx, addr, nil); err != nil {
+		return Resolution{}, fmt.Errorf("resolve %s: %w", addr, err)
+	}
+	return r.res, nil
+}
+
+type resolver struct {
+	dir Directory
+	res Resolution
+}
+
+// resolve follows addr; path holds the addresses that led to it, first
+// the one Resolve was given. Each alias has one destination, so the
+// expansion is a chain, but Resolution keeps lists so that a
+// multi-destination alias would need no new API.
+func (r *resolver) resolve(ctx context.Context, addr string, path []string) error {
+	at := strings.LastIndexByte(addr, '@')
+	if at <= 0 || at == len(addr)-1 {
+		return fmt.Errorf("%q: %w", addr, ErrBadAddress)
+	}
+	for _, p := range path {
+		if p == addr {
+			return fmt.Errorf("%s: %w", chain(path, addr), ErrAliasLoop)
+		}
+	}
+	if len(path) > MaxAliasDepth {
+		return fmt.Errorf("%s: %w", chain(path, addr), ErrAliasTooDeep)
+	}
+	path = append(path, addr)
+	domain := addr[at+1:]
+
+	if _, err := r.dir.DomainByName(ctx, domain); err != nil {
+		if !errors.Is(err, mailstore.ErrNotFound) {
+			return err
+		}
+		if len(path) == 1 {
+			return fmt.Errorf("%s: %w", domain, ErrNotHosted)
+		}
+		r.addRemote(addr)
+		return nil
+	}
+
+	m, _, err := r.dir.MailboxByEmail(ctx, addr)
+	switch {
+	case err == nil:
+		r.addMailbox(m)
+		return nil
+	case !errors.Is(err, mailstore.ErrNotFound):
+		return err
+	}
+
+	a, err := r.dir.AliasBySource(ctx, addr)
+	if errors.Is(err, mailstore.ErrNotFound) {
+		a, err = r.dir.AliasBySource(ctx, "@"+domain)
+		if errors.Is(err, mailstore.ErrNotFound) {
+			if len(path) == 1 {
+				return ErrUnknownUser
+			}
+			return fmt.Errorf("%s: %w", chain(path[:len(path)-1], addr), ErrUnknownUser)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return r.resolve(ctx, a.Destination, path)
+}
+
+func (r *resolver) addMailbox(m mailstore.Mailbox) {
+	for _, have := range r.res.Mailboxes {
+		if have.ID == m.ID {
+			return
+		}
+	}
+	r.res.Mailboxes = append(r.res.Mailboxes, m)
+}
+
+func (r *resolver) addRemote(addr string) {
+	for _, have := range r.res.Remote {
+		if have == addr {
+			return
+		}
+	}
+	r.res.Remote = append(r.res.Remote, addr)
+}
+
+// chain renders an alias path for error texts: "a@x -> b@x -> a@x".
+func chain(path []string, last string) string {
+	return strings.Join(append(append([]string(nil), path...), last), " -> ")
+}

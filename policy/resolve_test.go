@@ -1,0 +1,410 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// directory is an in-memory Directory: hosted domains, mailboxes by
+// address and aliases by source (destination as value). It counts lookups
+// so that tests can bound the work Resolve does.
+type directory struct {
+	domains   map[string]bool
+	mailboxes map[string]int64
+	aliases   map[string]string
+	fail      error // answered by every lookup when set
+	lookups   int
+}
+
+func newDirectory(domains ...string) *directory {
+	d := &directory{domains: map[string]bool{}, mailboxes: map[string]int64{}, aliases: map[string]string{}}
+	for _, n := range domains {
+		d.domains[n] = true
+	}
+	return d
+}
+
+func (d *directory) mailbox(addr string) *directory {
+	d.mailboxes[addr] = int64(len(d.mailboxes) + 1)
+	return d
+}
+
+func (d *directory) alias(src, dst string) *directory {
+	d.aliases[src] = dst
+	return d
+}
+
+func (d *directory) MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error) {
+	d.lookups++
+	if d.fail != nil {
+		return mailstore.Mailbox{}, mailstore.Domain{}, d.fail
+	}
+	id, ok := d.mailboxes[email]
+	if !ok {
+		return mailstore.Mailbox{}, mailstore.Domain{}, mailstore.ErrMailboxNotFound
+	}
+	return mailstore.Mailbox{ID: id, Email: email}, mailstore.Domain{Name: DomainOf(email)}, nil
+}
+
+func (d *directory) AliasBySource(ctx context.Context, source string) (mailstore.Alias, error) {
+	d.lookups++
+	if d.fail != nil {
+		return mailstore.Alias{}, d.fail
+	}
+	dst, ok := d.aliases[source]
+	if !ok {
+		return mailstore.Alias{}, mailstore.ErrAliasNotFound
+	}
+	return mailstore.Alias{Source: source, Destination: dst}, nil
+}
+
+func (d *directory) DomainByName(ctx context.Context, name string) (mailstore.Domain, error) {
+	d.lookups++
+	if d.fail != nil {
+		return mailstore.Domain{}, d.fail
+	}
+	if !d.domains[name] {
+		return mailstore.Domain{}, mailstore.ErrDomainNotFound
+	}
+	return mailstore.Domain{Name: name}, nil
+}
+
+// maxLookups bounds the lookups of one Resolve: four per address on a
+// chain of at most MaxAliasDepth hops.
+const maxLookups = 4 * (MaxAliasDepth + 1)
+
+func emails(ms []mailstore.Mailbox) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Email)
+	}
+	return out
+}
+
+func TestResolve(t *testing.T) {
+	// chainOf makes a1@a.test -> a2@a.test -> ... -> a<n>@a.test -> end.
+	chainOf := func(d *directory, n int, end string) *directory {
+		for i := 1; i < n; i++ {
+			d.alias(fmt.Sprintf("a%d@a.test", i), fmt.Sprintf("a%d@a.test", i+1))
+		}
+		return d.alias(fmt.Sprintf("a%d@a.test", n), end)
+	}
+	for _, tc := range []struct {
+		name      string
+		dir       *directory
+		addr      string
+		mailboxes []string
+		remote    []string
+		err       error
+	}{
+		{
+			name:      "mailbox",
+			dir:       newDirectory("a.test").mailbox("bob@a.test"),
+			addr:      "bob@a.test",
+			mailboxes: []string{"bob@a.test"},
+		},
+		{
+			name: "unknown user",
+			dir:  newDirectory("a.test").mailbox("bob@a.test"),
+			addr: "alice@a.test",
+			err:  ErrUnknownUser,
+		},
+		{
+			name: "not hosted",
+			dir:  newDirectory("a.test").mailbox("bob@a.test"),
+			addr: "bob@b.test",
+			err:  ErrNotHosted,
+		},
+		{
+			name: "not hosted even with a catch-all elsewhere",
+			dir:  newDirectory("a.test").mailbox("bob@a.test").alias("@a.test", "bob@a.test"),
+			addr: "bob@b.test",
+			err:  ErrNotHosted,
+		},
+		{
+			name:      "alias to a mailbox",
+			dir:       newDirectory("a.test").mailbox("bob@a.test").alias("info@a.test", "bob@a.test"),
+			addr:      "info@a.test",
+			mailboxes: []string{"bob@a.test"},
+		},
+		{
+			name:      "alias to another hosted domain",
+			dir:       newDirectory("a.test", "b.test").mailbox("bob@b.test").alias("info@a.test", "bob@b.test"),
+			addr:      "info@a.test",
+			mailboxes: []string{"bob@b.test"},
+		},
+		{
+			name:   "alias to a remote address",
+			dir:    newDirectory("a.test").alias("info@a.test", "someone@remote.test"),
+			addr:   "info@a.test",
+			remote: []string{"someone@remote.test"},
+		},
+		{
+			name: "alias to a missing address of a hosted domain",
+			dir:  newDirectory("a.test").alias("info@a.test", "gone@a.test"),
+			addr: "info@a.test",
+			err:  ErrUnknownUser,
+		},
+		{
+			name:      "catch-all takes an unknown address",
+			dir:       newDirectory("a.test").mailbox("bob@a.test").alias("@a.test", "bob@a.test"),
+			addr:      "anything@a.test",
+			mailboxes: []string{"bob@a.test"},
+		},
+		{
+			name:      "mailbox before catch-all",
+			dir:       newDirectory("a.test").mailbox("bob@a.test").mailbox("carol@a.test").alias("@a.test", "bob@a.test"),
+			addr:      "carol@a.test",
+			mailboxes: []string{"carol@a.test"},
+		},
+		{
+			name: "alias before catch-all",
+			dir: newDirectory("a.test").mailbox("bob@a.test").mailbox("carol@a.test").
+				alias("@a.test", "bob@a.test").alias("sales@a.test", "carol@a.test"),
+			addr:      "sales@a.test",
+			mailboxes: []string{"carol@a.test"},
+		},
+		{
+			name:   "catch-all to a remote address",
+			dir:    newDirectory("a.test").alias("@a.test", "owner@remote.test"),
+			addr:   "x@a.test",
+			remote: []string{"owner@remote.test"},
+		},
+		{
+			name: "catch-all of the destination's domain applies along a chain",
+			dir: newDirectory("a.test", "b.test").mailbox("root@b.test").
+				alias("info@a.test", "nobody@b.test").alias("@b.test", "root@b.test"),
+			addr:      "info@a.test",
+			mailboxes: []string{"root@b.test"},
+		},
+		{
+			name: "catch-all to a missing address",
+			dir:  newDirectory("a.test", "b.test").alias("@a.test", "gone@b.test"),
+			addr: "x@a.test",
+			err:  ErrUnknownUser,
+		},
+		{
+			name: "catch-all to its own domain's missing address loops",
+			dir:  newDirectory("a.test").alias("@a.test", "gone@a.test"),
+			addr: "x@a.test",
+			err:  ErrAliasLoop,
+		},
+		{
+			name:      "chain of the full depth",
+			dir:       chainOf(newDirectory("a.test").mailbox("end@a.test"), MaxAliasDepth, "end@a.test"),
+			addr:      "a1@a.test",
+			mailboxes: []string{"end@a.test"},
+		},
+		{
+			name:   "chain of the full depth to a remote address",
+			dir:    chainOf(newDirectory("a.test"), MaxAliasDepth, "end@remote.test"),
+			addr:   "a1@a.test",
+			remote: []string{"end@remote.test"},
+		},
+		{
+			name: "chain one hop too deep",
+			dir:  chainOf(newDirectory("a.test").mailbox("end@a.test"), MaxAliasDepth+1, "end@a.test"),
+			addr: "a1@a.test",
+			err:  ErrAliasTooDeep,
+		},
+		{
+			name: "loop of two",
+			dir:  newDirectory("a.test").alias("x@a.test", "y@a.test").alias("y@a.test", "x@a.test"),
+			addr: "x@a.test",
+			err:  ErrAliasLoop,
+		},
+		{
+			name: "loop across domains",
+			dir:  newDirectory("a.test", "b.test").alias("x@a.test", "y@b.test").alias("y@b.test", "x@a.test"),
+			addr: "x@a.test",
+			err:  ErrAliasLoop,
+		},
+		{
+			name: "loop entered later in the chain",
+			dir: newDirectory("a.test").alias("start@a.test", "x@a.test").
+				alias("x@a.test", "y@a.test").alias("y@a.test", "z@a.test").alias("z@a.test", "x@a.test"),
+			addr: "start@a.test",
+			err:  ErrAliasLoop,
+		},
+		{
+			name: "self alias (the store refuses it, resolution too)",
+			dir:  newDirectory("a.test").alias("x@a.test", "x@a.test"),
+			addr: "x@a.test",
+			err:  ErrAliasLoop,
+		},
+		{
+			name: "no at sign",
+			dir:  newDirectory("a.test"),
+			addr: "postmaster",
+			err:  ErrBadAddress,
+		},
+		{
+			name: "catch-all source is not an address",
+			dir:  newDirectory("a.test").alias("@a.test", "bob@a.test"),
+			addr: "@a.test",
+			err:  ErrBadAddress,
+		},
+		{
+			name: "alias to a malformed destination",
+			dir:  newDirectory("a.test").alias("x@a.test", "broken@"),
+			addr: "x@a.test",
+			err:  ErrBadAddress,
+		},
+		{
+			name: "lookup failure",
+			dir:  &directory{fail: errTestStore},
+			addr: "bob@a.test",
+			err:  errTestStore,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Resolve(context.Background(), tc.dir, tc.addr)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("Resolve(%q) = %+v, %v, want %v", tc.addr, res, err, tc.err)
+				}
+				if !strings.Contains(err.Error(), tc.addr) {
+					t.Errorf("Resolve(%q) error %q does not name the address", tc.addr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Resolve(%q) = %v", tc.addr, err)
+			}
+			if got := emails(res.Mailboxes); !slices.Equal(got, tc.mailboxes) {
+				t.Errorf("Resolve(%q) mailboxes = %q, want %q", tc.addr, got, tc.mailboxes)
+			}
+			if !slices.Equal(res.Remote, tc.remote) {
+				t.Errorf("Resolve(%q) remote = %q, want %q", tc.addr, res.Remote, tc.remote)
+			}
+			if tc.dir.lookups > maxLookups {
+				t.Errorf("Resolve(%q) made %d lookups, want at most %d", tc.addr, tc.dir.lookups, maxLookups)
+			}
+		})
+	}
+}
+
+var errTestStore = errors.New("disk on fire")
+
+func TestResolveDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d := newDirectory("a.test").mailbox("bob@a.test")
+	d.fail = ctx.Err()
+	if _, err := Resolve(ctx, d, "bob@a.test"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Resolve with a done context = %v, want context.Canceled", err)
+	}
+}
+
+func TestResolutionDeduplicates(t *testing.T) {
+	r := resolver{}
+	r.addMailbox(mailstore.Mailbox{ID: 1, Email: "a@a.test"})
+	r.addMailbox(mailstore.Mailbox{ID: 2, Email: "b@a.test"})
+	r.addMailbox(mailstore.Mailbox{ID: 1, Email: "a@a.test"})
+	r.addRemote("x@r.test")
+	r.addRemote("x@r.test")
+	if got := emails(r.res.Mailboxes); !slices.Equal(got, []string{"a@a.test", "b@a.test"}) {
+		t.Errorf("mailboxes = %q, want each once", got)
+	}
+	if !slices.Equal(r.res.Remote, []string{"x@r.test"}) {
+		t.Errorf("remote = %q, want each once", r.res.Remote)
+	}
+}
+
+// FuzzResolve builds a random directory from the input: for each of a
+// fixed set of addresses in two hosted domains, whether it is a mailbox, an
+// alias (and to which address, hosted, remote or malformed) or nothing, and
+// the catch-alls. Resolve must not panic, must end within the lookup bound,
+// and must answer either one known error or where the chain really ends.
+func FuzzResolve(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3}, uint8(0))
+	f.Add([]byte{2, 1, 2, 2, 2, 3, 2, 0}, uint8(1))
+	f.Add([]byte{2, 1, 2, 2, 2, 3, 2, 4, 2, 5, 2, 6, 2, 7, 2, 8, 2, 9, 1, 0}, uint8(0))
+	f.Add([]byte{3, 9, 3, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 3, 4, 12}, uint8(5))
+	f.Fuzz(func(t *testing.T, graph []byte, start uint8) {
+		// 16 addresses: 0-7 in a.test, 8-11 in b.test (both hosted), 12-13
+		// in remote.test, 14 malformed, 15 the catch-all source of a.test.
+		addrs := make([]string, 16)
+		for i := range 8 {
+			addrs[i] = fmt.Sprintf("u%d@a.test", i)
+		}
+		for i := 8; i < 12; i++ {
+			addrs[i] = fmt.Sprintf("u%d@b.test", i)
+		}
+		addrs[12], addrs[13], addrs[14], addrs[15] = "r12@remote.test", "r13@remote.test", "bad@", "@a.test"
+		d := newDirectory("a.test", "b.test")
+		for i := 0; i+1 < len(graph) && i/2 < 12; i += 2 {
+			src := addrs[i/2]
+			switch graph[i] % 4 {
+			case 1:
+				d.mailbox(src)
+			case 2:
+				d.alias(src, addrs[int(graph[i+1])%len(addrs)])
+			}
+		}
+		// Trailing pairs set the catch-alls of a.test and b.test.
+		for i, dom := range []string{"@a.test", "@b.test"} {
+			if j := 24 + 2*i; j+1 < len(graph) && graph[j]%2 == 1 {
+				d.alias(dom, addrs[int(graph[j+1])%len(addrs)])
+			}
+		}
+		addr := addrs[int(start)%len(addrs)]
+
+		res, err := Resolve(context.Background(), d, addr)
+		if d.lookups > maxLookups {
+			t.Fatalf("Resolve(%q) made %d lookups, want at most %d", addr, d.lookups, maxLookups)
+		}
+		if err != nil {
+			for _, want := range []error{ErrUnknownUser, ErrNotHosted, ErrAliasLoop, ErrAliasTooDeep, ErrBadAddress} {
+				if errors.Is(err, want) {
+					return
+				}
+			}
+			t.Fatalf("Resolve(%q) = %v, want a policy error", addr, err)
+		}
+		if n := len(res.Mailboxes) + len(res.Remote); n != 1 {
+			t.Fatalf("Resolve(%q) = %+v, want one destination (aliases have one)", addr, res)
+		}
+		for _, m := range res.Mailboxes {
+			if _, ok := d.mailboxes[m.Email]; !ok {
+				t.Fatalf("Resolve(%q) mailbox %q is not a mailbox", addr, m.Email)
+			}
+		}
+		for _, r := range res.Remote {
+			if d.domains[DomainOf(r)] {
+				t.Fatalf("Resolve(%q) remote %q is in a hosted domain", addr, r)
+			}
+		}
+		// The same answer by plain iteration: follow at most
+		// MaxAliasDepth hops, mailbox first, alias next, catch-all last.
+		cur := addr
+		for hop := 0; ; hop++ {
+			if hop > MaxAliasDepth {
+				t.Fatalf("Resolve(%q) = %+v, but the chain is longer than %d", addr, res, MaxAliasDepth)
+			}
+			if !d.domains[DomainOf(cur)] {
+				if res.Remote == nil || res.Remote[0] != cur {
+					t.Fatalf("Resolve(%q) = %+v, want remote %q", addr, res, cur)
+				}
+				break
+			}
+			if _, ok := d.mailboxes[cur]; ok {
+				if res.Mailboxes == nil || res.Mailboxes[0].Email != cur {
+					t.Fatalf("Resolve(%q) = %+v, want mailbox %q", addr, res, cur)
+				}
+				break
+			}
+			next, ok := d.aliases[cur]
+			if !ok {
+				next = d.aliases["@"+DomainOf(cur)]
+			}
+			cur = next
+		}
+	})
+}
