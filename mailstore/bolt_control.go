@@ -13,6 +13,9 @@ import (
 
 // CreatePartner implements Control.
 func (s *Bolt) CreatePartner(ctx context.Context, name string, now time.Time) (Partner, error) {
+	if _, err := strconv.ParseUint(name, 10, 64); name == "" || err == nil {
+		return Partner{}, fmt.Errorf("create partner %q: name is empty or a number: %w", name, ErrInvalidArgument)
+	}
 	var p Partner
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		names := tx.Bucket(bPartnerNames)

@@ -64,7 +64,9 @@ type Store interface {
 // Control is the control plane: partners, keys, domains, mailboxes, aliases
 // and their limits.
 type Control interface {
-	// CreatePartner adds a partner; ErrPartnerExists if the name is taken.
+	// CreatePartner adds a partner; ErrPartnerExists if the name is taken,
+	// ErrInvalidArgument if it is empty or all digits (PartnerByName would
+	// read it as an id).
 	CreatePartner(ctx context.Context, name string, now time.Time) (Partner, error)
 	// Partners lists all partners by id.
 	Partners(ctx context.Context) ([]Partner, error)

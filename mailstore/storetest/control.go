@@ -222,8 +222,20 @@ func ctlPartners(t *testing.T, open Open) {
 	}
 	checkUTC(t, "CreatePartner(acme).CreatedAt", acme.CreatedAt, ctlNowUTC)
 
-	if _, err := c.s.CreatePartner(c.ctx, "acme", ctlNow); !errors.Is(err, mailstore.ErrPartnerExists) {
-		t.Errorf("CreatePartner(acme) again = %v, want ErrPartnerExists", err)
+	for _, tc := range []struct {
+		name, in string
+		err      error
+	}{
+		{"taken", "acme", mailstore.ErrPartnerExists},
+		{"empty", "", mailstore.ErrInvalidArgument},
+		{"number", "42", mailstore.ErrInvalidArgument},
+		{"other partner's id", fmt.Sprint(globex.ID), mailstore.ErrInvalidArgument},
+	} {
+		t.Run("create "+tc.name, func(t *testing.T) {
+			if _, err := c.s.CreatePartner(c.ctx, tc.in, ctlNow); !ctlIs(err, tc.err) {
+				t.Errorf("CreatePartner(%q) = %v, want %v", tc.in, err, tc.err)
+			}
+		})
 	}
 	ps, err := c.s.Partners(c.ctx)
 	if err != nil || len(ps) != 2 || ps[0].ID != acme.ID || ps[1].ID != globex.ID {
