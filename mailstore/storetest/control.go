@@ -1537,6 +1537,12 @@ func ctlIsolation(t *testing.T, open Open) {
 		if as, n := c.aliases(B, 0, mailstore.Page{}); n != 0 || len(as) != 0 {
 			t.Errorf("Aliases(b, all) = %+v, %d, want none", as, n)
 		}
+		if _, err := c.s.AddAPIKey(ctx, a.ID, mailstore.APIKey{Lookup: "aaaaaaaaaaaa", Prefix: "mhk_aaaaaaaaaaaa", CreatedAt: ctlNow}); err != nil {
+			t.Fatalf("AddAPIKey(a) = %v", err)
+		}
+		if ks, err := c.s.APIKeys(ctx, B); err != nil || len(ks) != 0 {
+			t.Errorf("APIKeys(b) = %+v, %v, want none", ks, err)
+		}
 	})
 
 	// B may forward to A's addresses: a destination is any address.
