@@ -1,6 +1,7 @@
 package imapd
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -32,7 +33,7 @@ const (
 
 // env is a running server on a fresh bbolt store with one mailbox.
 type env struct {
-	t         *testing.T
+	t         testing.TB
 	st        *mailstore.Bolt
 	srv       *Server
 	addr      string // plain, with STARTTLS
@@ -46,9 +47,10 @@ type envOptions struct {
 	insecureAuth bool
 	maxFailures  int
 	maxConns     int
+	log          io.Writer // nil: discard
 }
 
-func newEnv(t *testing.T, o envOptions) *env {
+func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
@@ -77,7 +79,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	logins := credential.NewLogins(credential.LoginConfig{Accounts: st, MaxFailures: o.maxFailures})
 	srv := New(Config{
 		Store: st, Logins: logins, TLS: serverTLS, AllowInsecureAuth: o.insecureAuth,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxConns: o.maxConns,
+		Logger: slog.New(slog.NewTextHandler(cmp.Or(o.log, io.Discard), nil)), MaxConns: o.maxConns,
 	})
 	e := &env{t: t, st: st, srv: srv, partnerID: p.ID, mb: mb, clientTLS: clientTLS}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -111,7 +113,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 
 // selfSigned makes a certificate for 127.0.0.1 and the client config that
 // trusts it.
-func selfSigned(t *testing.T) (server, client *tls.Config) {
+func selfSigned(t testing.TB) (server, client *tls.Config) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
