@@ -8,7 +8,21 @@
 // change: new messages become EXISTS, removed ones EXPUNGE, changed flags
 // FETCH FLAGS (RFC 9051 section 7.5). Because every change, whoever makes
 // it (SMTP delivery, another session, retention), goes through the store
-// and its Watch, no state is shared between connections.
+// and its Watch, no state is shared between connections (imapserver's
+// MailboxTracker, made for backends that learn of changes themselves, is
+// not needed). An idling client hears of new mail as soon as the store has
+// committed it; Config.PollInterval is only a fallback.
+//
+// Logins go through credential.Logins, so throttling, suspension and
+// deleted mailboxes are decided in one place for IMAP and submission. A
+// session already logged in when its domain is suspended keeps working
+// until it logs out; the next login is refused.
+//
+// Not offered: QUOTA (RFC 9208), since imapserver has no hook for its
+// commands (APPEND and COPY over quota still answer NO [OVERQUOTA]);
+// CONDSTORE; and BINARY APPEND. EXAMINE is enforced here (STORE and MOVE
+// are refused, FETCH sets no \Seen, EXPUNGE and CLOSE remove nothing), as
+// imapserver leaves it to the backend.
 package imapd
 
 import (
