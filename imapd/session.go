@@ -5,12 +5,16 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
 
 	"github.com/mailhost/mailhost/mailstore"
 )
+
+// lastLoginResolution is how stale a mailbox's recorded last login may be.
+const lastLoginResolution = time.Minute
 
 // session is one IMAP connection. imapserver calls its methods from the
 // connection's goroutine one at a time; Idle runs on another goroutine
@@ -77,8 +81,12 @@ func (s *session) Login(username, password string) error {
 		s.log.Info("login failed", "user", username, "err", err)
 		return s.fail("login", err)
 	}
-	if err := s.st.RecordLogin(s.ctx, mb.ID, s.srv.now()); err != nil {
-		s.log.Warn("record last login", "user", mb.Email, "err", err)
+	// Last login is kept to the minute: a client that reconnects often
+	// does not cost a synced write each time.
+	if now := s.srv.now(); now.Sub(mb.LastLogin) >= lastLoginResolution {
+		if err := s.st.RecordLogin(s.ctx, mb.ID, now); err != nil {
+			s.log.Warn("record last login", "user", mb.Email, "err", err)
+		}
 	}
 	s.user = &mb
 	s.watch, s.unwatch = s.st.Watch(mb.ID)
