@@ -276,14 +276,3 @@ func (v *view) remove(uids []uint32) []uint32 {
 	}
 	return seqs
 }
-
-// seqOf is the sequence number of uid in the view, or 0.
-func (v *view) seqOf(uid uint32) uint32 {
-	i, ok := slices.BinarySearchFunc(v.msgs, uid, func(m viewMsg, u uint32) int {
-		return int(int64(m.UID) - int64(u))
-	})
-	if !ok {
-		return 0
-	}
-	return uint32(i + 1)
-}
