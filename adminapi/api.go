@@ -1,0 +1,199 @@
+// Package adminapi is mailhost's management REST API: partners manage their
+// domains, mailboxes, aliases and limits with an API key. The contract is
+// interface.md with the choices of decisions.md; the whole route table is in
+// routes.go and the OpenAPI 3.1 document in openapi.json.
+package adminapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
+)
+
+// Config is what New needs. Store and Plans are required; the other
+// fields have the documented defaults for their zero values.
+type Config struct {
+	Store mailstore.Store
+	Plans *policy.Plans
+	// Logger receives one line per request; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// DefaultMaxMailboxes and DefaultMaxAliases are the count limits of a
+	// new domain whose create call names none; 0 means unlimited.
+	DefaultMaxMailboxes int64
+	DefaultMaxAliases   int64
+	// RateLimit is the sustained requests per second allowed per API key;
+	// 0 means 20. RateBurst is how many a key may send at once; 0 means 100.
+	RateLimit float64
+	RateBurst int
+}
+
+// API is the management API; it implements http.Handler.
+type API struct {
+	store   mailstore.Store
+	plans   *policy.Plans
+	log     *slog.Logger
+	now     func() time.Time
+	maxMbx  int64
+	maxAls  int64
+	mux     *http.ServeMux
+	limiter *limiter
+	// hashSlots bounds concurrent argon2id hashes (19 MiB each), so a burst
+	// of mailbox creations cannot exhaust memory.
+	hashSlots chan struct{}
+}
+
+// New returns the API for cfg.
+func New(cfg Config) *API {
+	a := &API{
+		store:     cfg.Store,
+		plans:     cfg.Plans,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		maxMbx:    cfg.DefaultMaxMailboxes,
+		maxAls:    cfg.DefaultMaxAliases,
+		hashSlots: make(chan struct{}, 4),
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.plans == nil {
+		a.plans = policy.NewPlans(nil)
+	}
+	rate, burst := cfg.RateLimit, cfg.RateBurst
+	if rate <= 0 {
+		rate = 20
+	}
+	if burst <= 0 {
+		burst = 100
+	}
+	a.limiter = newLimiter(rate, burst)
+	a.mux = http.NewServeMux()
+	a.routes(a.mux)
+	return a
+}
+
+// collections are the list resources; each answers with and without the
+// trailing slash, without a redirect (decisions.md).
+var collections = map[string]string{
+	"/users":    "/users/",
+	"/aliases":  "/aliases/",
+	"/domains":  "/domains/",
+	"/plans/":   "/plans",
+	"/healthz/": "/healthz",
+}
+
+// reqState is what the logging wrapper learns from the handler.
+type reqState struct {
+	partnerID int64
+	pattern   string
+}
+
+type stateKey struct{}
+
+func state(ctx context.Context) *reqState {
+	s, _ := ctx.Value(stateKey{}).(*reqState)
+	if s == nil {
+		s = &reqState{}
+	}
+	return s
+}
+
+// ServeHTTP routes a request; unknown paths answer 404 and wrong methods
+// 405, both as JSON, where the standard mux would write plain text or
+// redirect.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	st := &reqState{}
+	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+
+	if to, ok := collections[r.URL.Path]; ok {
+		r.URL.Path, r.URL.RawPath = to, ""
+	}
+	switch {
+	case !cleanPath(r.URL.Path):
+		writeError(rec, r, errNotFound)
+	default:
+		if _, pattern := a.mux.Handler(r); pattern != "" {
+			a.mux.ServeHTTP(rec, r)
+			break
+		}
+		if allow := a.allowed(r); len(allow) > 0 {
+			rec.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(rec, r, errMethod)
+			break
+		}
+		writeError(rec, r, errNotFound)
+	}
+
+	attrs := []any{
+		"method", r.Method,
+		"route", st.pattern,
+		"status", rec.status,
+		"duration_ms", float64(time.Since(start).Microseconds()) / 1000,
+	}
+	if st.partnerID != 0 {
+		attrs = append(attrs, "partner_id", st.partnerID)
+	}
+	a.log.Info("api request", attrs...)
+}
+
+// cleanPath reports whether p is already in the form the mux would not
+// redirect (no "//", ".", ".." segments).
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
+}
+
+// methods are those the API uses; allowed probes them for a 405's Allow.
+var methods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}
+
+func (a *API) allowed(r *http.Request) []string {
+	var allow []string
+	for _, m := range methods {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := a.mux.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
+}
+
+// recorder remembers the status written, for the request log.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

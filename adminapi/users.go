@@ -1,0 +1,271 @@
+package adminapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/mailhost/mailhost/credential"
+	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
+)
+
+// mailboxJSON is the Mailbox resource; the password hash is never shown.
+type mailboxJSON struct {
+	ID        int64  `json:"id"`
+	DomainID  int64  `json:"domain_id"`
+	Email     string `json:"email"`
+	CreatedAt string `json:"created_at"`
+}
+
+func toMailbox(m mailstore.Mailbox) mailboxJSON {
+	return mailboxJSON{ID: m.ID, DomainID: m.DomainID, Email: m.Email, CreatedAt: timestamp(m.CreatedAt)}
+}
+
+// quotaJSON is the Mailbox quota resource.
+type quotaJSON struct {
+	Email   string `json:"email"`
+	QuotaMB int64  `json:"quota_mb"`
+}
+
+// emailParam is the {email} of the path, normalised; an address that
+// cannot be one is answered as an unknown mailbox.
+func emailParam(r *http.Request) (string, error) {
+	email, err := policy.NormalizeAddress(r.PathValue("email"))
+	if err != nil {
+		return "", errMailboxNotFound
+	}
+	return email, nil
+}
+
+// hash is credential.HashPassword behind a bound on concurrent hashes.
+func (a *API) hash(ctx context.Context, password string) (string, error) {
+	select {
+	case a.hashSlots <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	defer func() { <-a.hashSlots }()
+	return credential.HashPassword(password)
+}
+
+// addressFree answers mailstore.ErrEmailExists when email is a mailbox
+// or an alias source of any partner.
+func (a *API) addressFree(ctx context.Context, email string) error {
+	_, _, err := a.store.MailboxByEmail(ctx, email)
+	if err == nil {
+		return mailstore.ErrEmailExists
+	}
+	if !errors.Is(err, mailstore.ErrNotFound) {
+		return err
+	}
+	_, err = a.store.AliasBySource(ctx, email)
+	if err == nil {
+		return mailstore.ErrEmailExists
+	}
+	if !errors.Is(err, mailstore.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// createMailbox answers POST /users/.
+func (a *API) createMailbox(w http.ResponseWriter, r *http.Request, c call) error {
+	b, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	rawDomain, err := b.str("domain_name")
+	if err != nil {
+		return err
+	}
+	rawEmail, err := b.str("email")
+	if err != nil {
+		return err
+	}
+	password, err := b.password("password")
+	if err != nil {
+		return err
+	}
+	domain, err := policy.NormalizeDomain(rawDomain)
+	if err != nil {
+		// No domain of the partner can have that name.
+		return errDomainNotFound
+	}
+	email, err := policy.NormalizeAddress(rawEmail)
+	if err != nil {
+		return unprocessable("email", "invalid email address")
+	}
+	if policy.DomainOf(email) != domain {
+		return unprocessable("email", "must be an address of domain_name")
+	}
+	// Answer an unknown domain or a taken address before spending an
+	// argon2id hash on it; the store checks both again in its transaction.
+	if _, err := a.store.Domain(r.Context(), c.partnerID, domain); err != nil {
+		return err
+	}
+	if err := a.addressFree(r.Context(), email); err != nil {
+		return err
+	}
+	h, err := a.hash(r.Context(), password)
+	if err != nil {
+		return err
+	}
+	m, err := a.store.CreateMailbox(r.Context(), c.partnerID, domain, email, h, a.now())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, toMailbox(m))
+	return nil
+}
+
+// domainIDQuery reads the optional domain_id filter of a list; 0 means
+// all. An id that no domain can have is an unknown domain.
+func domainIDQuery(r *http.Request) (int64, error) {
+	v := r.URL.Query().Get("domain_id")
+	if v == "" {
+		return 0, nil
+	}
+	id, ok, err := queryInt(r, "domain_id")
+	if err != nil {
+		return 0, unprocessable("domain_id", "must be an integer")
+	}
+	if !ok || id <= 0 {
+		return 0, errDomainNotFound
+	}
+	return id, nil
+}
+
+// listMailboxes answers GET /users/[?domain_id=].
+func (a *API) listMailboxes(w http.ResponseWriter, r *http.Request, c call) error {
+	domainID, err := domainIDQuery(r)
+	if err != nil {
+		return err
+	}
+	lim, off, err := page(r)
+	if err != nil {
+		return err
+	}
+	ms, total, err := a.store.Mailboxes(r.Context(), c.partnerID, domainID, mailstore.Page{Limit: lim, Offset: off})
+	if err != nil {
+		return err
+	}
+	out := make([]mailboxJSON, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, toMailbox(m))
+	}
+	writeList(w, total, out)
+	return nil
+}
+
+// setPassword answers PUT /users/{email}.
+func (a *API) setPassword(w http.ResponseWriter, r *http.Request, c call) error {
+	email, err := emailParam(r)
+	if err != nil {
+		return err
+	}
+	b, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	password, err := b.password("password")
+	if err != nil {
+		return err
+	}
+	if _, err := a.store.Mailbox(r.Context(), c.partnerID, email); err != nil {
+		return err
+	}
+	h, err := a.hash(r.Context(), password)
+	if err != nil {
+		return err
+	}
+	if _, err := a.store.SetPassword(r.Context(), c.partnerID, email, h, a.now()); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, message("Password updated"))
+	return nil
+}
+
+// deleteMailbox answers DELETE /users/{email}: the mailbox and its
+// messages go at once.
+func (a *API) deleteMailbox(w http.ResponseWriter, r *http.Request, c call) error {
+	email, err := emailParam(r)
+	if err != nil {
+		return err
+	}
+	if err := a.store.DeleteMailbox(r.Context(), c.partnerID, email); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, message("Mailbox deleted"))
+	return nil
+}
+
+// getQuota answers GET /users/{email}/quota.
+func (a *API) getQuota(w http.ResponseWriter, r *http.Request, c call) error {
+	email, err := emailParam(r)
+	if err != nil {
+		return err
+	}
+	m, err := a.store.Mailbox(r.Context(), c.partnerID, email)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, quotaJSON{m.Email, m.QuotaMB})
+	return nil
+}
+
+// setQuota answers PUT /users/{email}/quota. Lowering it below what the
+// mailbox uses deletes nothing.
+func (a *API) setQuota(w http.ResponseWriter, r *http.Request, c call) error {
+	email, err := emailParam(r)
+	if err != nil {
+		return err
+	}
+	b, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	q, err := b.int("quota_mb", policy.MinQuotaMB, policy.MaxQuotaMB)
+	if err != nil {
+		return err
+	}
+	m, err := a.store.SetQuota(r.Context(), c.partnerID, email, q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, quotaJSON{m.Email, m.QuotaMB})
+	return nil
+}
+
+// mailboxUsageJSON is what GET /users/{email}/usage reports; last_login
+// is null until the first login.
+type mailboxUsageJSON struct {
+	Email            string  `json:"email"`
+	StorageUsedBytes int64   `json:"storage_used_bytes"`
+	StorageUsedMB    float64 `json:"storage_used_mb"`
+	MessageCount     int64   `json:"message_count"`
+	QuotaMB          int64   `json:"quota_mb"`
+	LastLogin        *string `json:"last_login"`
+}
+
+// mailboxUsage answers GET /users/{email}/usage.
+func (a *API) mailboxUsage(w http.ResponseWriter, r *http.Request, c call) error {
+	email, err := emailParam(r)
+	if err != nil {
+		return err
+	}
+	m, err := a.store.Mailbox(r.Context(), c.partnerID, email)
+	if err != nil {
+		return err
+	}
+	u := mailboxUsageJSON{
+		Email: m.Email, StorageUsedBytes: m.UsedBytes, StorageUsedMB: mb(m.UsedBytes),
+		MessageCount: m.MessageCount, QuotaMB: m.QuotaMB,
+	}
+	if !m.LastLogin.IsZero() {
+		s := timestamp(m.LastLogin)
+		u.LastLogin = &s
+	}
+	writeJSON(w, http.StatusOK, u)
+	return nil
+}
