@@ -79,7 +79,7 @@ func New(cfg Config) *API {
 	}
 	a.limiter = newLimiter(rate, burst)
 	a.mux = http.NewServeMux()
-	a.routes(a.mux)
+	a.routes(a.mux.HandleFunc)
 	return a
 }
 
