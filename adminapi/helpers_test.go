@@ -22,7 +22,7 @@ var testNow = time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 
 // env is a running API over a fresh bbolt store, with two partners.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	store *mailstore.Bolt
 	srv   *httptest.Server
@@ -56,7 +56,7 @@ type envOpt func(*Config)
 
 // newEnv starts an API on 127.0.0.1 over a store in t.TempDir(); rate
 // limits are out of the way unless an option sets them.
-func newEnv(t *testing.T, opts ...envOpt) *env {
+func newEnv(t testing.TB, opts ...envOpt) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), logs: &logBuffer{}}
 	ctx := context.Background()
@@ -89,7 +89,7 @@ func (e *env) start(opts ...envOpt) {
 }
 
 // addPartner makes a partner and an API key for it.
-func addPartner(t *testing.T, st mailstore.Store, name string) (int64, string) {
+func addPartner(t testing.TB, st mailstore.Store, name string) (int64, string) {
 	t.Helper()
 	ctx := context.Background()
 	p, err := st.CreatePartner(ctx, name, testNow)
@@ -104,6 +104,16 @@ func addPartner(t *testing.T, st mailstore.Store, name string) (int64, string) {
 		t.Fatalf("AddAPIKey() = %v", err)
 	}
 	return p.ID, key
+}
+
+// fakeHash stands for an argon2id hash where a test makes mailboxes
+// through the store: the store keeps it opaque.
+const fakeHash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g"
+
+// newDomain is a starter domain without count limits.
+func newDomain(name string) mailstore.NewDomain {
+	p, _ := policy.NewPlans(nil).Get("starter")
+	return mailstore.NewDomain{Name: name, Plan: p}
 }
 
 // resp is an answer of the API.
@@ -178,7 +188,7 @@ func (e *env) b(method, path, body string) resp {
 }
 
 // must fails the test unless r has status want.
-func must(t *testing.T, what string, r resp, want int) resp {
+func must(t testing.TB, what string, r resp, want int) resp {
 	t.Helper()
 	if r.status != want {
 		t.Fatalf("%s = %d %s, want %d", what, r.status, r.body, want)

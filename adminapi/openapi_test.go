@@ -154,7 +154,7 @@ func operation(method, path string) (map[string]any, bool) {
 // checkResponse checks an answer against openapi.json: its status is
 // documented for the operation and its body fits the schema. Answers
 // to unknown paths and methods must be an Error.
-func checkResponse(t *testing.T, method, path string, r resp) {
+func checkResponse(t testing.TB, method, path string, r resp) {
 	t.Helper()
 	var schema map[string]any
 	op, ok := operation(method, path)
