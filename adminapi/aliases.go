@@ -76,7 +76,9 @@ func (a *API) listAliases(w http.ResponseWriter, r *http.Request, c call) error 
 	if err != nil {
 		return err
 	}
-	as, total, err := a.store.Aliases(r.Context(), c.partnerID, domainID, mailstore.Page{Limit: lim, Offset: off})
+	as, total, err := fetchList(r.Context(), func(p mailstore.Page) ([]mailstore.Alias, int, error) {
+		return a.store.Aliases(r.Context(), c.partnerID, domainID, p)
+	}, func(al mailstore.Alias) int64 { return al.ID }, mailstore.Page{Limit: lim, Offset: off})
 	if err != nil {
 		return err
 	}

@@ -97,7 +97,9 @@ func (b body) password(field string) (string, error) {
 }
 
 // timestamp is the API's date-time form: UTC, no offset, no fraction.
-func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05") }
+func timestamp(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+const timeLayout = "2006-01-02T15:04:05"
 
 // queryInt reads an optional non-negative integer query parameter.
 func queryInt(r *http.Request, name string) (int64, bool, error) {

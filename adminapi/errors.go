@@ -108,10 +108,33 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err != nil {
 		status, body = http.StatusInternalServerError, []byte(`{"detail":"Internal server error"}`)
 	}
+	writeRaw(w, status, body)
+}
+
+// writeRaw writes an encoded JSON body with status.
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
+}
+
+// appendJSONString appends s as a JSON string (RFC 8259 section 7).
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 // message is the body of deletes and of the password update.

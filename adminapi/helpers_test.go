@@ -106,6 +106,8 @@ func addPartner(t testing.TB, st mailstore.Store, name string) (int64, string) {
 	return p.ID, key
 }
 
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
 // fakeHash stands for an argon2id hash where a test makes mailboxes
 // through the store: the store keeps it opaque.
 const fakeHash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g"
