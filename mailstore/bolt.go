@@ -79,6 +79,8 @@ type Options struct {
 // Bolt is the bbolt implementation of Store.
 type Bolt struct {
 	db *bolt.DB
+	// watch wakes IMAP sessions after mail-plane commits (watch.go).
+	watch hub
 }
 
 var _ Store = (*Bolt)(nil)

@@ -371,7 +371,7 @@ func (s *Bolt) DeleteDomain(ctx context.Context, partnerID int64, name string, f
 		for _, id := range mids {
 			var m Mailbox
 			if getJSON(tx.Bucket(bMailboxes), id, &m) {
-				if err := deleteMailboxTx(tx, &d, m); err != nil {
+				if err := s.deleteMailboxTx(tx, &d, m); err != nil {
 					return err
 				}
 			}
@@ -592,7 +592,7 @@ func (s *Bolt) DeleteMailbox(ctx context.Context, partnerID int64, email string)
 		if !getJSON(tx.Bucket(bDomains), id8(m.DomainID), &d) {
 			return fmt.Errorf("mailbox %d: domain %d missing", m.ID, m.DomainID)
 		}
-		if err := deleteMailboxTx(tx, &d, m); err != nil {
+		if err := s.deleteMailboxTx(tx, &d, m); err != nil {
 			return err
 		}
 		return putDomain(tx, d)
@@ -605,8 +605,8 @@ func (s *Bolt) DeleteMailbox(ctx context.Context, partnerID int64, email string)
 
 // deleteMailboxTx removes a mailbox, its indexes and its messages, and
 // takes them off the domain's counters (the caller stores d).
-func deleteMailboxTx(tx *bolt.Tx, d *Domain, m Mailbox) error {
-	msgs, bytes, err := deleteMailboxMessages(tx, m)
+func (s *Bolt) deleteMailboxTx(tx *bolt.Tx, d *Domain, m Mailbox) error {
+	msgs, bytes, err := s.deleteMailboxMessages(tx, m)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,274 @@
+package mailstore
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Messages implements Mail.
+func (s *Bolt) Messages(ctx context.Context, mailboxID, folderID int64) ([]Message, error) {
+	out := []Message{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		t := newMailTx(tx)
+		f, err := t.folder(mailboxID, folderID)
+		if err != nil {
+			return err
+		}
+		out = make([]Message, 0, f.Messages)
+		return t.eachMessage(folderID, func(m Message) error {
+			out = append(out, m)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("messages of folder %d: %w", folderID, err)
+	}
+	return out, nil
+}
+
+// Body implements Mail. The bytes are a copy: bbolt's memory is valid only
+// within the transaction.
+func (s *Bolt) Body(ctx context.Context, mailboxID, folderID int64, uid uint32) ([]byte, error) {
+	var body []byte
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		t := newMailTx(tx)
+		if _, err := t.folder(mailboxID, folderID); err != nil {
+			return err
+		}
+		m, ok, err := t.message(folderID, uid)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrMessageNotFound
+		}
+		raw := t.blobs.Get(id8(m.BlobID))
+		if raw == nil {
+			return fmt.Errorf("blob %d missing", m.BlobID)
+		}
+		body = append(make([]byte, 0, len(raw)), raw...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("body of message %d/%d: %w", folderID, uid, err)
+	}
+	return body, nil
+}
+
+// SetFlags implements Mail. UIDs no longer in the folder are skipped; the
+// messages whose flags did change come back, in the order of uids.
+func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string) ([]Message, error) {
+	flags = normFlags(flags)
+	var out []Message
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		out = []Message{}
+		t := newMailTx(tx)
+		f, err := t.folder(mailboxID, folderID)
+		if err != nil {
+			return err
+		}
+		for _, uid := range uids {
+			m, ok, err := t.message(folderID, uid)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			next, changed := applyFlags(m.Flags, op, flags)
+			if !changed {
+				continue
+			}
+			f.Unseen -= unseen(m)
+			m.Flags = next
+			f.Unseen += unseen(m)
+			if err := t.messages.Put(msgKey(folderID, uid), encodeMessage(m)); err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return t.flush()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
+	}
+	if len(out) > 0 {
+		s.watch.notify(mailboxID)
+	}
+	return out, nil
+}
+
+// sources loads the messages named by uids, in that order, each once;
+// ErrMessageNotFound if one is not in the folder (COPY and MOVE succeed
+// whole or not at all, RFC 9051 6.4.7).
+func (t *mailTx) sources(folderID int64, uids []uint32) ([]Message, error) {
+	out := make([]Message, 0, len(uids))
+	seen := make(map[uint32]bool, len(uids))
+	for _, uid := range uids {
+		if seen[uid] {
+			continue
+		}
+		seen[uid] = true
+		m, ok, err := t.message(folderID, uid)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("uid %d: %w", uid, ErrMessageNotFound)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Copy implements Mail. Copies share the originals' bodies but count in
+// full against the quota, as every message does.
+func (s *Bolt) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error) {
+	var out []uint32
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		out = []uint32{}
+		t := newMailTx(tx)
+		if _, err := t.folder(mailboxID, fromFolderID); err != nil {
+			return err
+		}
+		to, err := t.folder(mailboxID, toFolderID)
+		if err != nil {
+			return err
+		}
+		msgs, err := t.sources(fromFolderID, uids)
+		if err != nil {
+			return err
+		}
+		var total int64
+		for _, m := range msgs {
+			total += m.Size
+		}
+		mb, err := t.mailbox(mailboxID)
+		if err != nil {
+			return err
+		}
+		if len(msgs) > 0 && overQuota(mb, total) {
+			return ErrOverQuota
+		}
+		for _, m := range msgs {
+			n, err := t.add(to, m)
+			if err != nil {
+				return err
+			}
+			t.ref(m.BlobID, +1)
+			out = append(out, n.UID)
+		}
+		return t.flush()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("copy from folder %d to %d: %w", fromFolderID, toFolderID, err)
+	}
+	if len(out) > 0 {
+		s.watch.notify(mailboxID)
+	}
+	return out, nil
+}
+
+// Move implements Mail: each message leaves its folder and enters the
+// other with a new UID, keeping its body, flags and received time.
+func (s *Bolt) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error) {
+	var out []uint32
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		out = []uint32{}
+		t := newMailTx(tx)
+		from, err := t.folder(mailboxID, fromFolderID)
+		if err != nil {
+			return err
+		}
+		to, err := t.folder(mailboxID, toFolderID)
+		if err != nil {
+			return err
+		}
+		msgs, err := t.sources(fromFolderID, uids)
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if err := t.remove(from, m, false); err != nil {
+				return err
+			}
+			n, err := t.add(to, m)
+			if err != nil {
+				return err
+			}
+			out = append(out, n.UID)
+		}
+		return t.flush()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("move from folder %d to %d: %w", fromFolderID, toFolderID, err)
+	}
+	if len(out) > 0 {
+		s.watch.notify(mailboxID)
+	}
+	return out, nil
+}
+
+// Expunge implements Mail. Given UIDs are removed whatever their flags
+// (the IMAP server picks the \Deleted ones for UID EXPUNGE); UIDs not in
+// the folder are skipped.
+func (s *Bolt) Expunge(ctx context.Context, mailboxID, folderID int64, uids []uint32) ([]uint32, error) {
+	var out []uint32
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		out = []uint32{}
+		t := newMailTx(tx)
+		f, err := t.folder(mailboxID, folderID)
+		if err != nil {
+			return err
+		}
+		var gone []Message
+		if uids == nil {
+			err = t.eachMessage(folderID, func(m Message) error {
+				if hasFlag(m.Flags, flagDeleted) {
+					gone = append(gone, m)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		} else {
+			seen := make(map[uint32]bool, len(uids))
+			for _, uid := range uids {
+				if seen[uid] {
+					continue
+				}
+				seen[uid] = true
+				m, ok, err := t.message(folderID, uid)
+				if err != nil {
+					return err
+				}
+				if ok {
+					gone = append(gone, m)
+				}
+			}
+		}
+		for _, m := range gone {
+			if err := t.remove(f, m, true); err != nil {
+				return err
+			}
+			out = append(out, m.UID)
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return t.flush()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expunge in folder %d: %w", folderID, err)
+	}
+	if len(out) > 0 {
+		s.watch.notify(mailboxID)
+	}
+	return out, nil
+}

@@ -1,0 +1,123 @@
+package mailstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// purgeBatch bounds one retention transaction: big enough that the fsync
+// is amortised, small enough that deliveries waiting for the write lock
+// wait tens of milliseconds, not seconds.
+const purgeBatch = 5000
+
+// PurgeBefore implements Mail. It walks the domains (not the messages);
+// in each it seeks the retention index to the domain's first entry and
+// deletes entries older than the cutoff, purgeBatch at a time, so its cost
+// is that of what it deletes. A domain with retention_days 0 or less keeps
+// its mail.
+func (s *Bolt) PurgeBefore(ctx context.Context, now time.Time) ([]PurgeResult, error) {
+	type dom struct {
+		id   int64
+		name string
+		days int64
+	}
+	var doms []dom
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bDomains).ForEach(func(k, v []byte) error {
+			var d Domain
+			if getJSON(tx.Bucket(bDomains), k, &d) && d.RetentionDays > 0 {
+				doms = append(doms, dom{d.ID, d.Name, d.RetentionDays})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("purge: %w", err)
+	}
+	out := []PurgeResult{}
+	for _, d := range doms {
+		cutoff := now.Add(-time.Duration(d.days) * 24 * time.Hour)
+		res := PurgeResult{DomainID: d.id, Domain: d.name}
+		for {
+			entries, n, size, err := s.purgeDomainBatch(ctx, d.id, cutoff)
+			res.Messages += n
+			res.Bytes += size
+			if err != nil {
+				if res.Messages > 0 {
+					out = append(out, res)
+				}
+				return out, fmt.Errorf("purge domain %s: %w", d.name, err)
+			}
+			if entries < purgeBatch {
+				break
+			}
+		}
+		if res.Messages > 0 {
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
+
+// purgeDomainBatch deletes up to purgeBatch of the domain's messages
+// received before cutoff, in one transaction. entries is how many index
+// entries it took, messages or not.
+func (s *Bolt) purgeDomainBatch(ctx context.Context, domainID int64, cutoff time.Time) (entries int, msgs, size int64, err error) {
+	var touched []int64
+	err = s.update(ctx, func(tx *bolt.Tx) error {
+		msgs, size = 0, 0
+		t := newMailTx(tx)
+		prefix := id8(domainID)
+		limit := make([]byte, 16)
+		copy(limit, prefix)
+		binary.BigEndian.PutUint64(limit[8:], unixKey(cutoff))
+		type entry struct {
+			mailboxID, folderID int64
+			uid                 uint32
+			key                 []byte
+		}
+		var batch []entry
+		c := t.retention.Cursor()
+		for k, v := c.Seek(prefix); k != nil && len(batch) < purgeBatch; k, v = c.Next() {
+			if len(k) != 28 || bytes.Compare(k[:16], limit) >= 0 {
+				break
+			}
+			batch = append(batch, entry{
+				mailboxID: int64(binary.BigEndian.Uint64(v)),
+				folderID:  int64(binary.BigEndian.Uint64(k[16:])),
+				uid:       binary.BigEndian.Uint32(k[24:]),
+				key:       append([]byte(nil), k...),
+			})
+		}
+		for _, e := range batch {
+			f, err := t.folder(e.mailboxID, e.folderID)
+			m, ok, merr := t.message(e.folderID, e.uid)
+			if err != nil || merr != nil || !ok {
+				// An entry without its message breaks an invariant; drop
+				// it rather than stop retention for the whole domain.
+				if err := t.retention.Delete(e.key); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := t.remove(f, m, true); err != nil {
+				return err
+			}
+			msgs++
+			size += m.Size
+		}
+		entries = len(batch)
+		touched = t.touchedIDs()
+		return t.flush()
+	})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	s.watch.notify(touched...)
+	return entries, msgs, size, nil
+}

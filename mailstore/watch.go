@@ -1,0 +1,63 @@
+package mailstore
+
+import "sync"
+
+// hub fans out change signals to the watchers of each account (IMAP IDLE
+// and the notifications of selected folders). Writers call notify only
+// after their transaction has committed, so a watcher that wakes up and
+// reads sees the change.
+type hub struct {
+	// mu guards watchers.
+	mu       sync.Mutex
+	watchers map[int64]map[chan struct{}]struct{} // mailboxID -> channels
+}
+
+// watch registers a channel (buffer 1) for the account.
+func (h *hub) watch(mailboxID int64) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	if h.watchers == nil {
+		h.watchers = make(map[int64]map[chan struct{}]struct{})
+	}
+	set := h.watchers[mailboxID]
+	if set == nil {
+		set = make(map[chan struct{}]struct{})
+		h.watchers[mailboxID] = set
+	}
+	set[ch] = struct{}{}
+	h.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if set := h.watchers[mailboxID]; set != nil {
+				delete(set, ch)
+				if len(set) == 0 {
+					delete(h.watchers, mailboxID)
+				}
+			}
+		})
+	}
+}
+
+// notify signals every watcher of the accounts without blocking: a
+// watcher that has not consumed the previous signal keeps that one, so
+// signals coalesce.
+func (h *hub) notify(mailboxIDs ...int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range mailboxIDs {
+		for ch := range h.watchers[id] {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Watch implements Mail.
+func (s *Bolt) Watch(mailboxID int64) (<-chan struct{}, func()) {
+	return s.watch.watch(mailboxID)
+}
