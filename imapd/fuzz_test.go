@@ -45,7 +45,6 @@ func FuzzCommand(f *testing.F) {
 		"RENAME INBOX INBOX",
 		`CREATE "a//b"`,
 		"STATUS Nowhere (MESSAGES)",
-		"APPEND INBOX (\\Seen) \"bad date\" {3+}",
 		"IDLE",
 	} {
 		f.Add(seed)
