@@ -16,7 +16,7 @@ func (s *Bolt) Messages(ctx context.Context, mailboxID, folderID int64) ([]Messa
 		if err != nil {
 			return err
 		}
-		out = make([]Message, 0, f.Messages)
+		out = make([]Message, 0, max(f.Messages, 0))
 		return t.eachMessage(folderID, func(m Message) error {
 			out = append(out, m)
 			return nil

@@ -86,7 +86,7 @@ type Mail interface {
 	// commits. A recipient over quota is still delivered: the quota is
 	// checked at RCPT (see policy), not here. Unknown mailbox ids are
 	// skipped (the account was deleted meanwhile) and reported in
-	// DeliveryResult.Skipped.
+	// DeliveryResult.Skipped. A zero ReceivedAt is ErrInvalidArgument.
 	Deliver(ctx context.Context, d Delivery) (DeliveryResult, error)
 
 	// RecordLogin sets the mailbox's last login time.
@@ -97,10 +97,13 @@ type Mail interface {
 	// Folder finds an account's folder by name ("INBOX" is matched in any
 	// case, other names exactly). ErrFolderNotFound.
 	Folder(ctx context.Context, mailboxID int64, name string) (Folder, error)
-	// CreateFolder adds a folder. ErrFolderExists.
+	// CreateFolder adds a folder, subscribed. ErrFolderExists;
+	// ErrInvalidArgument for a name IMAP cannot carry (empty, an empty
+	// level "a//b", a leading or trailing "/", the wildcards * and %,
+	// control characters, invalid UTF-8).
 	CreateFolder(ctx context.Context, mailboxID int64, name string) (Folder, error)
 	// DeleteFolder deletes a folder and its messages, freeing their storage.
-	// INBOX is ErrFolderProtected.
+	// INBOX is ErrFolderProtected. Its children ("name/...") stay.
 	DeleteFolder(ctx context.Context, mailboxID int64, name string) error
 	// RenameFolder renames a folder (and its children "old/..."). Renaming
 	// INBOX is ErrFolderProtected. ErrFolderExists if the new name is taken.
@@ -117,16 +120,22 @@ type Mail interface {
 	Append(ctx context.Context, mailboxID, folderID int64, body []byte, flags []string, receivedAt time.Time) (Message, error)
 	// SetFlags changes the flags of the given messages: op is FlagsAdd,
 	// FlagsRemove or FlagsReplace. It returns the changed messages.
+	// Flags compare without case; system flags are stored in canonical
+	// case and \Recent is never stored. UIDs not in the folder are
+	// skipped, and so are messages whose flags the call does not change.
 	SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string) ([]Message, error)
 	// Copy copies messages to another folder of the same account, sharing
 	// their bodies, and returns the new UIDs in the order of uids.
 	// ErrOverQuota if the copies would put the account over quota.
+	// ErrMessageNotFound, and nothing copied, if a UID is not in the folder.
 	Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error)
 	// Move is Copy then Expunge of the originals, in one transaction; it
 	// does not change the account's used bytes.
 	Move(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error)
 	// Expunge deletes the given messages (or, for nil uids, every message
 	// flagged \Deleted) and frees their storage. It returns the UIDs removed.
+	// Given UIDs are removed whatever their flags; those not in the folder
+	// are skipped; an empty, non-nil uids removes nothing.
 	Expunge(ctx context.Context, mailboxID, folderID int64, uids []uint32) ([]uint32, error)
 
 	// PurgeBefore is the retention pass: for every domain, it deletes the
@@ -134,6 +143,8 @@ type Mail interface {
 	// every folder, in bounded batches (one transaction each) through an
 	// index by received time, freeing quota counters in the same
 	// transactions. Its cost does not depend on the messages it keeps.
+	// A domain with retention_days 0 or less keeps its mail. It returns
+	// one result per domain where it deleted something.
 	PurgeBefore(ctx context.Context, now time.Time) ([]PurgeResult, error)
 
 	// Watch returns a channel that receives (without blocking the writer;
