@@ -76,7 +76,7 @@ func (a *API) listAliases(w http.ResponseWriter, r *http.Request, c call) error 
 	if err != nil {
 		return err
 	}
-	as, total, err := fetchList(r.Context(), func(p mailstore.Page) ([]mailstore.Alias, int, error) {
+	as, total, err := fetchList(func(p mailstore.Page) ([]mailstore.Alias, int, error) {
 		return a.store.Aliases(r.Context(), c.partnerID, domainID, p)
 	}, func(al mailstore.Alias) int64 { return al.ID }, mailstore.Page{Limit: lim, Offset: off})
 	if err != nil {

@@ -1,7 +1,6 @@
 package adminapi
 
 import (
-	"context"
 	"runtime"
 
 	"github.com/mailhost/mailhost/mailstore"
@@ -21,7 +20,7 @@ const splitMin = 2000
 // after the end or deleted, so if no item before position h changed
 // between the snapshots, A[:h] equals B's first h items; if one did, the
 // item at position h differs and the list is fetched again in one call.
-func fetchList[T any](ctx context.Context, fetch func(mailstore.Page) ([]T, int, error), id func(T) int64, p mailstore.Page) ([]T, int, error) {
+func fetchList[T any](fetch func(mailstore.Page) ([]T, int, error), id func(T) int64, p mailstore.Page) ([]T, int, error) {
 	if runtime.GOMAXPROCS(0) < 2 || (p.Limit > 0 && p.Limit < splitMin) {
 		return fetch(p)
 	}

@@ -1,7 +1,6 @@
 package adminapi
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"sync"
@@ -72,7 +71,7 @@ func TestFetchList(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &memList{ids: seq(1, tt.n+1), onCall: tt.onCall}
-			got, total, err := fetchList(context.Background(), l.fetch, self, tt.page)
+			got, total, err := fetchList(l.fetch, self, tt.page)
 			if err != nil {
 				t.Fatal(err)
 			}

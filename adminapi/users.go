@@ -147,7 +147,7 @@ func (a *API) listMailboxes(w http.ResponseWriter, r *http.Request, c call) erro
 	if err != nil {
 		return err
 	}
-	ms, total, err := fetchList(r.Context(), func(p mailstore.Page) ([]mailstore.Mailbox, int, error) {
+	ms, total, err := fetchList(func(p mailstore.Page) ([]mailstore.Mailbox, int, error) {
 		return a.store.Mailboxes(r.Context(), c.partnerID, domainID, p)
 	}, func(m mailstore.Mailbox) int64 { return m.ID }, mailstore.Page{Limit: lim, Offset: off})
 	if err != nil {
