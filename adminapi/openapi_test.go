@@ -68,8 +68,8 @@ func TestOpenAPIRoutes(t *testing.T) {
 	for _, d := range docs {
 		method, path, _ := strings.Cut(d, " ")
 		op := spec["paths"].(map[string]any)[path].(map[string]any)[strings.ToLower(method)].(map[string]any)
-		if op["summary"] == nil || op["operationId"] == nil {
-			t.Errorf("%s: no summary or operationId", d)
+		if op["summary"] == nil || op["operationId"] == nil || op["description"] == nil {
+			t.Errorf("%s: no summary, description or operationId", d)
 		}
 		for code, r := range op["responses"].(map[string]any) {
 			if resolve(r.(map[string]any))["description"] == nil {
