@@ -26,6 +26,7 @@ func runMail(t *testing.T, open Open) {
 	t.Run("delete_folder", func(t *testing.T) { mailDeleteFolder(t, open) })
 	t.Run("purge", func(t *testing.T) { mailPurge(t, open) })
 	t.Run("purge_batches", func(t *testing.T) { mailPurgeBatches(t, open) })
+	t.Run("concurrent", func(t *testing.T) { mailConcurrent(t, open) })
 	t.Run("watch", func(t *testing.T) { mailWatch(t, open) })
 	t.Run("delete_mailbox", func(t *testing.T) { mailDeleteMailbox(t, open) })
 	t.Run("isolation", func(t *testing.T) { mailIsolation(t, open) })
@@ -830,6 +831,81 @@ func mailPurgeBatches(t *testing.T, open Open) {
 		t.Errorf("usage after purge = %d, %d; want 1, 5", u.MessageCount, u.UsedBytes)
 	}
 	m.invariants("a.example")
+}
+
+// mailConcurrent runs deliveries, IMAP-style changes and retention passes
+// at once; afterwards every counter must still equal what it counts.
+func mailConcurrent(t *testing.T, open Open) {
+	m := newMT(t, open)
+	u := m.mailbox(m.pid, "a.example", "u@a.example")
+	v := m.mailbox(m.pid, "a.example", "v@a.example")
+	inbox := m.folder(u.ID, "INBOX")
+	arch := m.folder(u.ID, "Archive")
+	var wg sync.WaitGroup
+	errc := make(chan error, 100)
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 25 {
+				at := mailNow
+				if i%2 == 0 {
+					at = mailNow.AddDate(0, 0, -40) // purged by a pass
+				}
+				_, err := m.s.Deliver(m.ctx, mailstore.Delivery{Body: []byte(fmt.Sprintf("g%d m%d", g, i)), ReceivedAt: at, MailboxIDs: []int64{u.ID, v.ID}})
+				if err != nil {
+					errc <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 10 {
+			if _, err := m.s.PurgeBefore(m.ctx, mailNow); err != nil {
+				errc <- err
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		for range 10 {
+			ms, err := m.s.Messages(m.ctx, u.ID, inbox.ID)
+			if err != nil {
+				errc <- err
+				return
+			}
+			if len(ms) == 0 {
+				continue
+			}
+			uid := ms[len(ms)-1].UID
+			// The message may be purged meanwhile: not found is fine.
+			if _, err := m.s.Copy(m.ctx, u.ID, inbox.ID, []uint32{uid}, arch.ID); err != nil && !errors.Is(err, mailstore.ErrMessageNotFound) {
+				errc <- err
+				return
+			}
+			if _, err := m.s.SetFlags(m.ctx, u.ID, inbox.ID, []uint32{uid}, mailstore.FlagsAdd, []string{`\Seen`}); err != nil {
+				errc <- err
+				return
+			}
+			if _, err := m.s.Expunge(m.ctx, u.ID, inbox.ID, []uint32{uid}); err != nil {
+				errc <- err
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Errorf("concurrent call = %v", err)
+	}
+	m.invariants("a.example")
+	if _, err := m.s.PurgeBefore(m.ctx, mailNow); err != nil {
+		t.Fatal(err)
+	}
+	m.invariants("a.example")
+	vin := m.folder(v.ID, "INBOX")
+	if vin.Messages != 4*12 { // i odd: 12 of 25 per goroutine
+		t.Errorf("v's INBOX after purging the old ones = %d messages, want 48", vin.Messages)
+	}
 }
 
 func mailWatch(t *testing.T, open Open) {
