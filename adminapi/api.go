@@ -121,20 +121,21 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if to, ok := collections[r.URL.Path]; ok {
 		r.URL.Path, r.URL.RawPath = to, ""
 	}
+	// The mux answers only requests it routes; a path it would redirect
+	// (dot segments, "//") or not find, and a method it would refuse, are
+	// answered here in JSON.
 	switch {
 	case !cleanPath(r.URL.Path):
 		writeError(rec, r, errNotFound)
+	case a.routed(r):
+		a.mux.ServeHTTP(rec, r)
 	default:
-		if _, pattern := a.mux.Handler(r); pattern != "" {
-			a.mux.ServeHTTP(rec, r)
-			break
-		}
 		if allow := a.allowed(r); len(allow) > 0 {
 			rec.Header().Set("Allow", strings.Join(allow, ", "))
 			writeError(rec, r, errMethod)
-			break
+		} else {
+			writeError(rec, r, errNotFound)
 		}
-		writeError(rec, r, errNotFound)
 	}
 
 	attrs := []any{
@@ -162,6 +163,12 @@ func cleanPath(p string) bool {
 	return c == p
 }
 
+// routed reports whether a route of the table takes r.
+func (a *API) routed(r *http.Request) bool {
+	_, pattern := a.mux.Handler(r)
+	return pattern != ""
+}
+
 // methods are those the API uses; allowed probes them for a 405's Allow.
 var methods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}
 
@@ -170,7 +177,7 @@ func (a *API) allowed(r *http.Request) []string {
 	for _, m := range methods {
 		probe := r.Clone(r.Context())
 		probe.Method = m
-		if _, pattern := a.mux.Handler(probe); pattern != "" {
+		if a.routed(probe) {
 			allow = append(allow, m)
 		}
 	}
