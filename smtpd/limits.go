@@ -1,0 +1,166 @@
+package smtpd
+
+import (
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// connLimiter counts connections per IP address, refusing those over the
+// limit, and keeps every open connection so that Shutdown can close the
+// idle ones.
+type connLimiter struct {
+	max int
+	log *slog.Logger
+
+	// mu guards perIP and open.
+	mu    sync.Mutex
+	perIP map[string]int
+	open  map[*trackedConn]struct{}
+}
+
+func newConnLimiter(max int, log *slog.Logger) *connLimiter {
+	return &connLimiter{max: max, log: log, perIP: map[string]int{}, open: map[*trackedConn]struct{}{}}
+}
+
+func (l *connLimiter) listener(ln net.Listener) net.Listener { return &limitListener{ln, l} }
+
+type limitListener struct {
+	net.Listener
+	l *connLimiter
+}
+
+// Accept returns the next connection within the limit. One over the limit
+// is answered 421 and closed in its own goroutine, so that a flood from one
+// address does not hold up the others.
+func (ll *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := ll.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := ipOf(c.RemoteAddr())
+		if tc := ll.l.acquire(c, ip); tc != nil {
+			return tc, nil
+		}
+		ll.l.log.Info("connection refused", "remote_ip", ip, "reason", "too many connections")
+		go refuse(c)
+	}
+}
+
+// refuse tells a client it is over the connection limit (RFC 5321 section
+// 3.8: 421 then close) without waiting for it long.
+func refuse(c net.Conn) {
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "421 4.7.0 Too many connections from your address, try again later\r\n")
+	c.Close()
+}
+
+func ipOf(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+func (l *connLimiter) acquire(c net.Conn, ip string) *trackedConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.perIP[ip] >= l.max {
+		return nil
+	}
+	l.perIP[ip]++
+	tc := &trackedConn{Conn: c, ip: ip, l: l}
+	l.open[tc] = struct{}{}
+	return tc
+}
+
+func (l *connLimiter) release(tc *trackedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.open, tc)
+	if l.perIP[tc.ip]--; l.perIP[tc.ip] <= 0 {
+		delete(l.perIP, tc.ip)
+	}
+}
+
+// closeIdle closes every connection not in a mail transaction.
+func (l *connLimiter) closeIdle() {
+	for _, tc := range l.snapshot() {
+		if !tc.busy.Load() {
+			tc.Close()
+		}
+	}
+}
+
+func (l *connLimiter) closeAll() {
+	for _, tc := range l.snapshot() {
+		tc.Close()
+	}
+}
+
+func (l *connLimiter) snapshot() []*trackedConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]*trackedConn, 0, len(l.open))
+	for tc := range l.open {
+		out = append(out, tc)
+	}
+	return out
+}
+
+// trackedConn is one accepted connection. It gives its slot back on the
+// first Close (go-smtp may close it twice, and after STARTTLS it closes the
+// tls.Conn, which closes this one).
+type trackedConn struct {
+	net.Conn
+	ip   string
+	l    *connLimiter
+	once sync.Once
+	// busy is set from MAIL until the transaction's reply has been
+	// written (go-smtp calls Session.Reset after it), so that Shutdown
+	// does not cut a delivery short.
+	busy atomic.Bool
+}
+
+func (tc *trackedConn) Close() error {
+	err := tc.Conn.Close()
+	tc.once.Do(func() { tc.l.release(tc) })
+	return err
+}
+
+// trackedOf finds the trackedConn under a session's connection, which is
+// a tls.Conn after STARTTLS. It returns nil for a connection that did not
+// come through a limitListener.
+func trackedOf(c net.Conn) *trackedConn {
+	if t, ok := c.(*tls.Conn); ok {
+		c = t.NetConn()
+	}
+	tc, _ := c.(*trackedConn)
+	return tc
+}
+
+// deadlineReader extends the connection's read deadline before each read
+// of message data: RFC 5321 section 4.5.3.2.5 times each data block (3
+// minutes there), not the whole message, which go-smtp would otherwise
+// bound by the deadline of the DATA command line.
+type deadlineReader struct {
+	r       io.Reader
+	conn    net.Conn
+	timeout time.Duration
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	if d.conn != nil {
+		d.conn.SetReadDeadline(time.Now().Add(d.timeout))
+	}
+	return d.r.Read(p)
+}
