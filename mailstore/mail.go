@@ -61,6 +61,14 @@ type Delivery struct {
 	// MailboxIDs are the local recipients; each gets the message in its
 	// INBOX. A mailbox listed twice gets it once.
 	MailboxIDs []int64
+	// SenderDomainID, when not zero, is the hosted domain on whose behalf
+	// the message is sent (SMTP submission): its outbound transfer counts
+	// the message, and if its cap for the month is used already Deliver
+	// stores nothing and answers ErrTransferCapReached.
+	SenderDomainID int64
+	// Relay queues the message for remote recipients in the same
+	// transaction (see Queue). The body is stored once for all.
+	Relay []Relay
 }
 
 // Mail is the mail plane: address resolution, delivery, folders and
@@ -76,6 +84,15 @@ type Mail interface {
 	// DomainByName finds a hosted domain by name, whoever owns it.
 	// ErrDomainNotFound.
 	DomainByName(ctx context.Context, name string) (Domain, error)
+	// Transfer is a domain's transfer counters for a month ("YYYY-MM"),
+	// zero when nothing was counted. ErrDomainNotFound.
+	Transfer(ctx context.Context, domainID int64, month string) (Transfer, error)
+	// DKIMKeys are a domain's DKIM signing keys. ErrDomainNotFound.
+	DKIMKeys(ctx context.Context, domainID int64) ([]DKIMKey, error)
+	// EnsureDKIMKeys gives keys to a domain that has none (one created
+	// before keys existed) and answers the domain's keys: the given ones,
+	// or those it had. ErrDomainNotFound.
+	EnsureDKIMKeys(ctx context.Context, domainID int64, keys []DKIMKey) ([]DKIMKey, error)
 
 	// Deliver stores one inbound message for its local recipients in one
 	// transaction: one stored body shared by all recipients, a message in

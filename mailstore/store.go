@@ -57,6 +57,7 @@ func notFound(msg string) error { return &notFoundError{msg} }
 type Store interface {
 	Control
 	Mail
+	Queue
 	// Close releases the store; it waits for methods under way.
 	Close() error
 }

@@ -123,7 +123,18 @@ type NewDomain struct {
 	Plan         Plan
 	MaxMailboxes int64
 	MaxAliases   int64
+	// DKIMKeys are stored with the domain, in the same transaction.
+	DKIMKeys []DKIMKey
 }
 
 // Month returns the transfer month key (UTC calendar month) of t.
 func Month(t time.Time) string { return t.UTC().Format("2006-01") }
+
+// DKIMKey is one of a domain's DKIM signing keys (RFC 6376, RFC 8463).
+// Domains get an Ed25519 and an RSA-2048 key when they are created.
+type DKIMKey struct {
+	Selector  string    `json:"selector"`
+	Algorithm string    `json:"algorithm"` // "ed25519" or "rsa"
+	Private   []byte    `json:"private"`   // PKCS #8, DER
+	CreatedAt time.Time `json:"created_at"`
+}

@@ -1,0 +1,137 @@
+package mailstore
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrTransferCapReached answers a Deliver whose SenderDomainID has used its
+// monthly transfer cap (decisions.md: submission refused with 451 4.7.1).
+var ErrTransferCapReached = errors.New("domain transfer cap reached for the month")
+
+// ErrOutboundNotFound answers a queue call naming an entry that is gone.
+var ErrOutboundNotFound = notFound("outbound entry not found")
+
+// OutboundKind says why a message is in the outbound queue.
+type OutboundKind string
+
+const (
+	// KindSubmission: sent by an authenticated user (SMTP submission).
+	KindSubmission OutboundKind = "submission"
+	// KindForward: received for an alias whose destination is remote.
+	KindForward OutboundKind = "forward"
+	// KindBounce: a delivery status notification (RFC 3464). Its envelope
+	// sender is empty, so nothing bounces a bounce.
+	KindBounce OutboundKind = "bounce"
+)
+
+// Relay is the remote part of a Delivery: the message queued for remote
+// recipients in the same transaction that stores the local copies.
+type Relay struct {
+	Kind OutboundKind
+	// DomainID is the hosted domain the relay is sent on behalf of: its
+	// outbound transfer counts the message, and while that domain's cap for
+	// the month is used the relay waits in the queue (Held) instead of
+	// being refused. Zero for bounces, which count against no one.
+	DomainID int64
+	// From is the envelope sender to use (already SRS-rewritten for a
+	// forward; empty for a bounce).
+	From string
+	// To are the remote recipients. The store groups them by domain: one
+	// queue entry per destination domain.
+	To []string
+}
+
+// RecipientState is where one recipient of a queue entry stands.
+type RecipientState string
+
+const (
+	RecipientPending   RecipientState = "pending"
+	RecipientDelivered RecipientState = "delivered"
+	RecipientFailed    RecipientState = "failed"
+)
+
+// OutboundRecipient is one recipient of a queue entry.
+type OutboundRecipient struct {
+	Address string         `json:"address"`
+	State   RecipientState `json:"state"`
+	// Reply is the last answer about this recipient (the remote server's
+	// reply, or why it could not be reached).
+	Reply string `json:"reply,omitempty"`
+}
+
+// Outbound is one queue entry: one message for the recipients it has in
+// one destination domain.
+type Outbound struct {
+	ID          int64               `json:"id"`
+	Kind        OutboundKind        `json:"kind"`
+	DomainID    int64               `json:"domain_id"`
+	From        string              `json:"from"`
+	Destination string              `json:"destination"` // recipient domain
+	Recipients  []OutboundRecipient `json:"recipients"`
+	BlobID      int64               `json:"blob_id"`
+	Size        int64               `json:"size"`
+	QueuedAt    time.Time           `json:"queued_at"`
+	NextAttempt time.Time           `json:"next_attempt"`
+	Attempts    int                 `json:"attempts"`
+	LastError   string              `json:"last_error,omitempty"`
+	// Held: the entry waits for its domain's transfer cap (a forward
+	// queued once the cap was used). It is not claimed, and its bytes are
+	// not counted, until ReleaseHeld finds room.
+	Held bool `json:"held"`
+}
+
+// Pending lists the addresses not yet delivered nor failed.
+func (o Outbound) Pending() []string {
+	var out []string
+	for _, r := range o.Recipients {
+		if r.State == RecipientPending {
+			out = append(out, r.Address)
+		}
+	}
+	return out
+}
+
+// Attempt is the outcome of one delivery attempt of a queue entry.
+type Attempt struct {
+	Now time.Time
+	// Delivered recipients are done.
+	Delivered []string
+	// Failed recipients failed permanently, each with its reply.
+	Failed map[string]string
+	// Deferred is the reply for the recipients left pending; they are
+	// tried again at NextAttempt.
+	Deferred    string
+	NextAttempt time.Time
+}
+
+// Queue is the durable outbound queue. Entries are created by Deliver (its
+// Relay part) and worked by the outbound package's delivery workers.
+type Queue interface {
+	// ClaimOutbound returns up to limit entries that are not held and are
+	// due at now (NextAttempt <= now), earliest first, and in the same
+	// transaction moves each one's NextAttempt to now+lease, so that no
+	// other worker takes it meanwhile and a crash retries it once the lease
+	// runs out (a message may go out twice, never zero times).
+	ClaimOutbound(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Outbound, error)
+	// OutboundBody is the message of a queue entry. ErrOutboundNotFound.
+	OutboundBody(ctx context.Context, id int64) ([]byte, error)
+	// RecordAttempt applies an attempt's outcome to an entry: recipients
+	// delivered or failed are done, the rest wait for NextAttempt; Attempts
+	// grows by one. An entry with no recipient pending is removed with its
+	// body (when nothing else shares it) and returned with no error.
+	// ErrOutboundNotFound.
+	RecordAttempt(ctx context.Context, id int64, a Attempt) (Outbound, error)
+	// ReleaseHeld releases held entries whose domain has room under its
+	// transfer cap for the month of now (the month turned, or the cap was
+	// raised): each is counted as that domain's outbound transfer and
+	// becomes due at now, in the same transaction. It answers how many
+	// were released. Its cost grows with the held entries, not the queue.
+	ReleaseHeld(ctx context.Context, now time.Time) (int, error)
+	// OutboundEntries lists the queue by id with the total count.
+	OutboundEntries(ctx context.Context, p Page) ([]Outbound, int, error)
+	// FlushOutbound makes every entry that is not held due at now and
+	// answers how many.
+	FlushOutbound(ctx context.Context, now time.Time) (int, error)
+}
