@@ -36,6 +36,10 @@ type Config struct {
 	APIRateLimit         float64
 	APIRateBurst         int
 	RefuseInboundOverCap bool
+	QueueLifetime        time.Duration
+	QueueWorkers         int64
+	DNS                  string
+	SRSSecret            string
 	LogLevel             string
 	LogFormat            string
 
@@ -123,6 +127,17 @@ var Settings = []Setting{
 		return nil
 	}},
 	{"refuse_inbound_over_cap", "MAILHOST_REFUSE_INBOUND_OVER_CAP", "false", "also refuse mail to a domain (451 4.7.1 at RCPT) once it has used its monthly transfer cap", boolean(func(c *Config) *bool { return &c.RefuseInboundOverCap })},
+	{"queue_lifetime", "MAILHOST_QUEUE_LIFETIME", "120h", "how long the outbound queue retries a message before it bounces it (Go duration)", func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute {
+			return fmt.Errorf("want a duration of at least 1m, such as 120h, got %q", v)
+		}
+		c.QueueLifetime = d
+		return nil
+	}},
+	{"queue_workers", "MAILHOST_QUEUE_WORKERS", "8", "outbound delivery workers (concurrent SMTP sessions to remote servers)", integer(func(c *Config) *int64 { return &c.QueueWorkers }, 1)},
+	{"dns", "MAILHOST_DNS", "", "host:port of the DNS server for MX, SPF, DKIM and DMARC lookups; empty: the system resolver", str(func(c *Config) *string { return &c.DNS })},
+	{"srs_secret", "MAILHOST_SRS_SECRET", "", "secret of the Sender Rewriting Scheme for forwarded mail; empty: a random one kept in the data directory (srs.key)", str(func(c *Config) *string { return &c.SRSSecret })},
 	{"log_level", "MAILHOST_LOG_LEVEL", "info", "debug, info, warn or error", func(c *Config, v string) error {
 		switch v {
 		case "debug", "info", "warn", "error":

@@ -76,6 +76,17 @@ func controlHandler(op Operator) http.Handler {
 		v, err := op.RunRetention(r.Context())
 		reply(w, v, err)
 	})
+	mux.HandleFunc("GET /queue", func(w http.ResponseWriter, r *http.Request) {
+		var p mailstore.Page
+		p.Limit, _ = strconv.Atoi(r.URL.Query().Get("limit"))
+		p.Offset, _ = strconv.Atoi(r.URL.Query().Get("offset"))
+		v, err := op.Queue(r.Context(), p)
+		reply(w, v, err)
+	})
+	mux.HandleFunc("POST /queue/flush", func(w http.ResponseWriter, r *http.Request) {
+		v, err := op.FlushQueue(r.Context())
+		reply(w, v, err)
+	})
 	return mux
 }
 
@@ -174,6 +185,17 @@ func (o *socketOps) RevokeKey(ctx context.Context, keyID int64) (v KeyInfo, err 
 
 func (o *socketOps) RunRetention(ctx context.Context) (v []Purged, err error) {
 	return v, o.call(ctx, "POST", "/retention/run", nil, &v)
+}
+
+func (o *socketOps) Queue(ctx context.Context, p mailstore.Page) (v QueueList, err error) {
+	q := url.Values{}
+	q.Set("limit", strconv.Itoa(p.Limit))
+	q.Set("offset", strconv.Itoa(p.Offset))
+	return v, o.call(ctx, "GET", "/queue?"+q.Encode(), nil, &v)
+}
+
+func (o *socketOps) FlushQueue(ctx context.Context) (v Flushed, err error) {
+	return v, o.call(ctx, "POST", "/queue/flush", nil, &v)
 }
 
 // WithOperator runs fn with the Operator for the data directory: the

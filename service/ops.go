@@ -19,6 +19,22 @@ type Operator interface {
 	Keys(ctx context.Context, partner string) ([]KeyInfo, error)
 	RevokeKey(ctx context.Context, keyID int64) (KeyInfo, error)
 	RunRetention(ctx context.Context) ([]Purged, error)
+	// Queue lists the outbound queue, at most limit entries from offset.
+	Queue(ctx context.Context, p mailstore.Page) (QueueList, error)
+	// FlushQueue makes every queued message that is not held for its
+	// domain's transfer cap due now, and wakes the delivery workers.
+	FlushQueue(ctx context.Context) (Flushed, error)
+}
+
+// QueueList is a page of the outbound queue.
+type QueueList struct {
+	Total   int                  `json:"total"`
+	Entries []mailstore.Outbound `json:"entries"`
+}
+
+// Flushed says how many queue entries a flush made due.
+type Flushed struct {
+	Flushed int `json:"flushed"`
 }
 
 // Purged is what a retention pass deleted in one domain.
@@ -63,6 +79,8 @@ func keyInfo(k mailstore.APIKey) KeyInfo {
 type storeOps struct {
 	store mailstore.Store
 	now   func() time.Time
+	// wake, if set, tells the outbound workers that mail is due.
+	wake func()
 }
 
 // NewStoreOperator returns the Operator that acts on st directly.
@@ -139,4 +157,26 @@ func (o *storeOps) RunRetention(ctx context.Context) ([]Purged, error) {
 		out = append(out, Purged{Domain: r.Domain, Messages: r.Messages, Bytes: r.Bytes})
 	}
 	return out, err
+}
+
+func (o *storeOps) Queue(ctx context.Context, p mailstore.Page) (QueueList, error) {
+	entries, total, err := o.store.OutboundEntries(ctx, p)
+	if err != nil {
+		return QueueList{}, err
+	}
+	if entries == nil {
+		entries = []mailstore.Outbound{}
+	}
+	return QueueList{Total: total, Entries: entries}, nil
+}
+
+func (o *storeOps) FlushQueue(ctx context.Context) (Flushed, error) {
+	n, err := o.store.FlushOutbound(ctx, o.now())
+	if err != nil {
+		return Flushed{}, err
+	}
+	if o.wake != nil {
+		o.wake()
+	}
+	return Flushed{Flushed: n}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/mailhost/mailhost/config"
+	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/service"
 )
 
@@ -27,6 +28,8 @@ Usage:
   mailhost key list PARTNER [flags]      list a partner's keys, never their secrets
   mailhost key revoke KEY_ID [flags]     revoke a key
   mailhost retention run [flags]         run one retention pass now and print it
+  mailhost queue list [flags]            list the outbound queue (JSON; -limit, -offset)
+  mailhost queue flush [flags]           retry every queued message now
 
 PARTNER is a partner's name or id. Every command takes the configuration
 flags (mailhost serve -h lists them) and reads the same environment and
@@ -49,6 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	want := map[string]int{
 		"serve": 0, "partner create": 1, "partner list": 0, "key create": 1,
 		"key list": 1, "key revoke": 1, "retention run": 0,
+		"queue list": 0, "queue flush": 0,
 	}
 	nargs, ok := want[cmd]
 	if !ok {
@@ -58,6 +62,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mailhost "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	flags := config.Register(fs)
+	var page mailstore.Page
+	if cmd == "queue list" {
+		fs.IntVar(&page.Limit, "limit", 100, "most entries to list")
+		fs.IntVar(&page.Offset, "offset", 0, "entries to skip")
+	}
 	// Positional arguments may come before or after the flags.
 	var pos []string
 	for len(rest) > 0 {
@@ -85,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = service.Run(ctx, cfg, service.Options{Stdout: stdout, Logger: service.NewLogger(cfg, stderr)})
 	} else {
 		err = service.WithOperator(ctx, cfg.DataDir, func(op service.Operator) error {
-			return operate(ctx, op, cmd, pos, stdout)
+			return operate(ctx, op, cmd, pos, page, stdout)
 		})
 	}
 	if err != nil {
@@ -95,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func operate(ctx context.Context, op service.Operator, cmd string, pos []string, stdout io.Writer) error {
+func operate(ctx context.Context, op service.Operator, cmd string, pos []string, page mailstore.Page, stdout io.Writer) error {
 	var v any
 	var err error
 	switch cmd {
@@ -115,6 +124,10 @@ func operate(ctx context.Context, op service.Operator, cmd string, pos []string,
 		v, err = op.RevokeKey(ctx, id)
 	case "retention run":
 		v, err = op.RunRetention(ctx)
+	case "queue list":
+		v, err = op.Queue(ctx, page)
+	case "queue flush":
+		v, err = op.FlushQueue(ctx)
 	}
 	if err != nil {
 		return err
