@@ -16,7 +16,7 @@ import (
 
 // schemaVersion is the layout version this binary writes. Open upgrades an
 // older file, one migration per version, each in its own transaction.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // Bucket layout. Every lookup the API and the mail plane make is a key or a
 // prefix seek in one of these; nothing scans another partner's data.
@@ -39,6 +39,15 @@ const schemaVersion = 1
 //	partner_aliases   partnerID|aliasID -> ""
 //	domain_aliases    domainID|aliasID -> ""
 //	transfer          domainID|"YYYY-MM" -> Transfer
+//
+// Schema 2 adds the outbound queue and DKIM keys (bolt_queue.go):
+//
+//	queue             id -> Outbound
+//	queue_due         nextAttempt (unix nanos, 8)|id -> "" (entries not held)
+//	queue_held        domainID|id -> "" (entries held by their domain's cap)
+//	dkim              domainID -> []DKIMKey
+//
+// The mail plane's buckets are described in bolt_mail.go.
 var (
 	bMeta             = []byte("meta")
 	bPartners         = []byte("partners")
@@ -59,7 +68,8 @@ var (
 	bTransfer         = []byte("transfer")
 )
 
-var allBuckets = [][]byte{
+// schema1Buckets are the control plane's buckets of schema 1.
+var schema1Buckets = [][]byte{
 	bMeta, bPartners, bPartnerNames, bKeys, bKeyLookup, bPartnerKeys,
 	bDomains, bDomainNames, bPartnerDomains, bMailboxes, bAddresses,
 	bPartnerMailboxes, bDomainMailboxes, bAliases, bPartnerAliases,
@@ -157,12 +167,20 @@ func (s *Bolt) migrate() error {
 // migrations[i] upgrades schema i to i+1.
 var migrations = []func(*bolt.Tx) error{
 	func(tx *bolt.Tx) error { // 0 -> 1: the first layout
-		for _, b := range allBuckets {
+		for _, b := range schema1Buckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
 		return createMailBuckets(tx)
+	},
+	func(tx *bolt.Tx) error { // 1 -> 2: outbound queue and DKIM keys
+		for _, b := range queueBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
 	},
 }
 

@@ -237,6 +237,9 @@ func (s *Bolt) CreateDomain(ctx context.Context, partnerID int64, nd NewDomain, 
 		if err := tx.Bucket(bPartnerDomains).Put(pair(partnerID, id), nil); err != nil {
 			return err
 		}
+		if _, err := putDKIMKeys(tx, id, nd.DKIMKeys); err != nil {
+			return err
+		}
 		return putDomain(tx, d)
 	})
 	if err != nil {
@@ -384,7 +387,11 @@ func (s *Bolt) DeleteDomain(ctx context.Context, partnerID int64, name string, f
 				}
 			}
 		}
-		// Transfer history goes with the domain.
+		// Its DKIM keys and transfer history go with the domain; its queued
+		// mail does not (bolt_queue.go).
+		if err := tx.Bucket(bDKIM).Delete(id8(d.ID)); err != nil {
+			return err
+		}
 		c := tx.Bucket(bTransfer).Cursor()
 		prefix := id8(d.ID)
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {

@@ -18,8 +18,8 @@ package mailstore
 // Invariants, kept by every writer within one transaction:
 //
 //   - a message record exists if and only if its retention entry does;
-//   - a blob's refcount is the number of message records naming it, and a
-//     blob with no reference is deleted;
+//   - a blob's refcount is the number of message records and outbound
+//     queue entries naming it, and a blob with no reference is deleted;
 //   - Folder.Messages/Unseen/Size, Mailbox.MessageCount/UsedBytes and
 //     Domain.MessageCount/UsedBytes are the counts and sums over the
 //     message records (UsedBytes counts each message's Size, even when its
@@ -361,6 +361,7 @@ type mailTx struct {
 	mcache map[int64]*Mailbox
 	dcache map[int64]*Domain
 	rcache map[int64]uint64 // blobID -> refcount
+	xcache map[string]*monthFigures // transferKey -> a domain's month
 	// touched are the accounts changed, to notify after commit.
 	touched map[int64]struct{}
 }
@@ -381,6 +382,7 @@ func newMailTx(tx *bolt.Tx) *mailTx {
 		mcache:    map[int64]*Mailbox{},
 		dcache:    map[int64]*Domain{},
 		rcache:    map[int64]uint64{},
+		xcache:    map[string]*monthFigures{},
 		touched:   map[int64]struct{}{},
 	}
 }
@@ -403,10 +405,38 @@ func (t *mailTx) domain(id int64) (*Domain, error) {
 	}
 	d := new(Domain)
 	if !getJSON(t.domains, id8(id), d) {
-		return nil, fmt.Errorf("domain %d missing", id)
+		return nil, fmt.Errorf("domain %d: %w", id, ErrDomainNotFound)
 	}
 	t.dcache[id] = d
 	return d, nil
+}
+
+// monthFigures is a domain's transfer for a month as a transaction sees
+// it; changed ones are written by flush.
+type monthFigures struct {
+	Transfer
+	changed bool
+}
+
+// transferFigures is a domain's transfer for a month, with this
+// transaction's changes.
+func (t *mailTx) transferFigures(domainID int64, month string) *monthFigures {
+	key := string(transferKey(domainID, month))
+	if x, ok := t.xcache[key]; ok {
+		return x
+	}
+	x := &monthFigures{Transfer: Transfer{Month: month}}
+	getJSON(t.transfer, []byte(key), &x.Transfer)
+	t.xcache[key] = x
+	return x
+}
+
+// count adds to a domain's transfer for a month.
+func (t *mailTx) count(domainID int64, month string, in, out int64) {
+	x := t.transferFigures(domainID, month)
+	x.InBytes += in
+	x.OutBytes += out
+	x.changed = true
 }
 
 // folder loads an account's folder by id; another account's folder is
@@ -561,6 +591,14 @@ func (t *mailTx) flush() error {
 	}
 	for id, d := range t.dcache {
 		if err := putJSON(t.domains, id8(id), d); err != nil {
+			return err
+		}
+	}
+	for key, x := range t.xcache {
+		if !x.changed {
+			continue
+		}
+		if err := putJSON(t.transfer, []byte(key), x.Transfer); err != nil {
 			return err
 		}
 	}

@@ -11,7 +11,11 @@ import (
 
 // Deliver implements Mail. It runs in a bbolt batch: concurrent deliveries
 // share one commit and one fsync. bbolt may run the function twice (when
-// another function of the batch fails), so the result is rebuilt inside.
+// another function of the batch fails), so the result is rebuilt inside;
+// and a refusal (cap reached, unknown sender domain) is not returned from
+// the function, which would make bbolt roll back and rerun the whole
+// batch, but noted and answered once the batch has committed, with
+// nothing of this delivery in it.
 func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) {
 	if d.ReceivedAt.IsZero() {
 		return DeliveryResult{}, fmt.Errorf("deliver: no received time: %w", ErrInvalidArgument)
@@ -22,21 +26,53 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 			ids = append(ids, id)
 		}
 	}
+	groups, err := relayGroups(d.Relay)
+	if err != nil {
+		return DeliveryResult{}, fmt.Errorf("deliver: %w", err)
+	}
+	if len(ids) == 0 && len(groups) == 0 {
+		return DeliveryResult{}, ctx.Err()
+	}
 	size := int64(len(d.Body))
 	received := utc(d.ReceivedAt)
 	month := Month(received)
 	var res DeliveryResult
-	if len(ids) == 0 {
-		return DeliveryResult{}, ctx.Err()
-	}
-	err := s.batch(ctx, func(tx *bolt.Tx) error {
-		res = DeliveryResult{}
+	var refused error
+	err = s.batch(ctx, func(tx *bolt.Tx) error {
+		res, refused = DeliveryResult{}, nil
 		t := newMailTx(tx)
+		// Every decision is taken on the month's figures as they stand
+		// before this delivery, and before anything is written.
+		if d.SenderDomainID != 0 {
+			used, err := t.capUsed(d.SenderDomainID, month)
+			if err != nil {
+				refused = fmt.Errorf("sender domain %d: %w", d.SenderDomainID, err)
+				return nil
+			}
+			if used {
+				refused = fmt.Errorf("sender domain %d: %w", d.SenderDomainID, ErrTransferCapReached)
+				return nil
+			}
+		}
+		held := map[int64]bool{}
+		for _, g := range groups {
+			did := g.relay.DomainID
+			if _, ok := held[did]; ok || did == 0 || did == d.SenderDomainID {
+				continue
+			}
+			used, err := t.capUsed(did, month)
+			if err != nil {
+				refused = fmt.Errorf("relay domain %d: %w", did, err)
+				return nil
+			}
+			held[did] = used
+		}
+
 		blobID, err := nextID(t.blobs)
 		if err != nil {
 			return err
 		}
-		var domainIDs []int64
+		var inDomains []int64
 		for _, id := range ids {
 			mb, err := t.mailbox(id)
 			if errors.Is(err, ErrMailboxNotFound) {
@@ -54,31 +90,76 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 				return err
 			}
 			res.Delivered = append(res.Delivered, id)
-			if !containsID(domainIDs, mb.DomainID) {
-				domainIDs = append(domainIDs, mb.DomainID)
+			if !containsID(inDomains, mb.DomainID) {
+				inDomains = append(inDomains, mb.DomainID)
 			}
 		}
-		if len(res.Delivered) == 0 {
+		q := newQueueTx(tx)
+		for _, g := range groups {
+			o := g.entry(blobID, size, received, held[g.relay.DomainID])
+			if o.ID, err = nextID(q.entries); err != nil {
+				return err
+			}
+			if err := q.put(o); err != nil {
+				return err
+			}
+			res.Queued = append(res.Queued, o.ID)
+		}
+		refs := len(res.Delivered) + len(res.Queued)
+		if refs == 0 {
 			return nil
 		}
 		if err := t.blobs.Put(id8(blobID), d.Body); err != nil {
 			return err
 		}
-		t.rcache[blobID] = uint64(len(res.Delivered))
-		for _, did := range domainIDs {
-			tr := transferOf(tx, did, month)
-			tr.InBytes += size
-			if err := putJSON(t.transfer, transferKey(did, month), tr); err != nil {
-				return err
+		t.rcache[blobID] = uint64(refs)
+
+		for _, did := range inDomains {
+			t.count(did, month, size, 0)
+		}
+		// Outbound: once per domain per message, the sender's and each
+		// relay's that is not held.
+		var outDomains []int64
+		if d.SenderDomainID != 0 {
+			outDomains = append(outDomains, d.SenderDomainID)
+		}
+		for _, g := range groups {
+			did := g.relay.DomainID
+			if did != 0 && !held[did] && !containsID(outDomains, did) {
+				outDomains = append(outDomains, did)
 			}
+		}
+		for _, did := range outDomains {
+			t.count(did, month, 0, size)
 		}
 		return t.flush()
 	})
+	if err == nil {
+		err = refused
+	}
 	if err != nil {
 		return DeliveryResult{}, fmt.Errorf("deliver: %w", err)
 	}
 	s.watch.notify(res.Delivered...)
 	return res, nil
+}
+
+// capUsed reports whether a domain has used its transfer cap for the
+// month: inbound and outbound bytes together reach transfer_monthly_mb
+// (a cap of 0 admits nothing, as a zero quota does). ErrDomainNotFound.
+func (t *mailTx) capUsed(domainID int64, month string) (bool, error) {
+	var d Domain
+	if dc, ok := t.dcache[domainID]; ok {
+		d = *dc
+	} else if !getJSON(t.domains, id8(domainID), &d) {
+		return false, ErrDomainNotFound
+	}
+	x := t.transferFigures(domainID, month)
+	return capReached(d, x.Transfer), nil
+}
+
+func capReached(d Domain, x Transfer) bool {
+	return x.InBytes+x.OutBytes >= d.TransferMonthlyMB*MB
 }
 
 func containsID(ids []int64, id int64) bool {

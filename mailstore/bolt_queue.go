@@ -1,39 +1,556 @@
 package mailstore
 
-// Temporary: the bbolt queue is being written (helper). Replaced wholesale.
+// The outbound queue of the bbolt store (schema 2). Deliver creates the
+// entries (its Relay part, bolt_mail_deliver.go); the methods here are the
+// delivery workers' and the operator's.
+//
+// Buckets:
+//
+//	queue       id -> Outbound (JSON)
+//	queue_due   nextAttempt (unix nanos, 8, big-endian)|id -> "": every
+//	            entry that is not held, in the order it is due
+//	queue_held  domainID|id -> "": every held entry, by domain
+//
+// Invariants, kept by every writer within one transaction:
+//
+//   - an entry has exactly one index key: in queue_held when Held, else in
+//     queue_due under its NextAttempt;
+//   - an entry holds one reference to its BlobID (blob_refs counts message
+//     records and queue entries alike), dropped when the entry goes;
+//   - a held entry's bytes are counted in no domain's transfer; the others'
+//     were counted when they were queued or released (bounces never).
+//
+// Times are stored with second precision, as everywhere in the store; a
+// claim's lease is rounded up to the next second, so that it is never
+// shorter than asked.
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
-var errQueueNotBuilt = errors.New("outbound queue: not built yet")
+var (
+	bQueue     = []byte("queue")
+	bQueueDue  = []byte("queue_due")
+	bQueueHeld = []byte("queue_held")
+	bDKIM      = []byte("dkim")
+)
 
+// queueBuckets are the buckets schema 2 adds.
+var queueBuckets = [][]byte{bQueue, bQueueDue, bQueueHeld, bDKIM}
+
+// releaseBatch bounds one ReleaseHeld transaction, as purgeBatch does a
+// retention one.
+const releaseBatch = 2000
+
+// dueKey orders the entries that are not held by when they are due. Times
+// before 1970 are filed at 1970, those past 2262 at the end.
+func dueKey(at time.Time, id int64) []byte {
+	k := make([]byte, 16)
+	binary.BigEndian.PutUint64(k, nanoKey(at))
+	binary.BigEndian.PutUint64(k[8:], uint64(id))
+	return k
+}
+
+func nanoKey(t time.Time) uint64 {
+	switch {
+	case t.Unix() <= 0:
+		return 0
+	case t.Unix() >= math.MaxInt64/int64(time.Second):
+		return math.MaxInt64
+	}
+	return uint64(t.UnixNano())
+}
+
+// ceilSecond rounds t up to a whole second.
+func ceilSecond(t time.Time) time.Time {
+	u := t.UTC().Truncate(time.Second)
+	if u.Before(t) {
+		u = u.Add(time.Second)
+	}
+	return u
+}
+
+// queueTx works the queue's buckets within one transaction.
+type queueTx struct {
+	entries, due, held *bolt.Bucket
+}
+
+func newQueueTx(tx *bolt.Tx) *queueTx {
+	return &queueTx{
+		entries: tx.Bucket(bQueue),
+		due:     tx.Bucket(bQueueDue),
+		held:    tx.Bucket(bQueueHeld),
+	}
+}
+
+func (q *queueTx) get(id int64) (Outbound, bool) {
+	var o Outbound
+	ok := getJSON(q.entries, id8(id), &o)
+	return o, ok
+}
+
+func (q *queueTx) indexKey(o Outbound) (*bolt.Bucket, []byte) {
+	if o.Held {
+		return q.held, pair(o.DomainID, o.ID)
+	}
+	return q.due, dueKey(o.NextAttempt, o.ID)
+}
+
+// put stores an entry and its index key. An entry stored before must have
+// been unindexed first.
+func (q *queueTx) put(o Outbound) error {
+	b, k := q.indexKey(o)
+	if err := b.Put(k, nil); err != nil {
+		return err
+	}
+	return putJSON(q.entries, id8(o.ID), o)
+}
+
+// unindex deletes an entry's index key, before it changes.
+func (q *queueTx) unindex(o Outbound) error {
+	b, k := q.indexKey(o)
+	return b.Delete(k)
+}
+
+// remove deletes an entry and its index key; the caller drops its blob
+// reference.
+func (q *queueTx) remove(o Outbound) error {
+	if err := q.unindex(o); err != nil {
+		return err
+	}
+	return q.entries.Delete(id8(o.ID))
+}
+
+// relayGroup is one queue entry to be: a relay's recipients in one
+// destination domain.
+type relayGroup struct {
+	relay       *Relay
+	destination string
+	to          []string
+}
+
+// relayGroups checks a delivery's relays and groups each one's recipients
+// by destination domain (what follows the last "@", in lower case), in the
+// order they first appear; an address given twice counts once.
+func relayGroups(relays []Relay) ([]relayGroup, error) {
+	var out []relayGroup
+	for i := range relays {
+		r := &relays[i]
+		switch r.Kind {
+		case KindSubmission, KindForward, KindBounce:
+		default:
+			return nil, fmt.Errorf("relay kind %q: %w", r.Kind, ErrInvalidArgument)
+		}
+		first := len(out)
+		for _, addr := range r.To {
+			at := strings.LastIndexByte(addr, '@')
+			if at <= 0 || at == len(addr)-1 {
+				return nil, fmt.Errorf("relay recipient %q: %w", addr, ErrInvalidArgument)
+			}
+			dest := strings.ToLower(addr[at+1:])
+			g := slices.IndexFunc(out[first:], func(g relayGroup) bool { return g.destination == dest })
+			if g < 0 {
+				out = append(out, relayGroup{relay: r, destination: dest})
+				g = len(out) - first - 1
+			}
+			if grp := &out[first+g]; !slices.Contains(grp.to, addr) {
+				grp.to = append(grp.to, addr)
+			}
+		}
+	}
+	return out, nil
+}
+
+// entry is the queue entry of a group, without its id.
+func (g relayGroup) entry(blobID, size int64, received time.Time, held bool) Outbound {
+	rcpts := make([]OutboundRecipient, len(g.to))
+	for i, a := range g.to {
+		rcpts[i] = OutboundRecipient{Address: a, State: RecipientPending}
+	}
+	return Outbound{
+		Kind: g.relay.Kind, DomainID: g.relay.DomainID, From: g.relay.From,
+		Destination: g.destination, Recipients: rcpts, BlobID: blobID, Size: size,
+		QueuedAt: received, NextAttempt: received, Held: held,
+	}
+}
+
+// ClaimOutbound implements Queue. It seeks queue_due from its start and
+// stops at the first entry due after now, so its cost is that of what it
+// claims.
 func (s *Bolt) ClaimOutbound(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Outbound, error) {
-	return nil, errQueueNotBuilt
+	if limit <= 0 || lease <= 0 {
+		return nil, fmt.Errorf("claim outbound: limit %d, lease %v: %w", limit, lease, ErrInvalidArgument)
+	}
+	until := ceilSecond(now.Add(lease))
+	var out []Outbound
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		out = []Outbound{}
+		q := newQueueTx(tx)
+		var ids []int64
+		c := q.due.Cursor()
+		for k, _ := c.First(); k != nil && len(ids) < limit; k, _ = c.Next() {
+			if len(k) != 16 || binary.BigEndian.Uint64(k) > nanoKey(now) {
+				break
+			}
+			ids = append(ids, int64(binary.BigEndian.Uint64(k[8:])))
+		}
+		for _, id := range ids {
+			o, ok := q.get(id)
+			if !ok {
+				return fmt.Errorf("queue_due names entry %d, which is missing", id)
+			}
+			if err := q.unindex(o); err != nil {
+				return err
+			}
+			o.NextAttempt = until
+			if err := q.put(o); err != nil {
+				return err
+			}
+			out = append(out, o)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim outbound: %w", err)
+	}
+	return out, nil
 }
+
+// OutboundBody implements Queue.
 func (s *Bolt) OutboundBody(ctx context.Context, id int64) ([]byte, error) {
-	return nil, errQueueNotBuilt
+	var body []byte
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		o, ok := newQueueTx(tx).get(id)
+		if !ok {
+			return ErrOutboundNotFound
+		}
+		v := tx.Bucket(bBlobs).Get(id8(o.BlobID))
+		if v == nil {
+			return fmt.Errorf("blob %d missing", o.BlobID)
+		}
+		body = bytes.Clone(v)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbound entry %d body: %w", id, err)
+	}
+	return body, nil
 }
+
+// RecordAttempt implements Queue. Workers record attempts concurrently, so
+// it runs in a bbolt batch like Deliver, and an unknown entry is noted
+// rather than failing the batch.
 func (s *Bolt) RecordAttempt(ctx context.Context, id int64, a Attempt) (Outbound, error) {
-	return Outbound{}, errQueueNotBuilt
+	var out Outbound
+	var missing bool
+	err := s.batch(ctx, func(tx *bolt.Tx) error {
+		q := newQueueTx(tx)
+		o, ok := q.get(id)
+		if missing = !ok; missing {
+			return nil
+		}
+		if err := q.unindex(o); err != nil {
+			return err
+		}
+		o = applyAttempt(o, a)
+		out = o
+		if len(o.Pending()) > 0 {
+			return q.put(o)
+		}
+		if err := q.entries.Delete(id8(o.ID)); err != nil {
+			return err
+		}
+		t := newMailTx(tx)
+		t.ref(o.BlobID, -1)
+		return t.flushRefs()
+	})
+	if err == nil && missing {
+		err = ErrOutboundNotFound
+	}
+	if err != nil {
+		return Outbound{}, fmt.Errorf("record attempt of outbound entry %d: %w", id, err)
+	}
+	return out, nil
 }
+
+// applyAttempt is an entry after an attempt. Only pending recipients
+// change; addresses the entry does not have pending are ignored.
+func applyAttempt(o Outbound, a Attempt) Outbound {
+	rcpts := slices.Clone(o.Recipients)
+	var firstFailure string
+	for i := range rcpts {
+		r := &rcpts[i]
+		if r.State != RecipientPending {
+			continue
+		}
+		if slices.Contains(a.Delivered, r.Address) {
+			r.State, r.Reply = RecipientDelivered, ""
+			continue
+		}
+		if reply, ok := a.Failed[r.Address]; ok {
+			r.State, r.Reply = RecipientFailed, reply
+			if firstFailure == "" {
+				firstFailure = reply
+			}
+			continue
+		}
+		if a.Deferred != "" {
+			r.Reply = a.Deferred
+		}
+	}
+	o.Recipients = rcpts
+	o.Attempts++
+	switch {
+	case a.Deferred != "":
+		o.LastError = a.Deferred
+	case firstFailure != "":
+		o.LastError = firstFailure
+	}
+	next := a.NextAttempt
+	if next.IsZero() {
+		next = a.Now
+	}
+	o.NextAttempt = utc(next)
+	return o
+}
+
+// ReleaseHeld implements Queue. It walks queue_held domain by domain: a
+// domain without room is skipped with one seek past its entries, and the
+// entries of a domain with room are released oldest first, each counted as
+// it would have been by Deliver, until the domain's cap is used again; the
+// rest wait. A message with entries for several destinations counts once,
+// as in Deliver. Entries of a domain deleted meanwhile are released
+// uncounted (mail in flight is not dropped). Each transaction releases at
+// most releaseBatch entries.
 func (s *Bolt) ReleaseHeld(ctx context.Context, now time.Time) (int, error) {
-	return 0, errQueueNotBuilt
+	total := 0
+	from := []byte{}
+	for from != nil {
+		n, next, err := s.releaseBatch(ctx, now, from)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("release held outbound entries: %w", err)
+		}
+		from = next
+	}
+	return total, nil
 }
+
+// releaseBatch releases held entries from the queue_held key from on, in
+// one transaction, and answers where the next one starts (nil when the
+// walk is done).
+func (s *Bolt) releaseBatch(ctx context.Context, now time.Time, from []byte) (int, []byte, error) {
+	month := Month(now)
+	due := utc(now)
+	var released int
+	var next []byte
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		released, next = 0, nil
+		t := newMailTx(tx)
+		q := newQueueTx(tx)
+		var batch []Outbound
+		c := q.held.Cursor()
+		k, _ := c.Seek(from)
+		for k != nil {
+			if len(k) != 16 {
+				return fmt.Errorf("queue_held key %x", k)
+			}
+			domainID := int64(binary.BigEndian.Uint64(k))
+			var d Domain
+			gone := !getJSON(t.domains, id8(domainID), &d)
+			x := t.transferFigures(domainID, month)
+			if !gone && capReached(d, x.Transfer) {
+				k, _ = c.Seek(id8(domainID + 1))
+				continue
+			}
+			prefix := id8(domainID)
+			var lastBlob int64
+			for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+				o, ok := q.get(int64(binary.BigEndian.Uint64(k[8:])))
+				if !ok {
+					return fmt.Errorf("queue_held names entry %x, which is missing", k[8:])
+				}
+				sibling := o.BlobID == lastBlob
+				if len(batch) >= releaseBatch && !sibling {
+					next = bytes.Clone(k)
+					break
+				}
+				if !gone && !sibling {
+					if capReached(d, x.Transfer) {
+						break
+					}
+					t.count(domainID, month, 0, o.Size)
+				}
+				lastBlob = o.BlobID
+				batch = append(batch, o)
+			}
+			if next != nil {
+				break
+			}
+			k, _ = c.Seek(id8(domainID + 1))
+		}
+		for _, o := range batch {
+			if err := q.unindex(o); err != nil {
+				return err
+			}
+			o.Held, o.NextAttempt = false, due
+			if err := q.put(o); err != nil {
+				return err
+			}
+		}
+		released = len(batch)
+		return t.flush()
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return released, next, nil
+}
+
+// OutboundEntries implements Queue.
 func (s *Bolt) OutboundEntries(ctx context.Context, p Page) ([]Outbound, int, error) {
-	return nil, 0, errQueueNotBuilt
+	out := []Outbound{}
+	total := 0
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bQueue)
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			total++
+			if total <= p.Offset || (p.Limit > 0 && len(out) >= p.Limit) {
+				continue
+			}
+			var o Outbound
+			if err := json.Unmarshal(v, &o); err != nil {
+				return fmt.Errorf("entry %x: %w", k, err)
+			}
+			out = append(out, o)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("outbound entries: %w", err)
+	}
+	return out, total, nil
 }
+
+// FlushOutbound implements Queue. Entries due already keep their time, so
+// the order of the queue does not change among them.
 func (s *Bolt) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
-	return 0, errQueueNotBuilt
+	var n int
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		n = 0
+		q := newQueueTx(tx)
+		var later []int64
+		c := q.due.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			n++
+			if len(k) == 16 && binary.BigEndian.Uint64(k) > nanoKey(now) {
+				later = append(later, int64(binary.BigEndian.Uint64(k[8:])))
+			}
+		}
+		for _, id := range later {
+			o, ok := q.get(id)
+			if !ok {
+				return fmt.Errorf("queue_due names entry %d, which is missing", id)
+			}
+			if err := q.unindex(o); err != nil {
+				return err
+			}
+			o.NextAttempt = utc(now)
+			if err := q.put(o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("flush outbound: %w", err)
+	}
+	return n, nil
 }
+
+// Transfer implements Mail.
 func (s *Bolt) Transfer(ctx context.Context, domainID int64, month string) (Transfer, error) {
-	return Transfer{}, errQueueNotBuilt
+	var x Transfer
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bDomains).Get(id8(domainID)) == nil {
+			return ErrDomainNotFound
+		}
+		x = transferOf(tx, domainID, month)
+		return nil
+	})
+	if err != nil {
+		return Transfer{}, fmt.Errorf("transfer of domain %d: %w", domainID, err)
+	}
+	return x, nil
 }
+
+// DKIMKeys implements Mail.
 func (s *Bolt) DKIMKeys(ctx context.Context, domainID int64) ([]DKIMKey, error) {
-	return nil, errQueueNotBuilt
+	var keys []DKIMKey
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		keys, err = dkimKeys(tx, domainID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("DKIM keys of domain %d: %w", domainID, err)
+	}
+	return keys, nil
 }
+
+// EnsureDKIMKeys implements Mail.
 func (s *Bolt) EnsureDKIMKeys(ctx context.Context, domainID int64, keys []DKIMKey) ([]DKIMKey, error) {
-	return nil, errQueueNotBuilt
+	var out []DKIMKey
+	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
+		if out, err = dkimKeys(tx, domainID); err != nil || len(out) > 0 {
+			return err
+		}
+		out, err = putDKIMKeys(tx, domainID, keys)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure DKIM keys of domain %d: %w", domainID, err)
+	}
+	return out, nil
+}
+
+func dkimKeys(tx *bolt.Tx, domainID int64) ([]DKIMKey, error) {
+	if tx.Bucket(bDomains).Get(id8(domainID)) == nil {
+		return nil, ErrDomainNotFound
+	}
+	keys := []DKIMKey{}
+	if v := tx.Bucket(bDKIM).Get(id8(domainID)); v != nil {
+		if err := json.Unmarshal(v, &keys); err != nil {
+			return nil, fmt.Errorf("DKIM keys record: %w", err)
+		}
+	}
+	return keys, nil
+}
+
+// putDKIMKeys stores a domain's keys (none: nothing) and answers them as
+// stored.
+func putDKIMKeys(tx *bolt.Tx, domainID int64, keys []DKIMKey) ([]DKIMKey, error) {
+	out := make([]DKIMKey, len(keys))
+	for i, k := range keys {
+		if k.Selector == "" || len(k.Private) == 0 {
+			return nil, fmt.Errorf("DKIM key %d: no selector or private key: %w", i, ErrInvalidArgument)
+		}
+		k.Private = bytes.Clone(k.Private)
+		k.CreatedAt = utc(k.CreatedAt)
+		out[i] = k
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	return out, putJSON(tx.Bucket(bDKIM), id8(domainID), out)
 }

@@ -185,6 +185,9 @@ const (
 type DeliveryResult struct {
 	Delivered []int64 // mailbox ids that got the message
 	Skipped   []int64 // mailbox ids that no longer exist
+	// Queued are the ids of the queue entries made for Relay, held ones
+	// included, in the order of Relay and of each one's destinations.
+	Queued []int64
 }
 
 // PurgeResult is what a retention pass deleted in one domain.
