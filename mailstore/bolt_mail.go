@@ -360,7 +360,7 @@ type mailTx struct {
 	fcache map[int64]*Folder
 	mcache map[int64]*Mailbox
 	dcache map[int64]*Domain
-	rcache map[int64]uint64 // blobID -> refcount
+	rcache map[int64]uint64         // blobID -> refcount
 	xcache map[string]*monthFigures // transferKey -> a domain's month
 	// touched are the accounts changed, to notify after commit.
 	touched map[int64]struct{}
