@@ -1,7 +1,8 @@
 // Package policy holds mailhost's rules as pure functions: what a valid
 // address or domain name is, the plans and value ranges, recipient
-// resolution (mailbox, alias, catch-all) and quota decisions. It knows
-// nothing of protocols or storage.
+// resolution (mailbox, alias, catch-all), who may send as which address,
+// and quota and transfer-cap decisions. It knows nothing of protocols or
+// storage.
 package policy
 
 import (

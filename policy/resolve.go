@@ -42,6 +42,10 @@ type Resolution struct {
 	// Remote are destination addresses in domains not hosted here, each
 	// once; mail for them has to be relayed out.
 	Remote []string
+	// RemoteVia[i] is the hosted domain whose alias (exact or catch-all)
+	// has Remote[i] as its destination: the domain that forwards the mail,
+	// on whose behalf it is relayed (its transfer cap, its SRS address).
+	RemoteVia []mailstore.Domain
 }
 
 // Resolve finds where mail for addr goes (decisions.md, "The mail plane"):
@@ -59,7 +63,7 @@ type Resolution struct {
 // "not found" are returned wrapped, for the caller to answer as temporary.
 func Resolve(ctx context.Context, dir Directory, addr string) (Resolution, error) {
 	r := resolver{dir: dir}
-	if err := r.resolve(ctx, addr, nil); err != nil {
+	if err := r.resolve(ctx, addr, nil, mailstore.Domain{}); err != nil {
 		return Resolution{}, fmt.Errorf("resolve %s: %w", addr, err)
 	}
 	return r.res, nil
@@ -71,10 +75,11 @@ type resolver struct {
 }
 
 // resolve follows addr; path holds the addresses that led to it, first
-// the one Resolve was given. Each alias has one destination, so the
+// the one Resolve was given, and via is the hosted domain of the last of
+// them (zero for the first). Each alias has one destination, so the
 // expansion is a chain, but Resolution keeps lists so that a
 // multi-destination alias would need no new API.
-func (r *resolver) resolve(ctx context.Context, addr string, path []string) error {
+func (r *resolver) resolve(ctx context.Context, addr string, path []string, via mailstore.Domain) error {
 	at := strings.LastIndexByte(addr, '@')
 	if at <= 0 || at == len(addr)-1 {
 		return fmt.Errorf("%q: %w", addr, ErrBadAddress)
@@ -90,14 +95,15 @@ func (r *resolver) resolve(ctx context.Context, addr string, path []string) erro
 	path = append(path, addr)
 	domain := addr[at+1:]
 
-	if _, err := r.dir.DomainByName(ctx, domain); err != nil {
+	dom, err := r.dir.DomainByName(ctx, domain)
+	if err != nil {
 		if !errors.Is(err, mailstore.ErrNotFound) {
 			return err
 		}
 		if len(path) == 1 {
 			return fmt.Errorf("%s: %w", domain, ErrNotHosted)
 		}
-		r.addRemote(addr)
+		r.addRemote(addr, via)
 		return nil
 	}
 
@@ -123,7 +129,7 @@ func (r *resolver) resolve(ctx context.Context, addr string, path []string) erro
 	if err != nil {
 		return err
 	}
-	return r.resolve(ctx, a.Destination, path)
+	return r.resolve(ctx, a.Destination, path, dom)
 }
 
 func (r *resolver) addMailbox(m mailstore.Mailbox) {
@@ -135,13 +141,14 @@ func (r *resolver) addMailbox(m mailstore.Mailbox) {
 	r.res.Mailboxes = append(r.res.Mailboxes, m)
 }
 
-func (r *resolver) addRemote(addr string) {
+func (r *resolver) addRemote(addr string, via mailstore.Domain) {
 	for _, have := range r.res.Remote {
 		if have == addr {
 			return
 		}
 	}
 	r.res.Remote = append(r.res.Remote, addr)
+	r.res.RemoteVia = append(r.res.RemoteVia, via)
 }
 
 // chain renders an alias path for error texts: "a@x -> b@x -> a@x".

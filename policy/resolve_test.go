@@ -292,6 +292,32 @@ func TestResolve(t *testing.T) {
 
 var errTestStore = errors.New("disk on fire")
 
+// TestResolveRemoteVia checks which hosted domain a remote destination is
+// reported to come through: the domain of the alias that names it.
+func TestResolveRemoteVia(t *testing.T) {
+	for _, tc := range []struct {
+		name, addr, via string
+		dir             *directory
+	}{
+		{"alias", "info@a.test", "a.test", newDirectory("a.test").alias("info@a.test", "x@r.test")},
+		{"catch-all", "any@a.test", "a.test", newDirectory("a.test").alias("@a.test", "x@r.test")},
+		{"chain across domains", "info@a.test", "b.test",
+			newDirectory("a.test", "b.test").alias("info@a.test", "fwd@b.test").alias("fwd@b.test", "x@r.test")},
+		{"chain through a catch-all", "info@a.test", "b.test",
+			newDirectory("a.test", "b.test").alias("info@a.test", "nobody@b.test").alias("@b.test", "x@r.test")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Resolve(context.Background(), tc.dir, tc.addr)
+			if err != nil {
+				t.Fatalf("Resolve(%q) = %v", tc.addr, err)
+			}
+			if len(res.Remote) != 1 || len(res.RemoteVia) != 1 || res.RemoteVia[0].Name != tc.via {
+				t.Errorf("Resolve(%q) remote = %q via %v, want x@r.test via %s", tc.addr, res.Remote, res.RemoteVia, tc.via)
+			}
+		})
+	}
+}
+
 func TestResolveDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -307,13 +333,13 @@ func TestResolutionDeduplicates(t *testing.T) {
 	r.addMailbox(mailstore.Mailbox{ID: 1, Email: "a@a.test"})
 	r.addMailbox(mailstore.Mailbox{ID: 2, Email: "b@a.test"})
 	r.addMailbox(mailstore.Mailbox{ID: 1, Email: "a@a.test"})
-	r.addRemote("x@r.test")
-	r.addRemote("x@r.test")
+	r.addRemote("x@r.test", mailstore.Domain{Name: "a.test"})
+	r.addRemote("x@r.test", mailstore.Domain{Name: "b.test"})
 	if got := emails(r.res.Mailboxes); !slices.Equal(got, []string{"a@a.test", "b@a.test"}) {
 		t.Errorf("mailboxes = %q, want each once", got)
 	}
-	if !slices.Equal(r.res.Remote, []string{"x@r.test"}) {
-		t.Errorf("remote = %q, want each once", r.res.Remote)
+	if !slices.Equal(r.res.Remote, []string{"x@r.test"}) || len(r.res.RemoteVia) != 1 || r.res.RemoteVia[0].Name != "a.test" {
+		t.Errorf("remote = %q via %v, want each once, via the first domain", r.res.Remote, r.res.RemoteVia)
 	}
 }
 
@@ -376,6 +402,9 @@ func FuzzResolve(f *testing.F) {
 				t.Fatalf("Resolve(%q) mailbox %q is not a mailbox", addr, m.Email)
 			}
 		}
+		if len(res.RemoteVia) != len(res.Remote) {
+			t.Fatalf("Resolve(%q) = %+v, want one RemoteVia per Remote", addr, res)
+		}
 		for _, r := range res.Remote {
 			if d.domains[DomainOf(r)] {
 				t.Fatalf("Resolve(%q) remote %q is in a hosted domain", addr, r)
@@ -383,14 +412,14 @@ func FuzzResolve(f *testing.F) {
 		}
 		// The same answer by plain iteration: follow at most
 		// MaxAliasDepth hops, mailbox first, alias next, catch-all last.
-		cur := addr
+		cur, via := addr, ""
 		for hop := 0; ; hop++ {
 			if hop > MaxAliasDepth {
 				t.Fatalf("Resolve(%q) = %+v, but the chain is longer than %d", addr, res, MaxAliasDepth)
 			}
 			if !d.domains[DomainOf(cur)] {
-				if res.Remote == nil || res.Remote[0] != cur {
-					t.Fatalf("Resolve(%q) = %+v, want remote %q", addr, res, cur)
+				if res.Remote == nil || res.Remote[0] != cur || res.RemoteVia[0].Name != via {
+					t.Fatalf("Resolve(%q) = %+v, want remote %q via %s", addr, res, cur, via)
 				}
 				break
 			}
@@ -404,7 +433,7 @@ func FuzzResolve(f *testing.F) {
 			if !ok {
 				next = d.aliases["@"+DomainOf(cur)]
 			}
-			cur = next
+			cur, via = next, DomainOf(cur)
 		}
 	})
 }
