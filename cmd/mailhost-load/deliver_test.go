@@ -1,0 +1,33 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+)
+
+func TestMessageSize(t *testing.T) {
+	date := time.Now().Format(time.RFC1123Z)
+	addrs := []string{"user0@a.test", "user99@load-1795454399.test"}
+	for _, size := range []int{512, 4096, 102400} {
+		hlen := 0
+		for _, a := range addrs {
+			hlen = max(hlen, len(header(0, a, date, 0)))
+		}
+		tail := body(size, hlen)
+		for _, a := range addrs {
+			h := header(123456, a, date, hlen)
+			if got := len(h) + len(tail); got != size {
+				t.Errorf("size %d, to %s: message is %d bytes", size, a, got)
+			}
+			if !bytes.HasSuffix(h, []byte("\r\n\r\n")) || !bytes.HasSuffix(tail, []byte("\r\n")) {
+				t.Errorf("size %d: headers or body do not end in CRLF", size)
+			}
+			for _, l := range bytes.Split(append(h, tail...), []byte("\r\n")) {
+				if len(l) > 998 { // RFC 5322 section 2.1.1
+					t.Errorf("size %d: line of %d bytes", size, len(l))
+				}
+			}
+		}
+	}
+}
