@@ -3,6 +3,8 @@ module github.com/mailhost/mailhost
 go 1.26.8
 
 require (
+	blitiri.com.ar/go/spf v1.6.0
+	github.com/emersion/go-msgauth v0.7.0
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/crypto v0.58.0
 	golang.org/x/net v0.62.0
