@@ -1,0 +1,215 @@
+package outbound
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// outcome is what one attempt learnt about the recipients it tried.
+type outcome struct {
+	delivered []string
+	// failed recipients failed for good, each with the reply that said so.
+	failed map[string]reply
+	// deferred recipients are left pending; reason is the last temporary
+	// answer about them.
+	deferred []string
+	reason   reply
+	// host is the server the attempt ended at ("" for local delivery or
+	// when none answered); tls says whether its session used TLS.
+	host string
+	tls  bool
+}
+
+func (o *outcome) fail(rcpt string, r reply) {
+	if o.failed == nil {
+		o.failed = map[string]reply{}
+	}
+	o.failed[rcpt] = r
+}
+
+func (o *outcome) deferAll(rcpts []string, r reply) {
+	o.deferred = append(o.deferred, rcpts...)
+	o.reason = r
+}
+
+// settle gives every recipient in rcpts the answer r: failed when r is
+// permanent, deferred otherwise.
+func (o *outcome) settle(rcpts []string, r reply) {
+	if !r.permanent() {
+		o.deferAll(rcpts, r)
+		return
+	}
+	for _, rcpt := range rcpts {
+		o.fail(rcpt, r)
+	}
+}
+
+// recordTimeout bounds the bounce and the RecordAttempt that end an
+// attempt. They run even when Run is stopping, so that what the attempt
+// learnt is not thrown away: Run waits for them.
+const recordTimeout = 30 * time.Second
+
+// attempt makes one delivery attempt of a claimed entry and records it.
+// ctx bounds the delivery (the lease, and Run's context); runCtx is Run's
+// context alone, to tell a shutdown from a timeout.
+func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound) {
+	start := time.Now()
+	pending := e.Pending()
+	log := s.log.With("id", e.ID, "destination", e.Destination)
+
+	body, err := s.cfg.Store.OutboundBody(ctx, e.ID)
+	if err != nil {
+		// Nothing learnt: the lease runs out and the entry is claimed
+		// again (or it is gone, deleted meanwhile).
+		if ctx.Err() == nil && !errors.Is(err, mailstore.ErrOutboundNotFound) {
+			log.Error("read queued message", "err", err)
+		}
+		return
+	}
+
+	var out outcome
+	switch {
+	case len(pending) == 0:
+		// Recording an attempt that changes nothing removes the entry.
+	default:
+		dom, err := s.cfg.Store.DomainByName(ctx, e.Destination)
+		switch {
+		case err == nil:
+			out = s.deliverLocal(ctx, e, dom, body, pending)
+		case errors.Is(err, mailstore.ErrNotFound):
+			out = s.deliverRemote(ctx, e, body, pending)
+		default:
+			out.deferAll(pending, localError("look up destination", err))
+		}
+	}
+
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	now := s.now()
+	a := mailstore.Attempt{Now: now, Delivered: out.delivered, Failed: map[string]string{}}
+	next := now.Add(backoff(e.Attempts+1, s.cfg.RetryMin, s.cfg.RetryMax))
+	interrupted := runCtx.Err() != nil && len(out.deferred) > 0
+	if interrupted {
+		// Cut off by shutdown: not the destination's fault, so the entry
+		// is due again at once for the next Run.
+		out.reason = reply{Text: "interrupted by shutdown", Enhanced: smtp.EnhancedCode{4, 3, 2}}
+		next = now
+	}
+	var bounced []failure
+	for _, rcpt := range slices.Sorted(maps.Keys(out.failed)) {
+		bounced = append(bounced, failure{rcpt: rcpt, reply: out.failed[rcpt]})
+	}
+	if expired := now.After(e.QueuedAt.Add(s.cfg.Lifetime)); expired && !interrupted && len(out.deferred) > 0 {
+		for _, rcpt := range out.deferred {
+			bounced = append(bounced, failure{rcpt: rcpt, reply: out.reason, expired: true})
+		}
+		out.deferred = nil
+	}
+
+	// The bounce is queued before the failures are recorded: should the
+	// process die between the two, the recipients are still pending, the
+	// next attempt fails them again and a second bounce goes out. The
+	// other order could lose the bounce for good (recipients failed, no
+	// bounce), and a duplicate bounce is the lesser harm.
+	bounceTo, bounceErr := s.bounce(rctx, e, body, bounced, now)
+	if bounceErr != nil {
+		// Without its bounce a failure is not recorded: those recipients
+		// stay pending, and the next attempt fails and bounces them again.
+		log.Error("queue bounce", "to", e.From, "err", bounceErr)
+		for _, f := range bounced {
+			out.deferred = append(out.deferred, f.rcpt)
+		}
+		out.reason = localError("queue bounce", bounceErr)
+		bounced = nil
+	}
+	for _, f := range bounced {
+		a.Failed[f.rcpt] = f.stored()
+	}
+	if len(out.deferred) > 0 {
+		a.Deferred = out.reason.describe()
+		a.NextAttempt = next
+	}
+
+	_, err = s.cfg.Store.RecordAttempt(rctx, e.ID, a)
+	if err != nil && !errors.Is(err, mailstore.ErrOutboundNotFound) {
+		// The lease runs out and the entry is tried again; delivered
+		// recipients may get the message twice, never zero times.
+		log.Error("record attempt", "err", err)
+	}
+
+	level := slog.LevelInfo
+	if out.reason.local && len(out.deferred) > 0 && !interrupted {
+		level = slog.LevelWarn
+	}
+	log.Log(ctx, level, "attempt",
+		"kind", e.Kind, "rcpts", pending, "result", result(out, bounced),
+		"delivered", len(out.delivered), "failed", len(bounced), "deferred", len(out.deferred),
+		"reply", lastReply(out, bounced), "bounce_to", bounceTo, "host", out.host, "tls", out.tls,
+		"attempts", e.Attempts+1, "size_bytes", len(body), "duration_ms", time.Since(start).Milliseconds())
+}
+
+// result sums up an attempt for the log.
+func result(o outcome, failed []failure) string {
+	parts := 0
+	for _, n := range []int{len(o.delivered), len(failed), len(o.deferred)} {
+		if n > 0 {
+			parts++
+		}
+	}
+	switch {
+	case parts > 1:
+		return "partial"
+	case len(o.delivered) > 0:
+		return "delivered"
+	case len(failed) > 0:
+		return "failed"
+	case len(o.deferred) > 0:
+		return "deferred"
+	}
+	return "nothing pending"
+}
+
+func lastReply(o outcome, failed []failure) string {
+	if len(o.deferred) > 0 {
+		return o.reason.describe()
+	}
+	if len(failed) > 0 {
+		return failed[len(failed)-1].stored()
+	}
+	return ""
+}
+
+// failure is a recipient that failed for good, as a bounce reports it.
+type failure struct {
+	rcpt  string
+	reply reply
+	// expired: the recipient was still deferred at the end of the
+	// entry's lifetime; reply is the last temporary answer.
+	expired bool
+}
+
+// stored is the failure as the queue records it.
+func (f failure) stored() string {
+	if f.expired {
+		return "delivery time expired; last reply: " + f.reply.describe()
+	}
+	return f.reply.describe()
+}
+
+func isSRS(addr string) bool {
+	at := strings.LastIndexByte(addr, '@')
+	if at < 5 {
+		return false
+	}
+	p := strings.ToUpper(addr[:5])
+	return p == "SRS0=" || p == "SRS1="
+}

@@ -1,0 +1,211 @@
+// Package outbound delivers the durable outbound queue (mailstore.Queue):
+// mail submitted by users, forwarded through aliases to remote addresses,
+// and bounces. A Sender claims due entries with a lease, delivers each one
+// to its destination domain (locally when the domain is hosted here, else
+// over SMTP to the domain's MX hosts or to a configured relay), records the
+// outcome, retries what was deferred with exponential backoff, and sends a
+// delivery status notification (RFC 3464) for what failed for good
+// (decisions.md, "The mail plane").
+package outbound
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// Config configures a Sender. Zero values are replaced by the defaults
+// stated on each field.
+type Config struct {
+	// Store holds the queue, and the mailboxes that local destinations
+	// and bounces are delivered to. Required.
+	Store mailstore.Store
+	// Hostname is the name said in EHLO and the Reporting-MTA of bounces,
+	// which come from MAILER-DAEMON@Hostname. "" means os.Hostname.
+	Hostname string
+	// Resolver finds MX hosts and addresses. nil: net.DefaultResolver.
+	Resolver Resolver
+	// Relay, "host:port", when set, takes every message for a remote
+	// domain instead of that domain's MX hosts (a smarthost). "": MX.
+	Relay string
+	// Port is the SMTP port of MX hosts. 0 means 25.
+	Port int
+	// Workers is the most delivery attempts under way at once. 0 means 8.
+	Workers int
+	// PerDestination is the most attempts under way at once to one
+	// destination domain, or to Relay when it is set. 0 means 4.
+	PerDestination int
+	// Lifetime is how long an entry is retried after it was queued; the
+	// recipients still pending after the first attempt past it fail with
+	// "delivery time expired" and are bounced. 0 means 120h (5 days).
+	Lifetime time.Duration
+	// RetryMin is the wait after the first deferred attempt; each further
+	// attempt doubles it, up to RetryMax. 0 means 1 minute and 1 hour.
+	RetryMin, RetryMax time.Duration
+	// Lease is how long a claimed entry is kept from other workers (see
+	// mailstore.Queue.ClaimOutbound); an attempt is cut off before its
+	// lease runs out. 0 means 15 minutes.
+	Lease time.Duration
+	// PollInterval is how often the queue is looked at for entries that
+	// came due (retries) and for held entries to release; Wake starts a
+	// round at once. 0 means 5 seconds.
+	PollInterval time.Duration
+	// DialTimeout bounds each TCP connection attempt. 0 means 30 seconds.
+	DialTimeout time.Duration
+	// CommandTimeout bounds the wait for the greeting and for each reply,
+	// and the writing of the message data; DataTimeout bounds the wait
+	// for the reply to the end of the data. 0 means 5 and 10 minutes
+	// (RFC 5321 section 4.5.3.2).
+	CommandTimeout, DataTimeout time.Duration
+	// TLS is the client configuration for STARTTLS; ServerName is set to
+	// the host's name when empty. nil means opportunistic TLS: no
+	// certificate verification (see connect). Either way a failed TLS
+	// handshake falls back to plain text.
+	TLS *tls.Config
+	// Now is the queue's clock: claims, attempt times, backoff and
+	// lifetime. nil: time.Now. Network deadlines always use the real
+	// clock.
+	Now func() time.Time
+	// Logger receives one line per attempt. nil: discard.
+	Logger *slog.Logger
+	// SRS, when set, reverses Sender Rewriting Scheme addresses: a bounce
+	// for forwarded mail whose envelope sender is an SRS address goes to
+	// the original sender. nil: bounces go to the envelope sender as it is.
+	SRS SRS
+}
+
+// Defaults of Config.
+const (
+	DefaultPort           = 25
+	DefaultWorkers        = 8
+	DefaultPerDestination = 4
+	DefaultLifetime       = 120 * time.Hour
+	DefaultRetryMin       = time.Minute
+	DefaultRetryMax       = time.Hour
+	DefaultLease          = 15 * time.Minute
+	DefaultPollInterval   = 5 * time.Second
+	DefaultDialTimeout    = 30 * time.Second
+	DefaultCommandTimeout = 5 * time.Minute
+	DefaultDataTimeout    = 10 * time.Minute
+)
+
+// Resolver looks up the DNS records delivery needs; *net.Resolver
+// satisfies it.
+type Resolver interface {
+	LookupMX(ctx context.Context, name string) ([]*net.MX, error)
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+// SRS reverses a Sender Rewriting Scheme address ("SRS0=...@forwarder")
+// to the address it was made from, or answers an error when addr is not
+// one this server made or its timestamp is too old.
+type SRS interface {
+	Reverse(addr string) (string, error)
+}
+
+// Sender delivers the outbound queue. Its methods may be called from any
+// goroutine.
+type Sender struct {
+	cfg      Config
+	log      *slog.Logger
+	now      func() time.Time
+	hostname string
+	resolver Resolver
+	// wake holds at most one pending signal: several Wakes before the
+	// loop looks coalesce into one round.
+	wake    chan struct{}
+	running atomic.Bool
+}
+
+// New makes a Sender from cfg; nothing happens until Run.
+func New(cfg Config) *Sender {
+	s := &Sender{cfg: cfg, log: cfg.Logger, now: cfg.Now, hostname: cfg.Hostname, resolver: cfg.Resolver,
+		wake: make(chan struct{}, 1)}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("service", "outbound")
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.hostname == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "localhost"
+		}
+		s.hostname = h
+	}
+	if s.resolver == nil {
+		s.resolver = net.DefaultResolver
+	}
+	c := &s.cfg
+	setDefault(&c.Port, DefaultPort)
+	setDefault(&c.Workers, DefaultWorkers)
+	setDefault(&c.PerDestination, DefaultPerDestination)
+	setDefault(&c.Lifetime, DefaultLifetime)
+	setDefault(&c.RetryMin, DefaultRetryMin)
+	setDefault(&c.RetryMax, DefaultRetryMax)
+	if c.RetryMax < c.RetryMin {
+		c.RetryMax = c.RetryMin
+	}
+	setDefault(&c.Lease, DefaultLease)
+	setDefault(&c.PollInterval, DefaultPollInterval)
+	setDefault(&c.DialTimeout, DefaultDialTimeout)
+	setDefault(&c.CommandTimeout, DefaultCommandTimeout)
+	setDefault(&c.DataTimeout, DefaultDataTimeout)
+	return s
+}
+
+func setDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// Wake tells the Sender that something was queued, so that a round starts
+// at once rather than at the next poll. It never blocks; it may be called
+// before Run, and does nothing when no Run is under way.
+func (s *Sender) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ErrRunning answers a Run called while another is under way.
+var ErrRunning = errors.New("outbound: sender already running")
+
+// Run delivers the queue until ctx is done. It then cuts off the attempts
+// under way (their connections are closed), records what they had learnt
+// (an interrupted entry is due again at once, for the next Run), and
+// returns nil once every goroutine it started has ended. The store must
+// stay open until Run returns.
+func (s *Sender) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer s.running.Store(false)
+	newLoop(s).run(ctx)
+	return nil
+}
+
+// backoff is the wait after an entry's attempt number n (1 for the first)
+// was deferred: lo doubled n-1 times, at most hi.
+func backoff(n int, lo, hi time.Duration) time.Duration {
+	d := lo
+	for i := 1; i < n && d < hi; i++ {
+		if d > hi/2 {
+			d = hi // and no overflow
+		} else {
+			d *= 2
+		}
+	}
+	return min(d, hi)
+}

@@ -1,0 +1,131 @@
+package outbound
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// maxAddrsPerHost bounds the addresses tried of one MX host, so that a
+// host with many dead addresses does not use up the attempt.
+const maxAddrsPerHost = 4
+
+// host is one server to try: a name to look up, and its port.
+type host struct {
+	name string
+	port int
+}
+
+// deliverRemote sends an entry over SMTP: to the relay when one is set,
+// else to the destination domain's MX hosts in order of preference, each
+// of a host's addresses in turn, until a server gives answers about the
+// recipients (RFC 5321 section 5.1). A host that cannot be reached, or
+// refuses the session, passes the attempt on to the next.
+func (s *Sender) deliverRemote(ctx context.Context, e mailstore.Outbound, body []byte, pending []string) outcome {
+	var out outcome
+	hosts, r := s.route(ctx, e.Destination)
+	if r != nil {
+		out.settle(pending, *r)
+		return out
+	}
+	out.deferAll(pending, reply{Text: "no host to try", Enhanced: smtp.EnhancedCode{4, 4, 0}})
+	for _, h := range hosts {
+		addrs, err := s.addrs(ctx, h.name)
+		if err != nil {
+			out.reason = reply{Text: fmt.Sprintf("look up %s: %v", h.name, err), Enhanced: smtp.EnhancedCode{4, 4, 3}}
+			continue
+		}
+		for _, ip := range addrs {
+			o, final := s.session(ctx, net.JoinHostPort(ip, strconv.Itoa(h.port)), h.name, e, body, pending)
+			if final {
+				return o
+			}
+			out = o
+			if ctx.Err() != nil {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// route finds the hosts to try for a destination domain, best first, or
+// the answer for all its recipients when there is none.
+func (s *Sender) route(ctx context.Context, domain string) ([]host, *reply) {
+	if s.cfg.Relay != "" {
+		name, port, err := net.SplitHostPort(s.cfg.Relay)
+		p, perr := strconv.Atoi(port)
+		if err != nil || perr != nil {
+			return nil, &reply{Text: fmt.Sprintf("relay %q is not host:port", s.cfg.Relay), Enhanced: smtp.EnhancedCode{4, 3, 5}, local: true}
+		}
+		return []host{{name, p}}, nil
+	}
+	mxs, err := s.resolver.LookupMX(ctx, domain)
+	var dnsErr *net.DNSError
+	switch {
+	case err == nil:
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		mxs = nil
+	default:
+		return nil, &reply{Text: fmt.Sprintf("look up MX of %s: %v", domain, err), Enhanced: smtp.EnhancedCode{4, 4, 3}}
+	}
+	if len(mxs) == 1 && isRoot(mxs[0].Host) {
+		// RFC 7505 section 3: a null MX says the domain takes no mail;
+		// section 4.3 asks for an immediate permanent failure.
+		return nil, &reply{Code: 556, Enhanced: smtp.EnhancedCode{5, 1, 10}, Text: domain + " accepts no mail (null MX)"}
+	}
+	mxs = slices.DeleteFunc(slices.Clone(mxs), func(mx *net.MX) bool { return isRoot(mx.Host) })
+	if len(mxs) == 0 {
+		// RFC 5321 section 5.1: with no MX records the domain itself is
+		// the host (the "implicit MX"), if it has an address.
+		if _, err := s.resolver.LookupIPAddr(ctx, domain); err != nil {
+			if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+				// RFC 3463 X.1.2: bad destination system address.
+				return nil, &reply{Code: 550, Enhanced: smtp.EnhancedCode{5, 1, 2}, Text: fmt.Sprintf("domain %s has no MX and no address", domain)}
+			}
+			return nil, &reply{Text: fmt.Sprintf("look up %s: %v", domain, err), Enhanced: smtp.EnhancedCode{4, 4, 3}}
+		}
+		return []host{{domain, s.cfg.Port}}, nil
+	}
+	// Equal preferences are tried in random order, to spread the load
+	// (RFC 5321 section 5.1).
+	rand.Shuffle(len(mxs), func(i, j int) { mxs[i], mxs[j] = mxs[j], mxs[i] })
+	slices.SortStableFunc(mxs, func(a, b *net.MX) int { return cmp.Compare(a.Pref, b.Pref) })
+	hosts := make([]host, 0, len(mxs))
+	for _, mx := range mxs {
+		hosts = append(hosts, host{strings.TrimSuffix(mx.Host, "."), s.cfg.Port})
+	}
+	return hosts, nil
+}
+
+func isRoot(name string) bool { return name == "." || name == "" }
+
+// addrs looks up a host's addresses, IPv4 and IPv6, at most
+// maxAddrsPerHost of them; a literal IP address is its own.
+func (s *Sender) addrs(ctx context.Context, name string) ([]string, error) {
+	if ip := net.ParseIP(name); ip != nil {
+		return []string{ip.String()}, nil
+	}
+	ips, err := s.resolver.LookupIPAddr(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(ips) == 0 {
+		return nil, errors.New("no address")
+	}
+	var out []string
+	for _, ip := range ips[:min(len(ips), maxAddrsPerHost)] {
+		out = append(out, ip.String())
+	}
+	return out, nil
+}
