@@ -63,11 +63,15 @@ type Delivery struct {
 	MailboxIDs []int64
 	// SenderDomainID, when not zero, is the hosted domain on whose behalf
 	// the message is sent (SMTP submission): its outbound transfer counts
-	// the message, and if its cap for the month is used already Deliver
-	// stores nothing and answers ErrTransferCapReached.
+	// the message, and if its cap for the month of ReceivedAt is used
+	// already (inbound and outbound bytes together reach
+	// TransferMonthlyMB × MB; a cap of 0 admits nothing) Deliver stores
+	// nothing and answers ErrTransferCapReached. An unknown domain is
+	// ErrDomainNotFound, with nothing stored either.
 	SenderDomainID int64
 	// Relay queues the message for remote recipients in the same
-	// transaction (see Queue). The body is stored once for all.
+	// transaction (see Queue and Relay). The body is stored once for all,
+	// local copies and queue entries.
 	Relay []Relay
 }
 
@@ -104,6 +108,15 @@ type Mail interface {
 	// checked at RCPT (see policy), not here. Unknown mailbox ids are
 	// skipped (the account was deleted meanwhile) and reported in
 	// DeliveryResult.Skipped. A zero ReceivedAt is ErrInvalidArgument.
+	//
+	// With Relay, the same transaction queues the message for its remote
+	// recipients (DeliveryResult.Queued), and MailboxIDs may be empty: a
+	// delivery that stores no local copy but queues is a success. Transfer
+	// caps are decided on the month's figures as they stood before this
+	// delivery: the sender's (SenderDomainID) refuses the whole delivery, a
+	// relay domain's holds its entries. Outbound bytes are counted once per
+	// message for each of the sender domain and the relay domains whose
+	// entries are not held.
 	Deliver(ctx context.Context, d Delivery) (DeliveryResult, error)
 
 	// RecordLogin sets the mailbox's last login time.

@@ -28,18 +28,26 @@ const (
 
 // Relay is the remote part of a Delivery: the message queued for remote
 // recipients in the same transaction that stores the local copies.
+// An unknown Kind, or a recipient without a local part or a domain, is
+// ErrInvalidArgument.
 type Relay struct {
 	Kind OutboundKind
 	// DomainID is the hosted domain the relay is sent on behalf of: its
-	// outbound transfer counts the message, and while that domain's cap for
-	// the month is used the relay waits in the queue (Held) instead of
-	// being refused. Zero for bounces, which count against no one.
+	// outbound transfer counts the message (once per message, however many
+	// destinations), and while that domain's cap for the month of
+	// ReceivedAt is used the relay's entries wait in the queue (Held)
+	// instead of being refused, counted when ReleaseHeld lets them go.
+	// When it is the Delivery's SenderDomainID the message is counted once
+	// and never held (the sender's check came first). Zero for bounces,
+	// which count against no one and are never held. An unknown domain is
+	// ErrDomainNotFound.
 	DomainID int64
 	// From is the envelope sender to use (already SRS-rewritten for a
 	// forward; empty for a bounce).
 	From string
-	// To are the remote recipients. The store groups them by domain: one
-	// queue entry per destination domain.
+	// To are the remote recipients. The store groups them by domain (what
+	// follows the last "@", in lower case): one queue entry per destination
+	// domain, recipients in the order given, an address given twice once.
 	To []string
 }
 
@@ -101,37 +109,53 @@ type Attempt struct {
 	// Failed recipients failed permanently, each with its reply.
 	Failed map[string]string
 	// Deferred is the reply for the recipients left pending; they are
-	// tried again at NextAttempt.
+	// tried again at NextAttempt (Now when zero). It becomes the entry's
+	// LastError; with no Deferred, the first failure's reply does.
 	Deferred    string
 	NextAttempt time.Time
 }
 
 // Queue is the durable outbound queue. Entries are created by Deliver (its
 // Relay part) and worked by the outbound package's delivery workers.
+// Deleting a domain or a mailbox leaves its queued mail in the queue: it
+// is mail in flight.
 type Queue interface {
 	// ClaimOutbound returns up to limit entries that are not held and are
 	// due at now (NextAttempt <= now), earliest first, and in the same
-	// transaction moves each one's NextAttempt to now+lease, so that no
-	// other worker takes it meanwhile and a crash retries it once the lease
-	// runs out (a message may go out twice, never zero times).
+	// transaction moves each one's NextAttempt to now+lease (rounded up to
+	// the second; the entries returned carry it), so that no other worker
+	// takes it meanwhile and a crash retries it once the lease runs out (a
+	// message may go out twice, never zero times). limit and lease must be
+	// positive, else ErrInvalidArgument. Its cost is that of what it
+	// claims, not of the queue.
 	ClaimOutbound(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Outbound, error)
 	// OutboundBody is the message of a queue entry. ErrOutboundNotFound.
 	OutboundBody(ctx context.Context, id int64) ([]byte, error)
 	// RecordAttempt applies an attempt's outcome to an entry: recipients
 	// delivered or failed are done, the rest wait for NextAttempt; Attempts
-	// grows by one. An entry with no recipient pending is removed with its
-	// body (when nothing else shares it) and returned with no error.
-	// ErrOutboundNotFound.
+	// grows by one. Only pending recipients change; addresses the entry
+	// does not have pending are ignored. An entry with no recipient pending
+	// is removed with its body (when no message or other entry shares it)
+	// and returned, as it ended, with no error. ErrOutboundNotFound.
 	RecordAttempt(ctx context.Context, id int64, a Attempt) (Outbound, error)
 	// ReleaseHeld releases held entries whose domain has room under its
 	// transfer cap for the month of now (the month turned, or the cap was
 	// raised): each is counted as that domain's outbound transfer and
-	// becomes due at now, in the same transaction. It answers how many
-	// were released. Its cost grows with the held entries, not the queue.
+	// becomes due at now, in the same transaction. A domain's entries go
+	// oldest first, each as Deliver would take it if it came now: while
+	// the domain's figures are under its cap (the entry that crosses it
+	// goes too), the rest wait for the next release; a message's entries
+	// for several destinations go together and count once. Entries of a
+	// domain deleted meanwhile are released uncounted. It answers how many
+	// were released. Its cost grows with the held entries, not the queue,
+	// and a domain still at its cap costs one seek.
 	ReleaseHeld(ctx context.Context, now time.Time) (int, error)
-	// OutboundEntries lists the queue by id with the total count.
+	// OutboundEntries lists the queue by id, held entries included, with
+	// the total count.
 	OutboundEntries(ctx context.Context, p Page) ([]Outbound, int, error)
-	// FlushOutbound makes every entry that is not held due at now and
-	// answers how many.
+	// FlushOutbound makes every entry that is not held due at now (those
+	// due already keep their time) and answers how many entries that is.
+	// An entry under a worker's lease is made due too, so it may go out
+	// twice, as after a crash.
 	FlushOutbound(ctx context.Context, now time.Time) (int, error)
 }

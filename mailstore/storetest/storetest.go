@@ -15,4 +15,5 @@ type Open func(t *testing.T) mailstore.Store
 func Run(t *testing.T, open Open) {
 	t.Run("control", func(t *testing.T) { runControl(t, open) })
 	t.Run("mail", func(t *testing.T) { runMail(t, open) })
+	t.Run("queue", func(t *testing.T) { runQueue(t, open) })
 }
