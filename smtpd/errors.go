@@ -6,6 +6,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 )
@@ -13,27 +14,51 @@ import (
 // Conditions found by the session itself, mapped to replies by reply.
 var (
 	errMailboxFull   = errors.New("mailbox full")
-	errNeedsRelay    = errors.New("destination needs relaying")
+	errNeedsRelay    = errors.New("destination needs relaying and no SRS is configured")
 	errGone          = errors.New("every recipient mailbox was deleted")
 	errShuttingDown  = errors.New("server shutting down")
 	errBadRecipient  = errors.New("bad recipient address")
 	errNoTransaction = errors.New("no mail transaction")
+
+	errInboundOverCap = errors.New("recipient domain used its transfer cap")
+	errBadSRS         = errors.New("invalid or expired SRS address")
+
+	errAuthRequired       = errors.New("not authenticated")
+	errEncryptionRequired = errors.New("AUTH without TLS")
+	errAuthUnavailable    = errors.New("authentication unavailable")
+	errAccountGone        = errors.New("authenticated mailbox deleted")
+	errSuspended          = errors.New("domain suspended")
+	errBadSender          = errors.New("bad sender address")
+	errFromNotOwned       = errors.New("From: header address not owned by the user")
+	errBadHeader          = errors.New("no valid From: header")
 )
 
 // reply maps an error of a session to the SMTP reply sent for it; it is
 // the one place that decides codes (RFC 5321 section 4.2, enhanced codes
-// RFC 3463). The error's details stay in the log, not in the reply.
-// Anything not recognised is a temporary local problem: the sender keeps
-// the message and retries, so nothing is lost on a store failure.
+// RFC 3463, AUTH codes RFC 4954 section 6). The error's details stay in
+// the log, not in the reply. Anything not recognised is a temporary local
+// problem: the sender keeps the message and retries, so nothing is lost on
+// a store failure.
 func reply(err error) *smtp.SMTPError {
 	var se *smtp.SMTPError
 	switch {
 	case errors.As(err, &se):
 		return se // go-smtp's own, e.g. smtp.ErrDataTooLarge
+	case errors.Is(err, policy.ErrNotOwner), errors.Is(err, errFromNotOwned):
+		// First: MaySendAs wraps the resolution errors below.
+		msg := "Sender address is not yours"
+		if errors.Is(err, errFromNotOwned) {
+			msg = "From: header address is not yours"
+		}
+		return &smtp.SMTPError{Code: 553, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: msg}
+
+	// Recipients (both modes).
 	case errors.Is(err, policy.ErrNotHosted):
 		// Never an open relay: only authenticated submission may send to
 		// other domains, and this is the MX.
 		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Relay access denied"}
+	case errors.Is(err, errBadSRS):
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such user here"}
 	case errors.Is(err, policy.ErrUnknownUser), errors.Is(err, errGone):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such user here"}
 	case errors.Is(err, policy.ErrAliasLoop), errors.Is(err, policy.ErrAliasTooDeep):
@@ -43,11 +68,44 @@ func reply(err error) *smtp.SMTPError {
 	case errors.Is(err, errMailboxFull), errors.Is(err, mailstore.ErrOverQuota):
 		// Temporary, so that the sender retries (decisions.md, "Quota").
 		return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "Mailbox full, try again later"}
+	case errors.Is(err, errInboundOverCap), errors.Is(err, mailstore.ErrTransferCapReached):
+		// Temporary: the client keeps the message and the cap frees at
+		// the month's turn or when raised (decisions.md, "Transfer cap").
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "Monthly transfer limit reached, try again later"}
 	case errors.Is(err, errNeedsRelay):
-		// The outbound queue is not built yet: accepting would lose the
-		// message, refusing for good would bounce mail that will be
-		// deliverable; a temporary error keeps it with the sender.
+		// Accepting would lose the message, refusing for good would
+		// bounce mail that will be deliverable once forwarding is
+		// configured; a temporary error keeps it with the sender.
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Forwarding is not available now, try again later"}
+
+	// Submission: AUTH and senders.
+	case errors.Is(err, errAuthRequired):
+		return &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "Authentication required"}
+	case errors.Is(err, errEncryptionRequired):
+		return &smtp.SMTPError{Code: 538, EnhancedCode: smtp.EnhancedCode{5, 7, 11}, Message: "Encryption required for requested authentication mechanism"}
+	case errors.Is(err, credential.ErrThrottled):
+		// 454 rather than 421: RFC 4954 section 6 gives 454 4.7.0 for a
+		// temporary authentication failure, which clients report as
+		// "try later" without asking for a new password (535 would) and
+		// without taking the server for broken (421, which go-smtp would
+		// also not follow by closing). Further attempts on the connection
+		// cost nothing: credential.Logins refuses them before any
+		// password check.
+		return &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many failed logins, try again later"}
+	case errors.Is(err, credential.ErrInvalidCredentials):
+		return &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
+	case errors.Is(err, errAuthUnavailable):
+		return &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Temporary authentication failure"}
+	case errors.Is(err, errAccountGone):
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Account no longer exists"}
+	case errors.Is(err, errSuspended):
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Domain suspended, sending refused"}
+	case errors.Is(err, errBadSender):
+		return &smtp.SMTPError{Code: 501, EnhancedCode: smtp.EnhancedCode{5, 1, 7}, Message: "Bad sender address syntax"}
+	case errors.Is(err, errBadHeader):
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Message needs a From: header with valid addresses"}
+
+	// Connection and protocol.
 	case errors.Is(err, smtp.ErrTooLongLine):
 		return &smtp.SMTPError{Code: 500, EnhancedCode: smtp.EnhancedCode{5, 5, 2}, Message: "Line too long"}
 	case errors.Is(err, errShuttingDown):

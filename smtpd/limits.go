@@ -27,11 +27,18 @@ func newConnLimiter(max int, log *slog.Logger) *connLimiter {
 	return &connLimiter{max: max, log: log, perIP: map[string]int{}, open: map[*trackedConn]struct{}{}}
 }
 
-func (l *connLimiter) listener(ln net.Listener) net.Listener { return &limitListener{ln, l} }
+// listener wraps ln. silent is for a listener under TLS: a connection
+// over the limit is closed without a reply, which the client could not
+// read before its handshake.
+func (l *connLimiter) listener(ln net.Listener, silent bool) net.Listener {
+	return &limitListener{Listener: ln, l: l, silent: silent}
+}
 
 type limitListener struct {
 	net.Listener
-	l *connLimiter
+	l      *connLimiter
+	silent bool
+	warned sync.Once
 }
 
 // Accept returns the next connection within the limit. One over the limit
@@ -43,11 +50,23 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		if _, ok := c.(*tls.Conn); ok {
+			// A TLS listener was given to Serve: go-smtp recognises TLS
+			// only on a *tls.Conn, so this one cannot be wrapped.
+			ll.warned.Do(func() {
+				ll.l.log.Warn("TLS listener given to Serve: per-IP limits do not apply, use ServeTLS")
+			})
+			return c, nil
+		}
 		ip := ipOf(c.RemoteAddr())
 		if tc := ll.l.acquire(c, ip); tc != nil {
 			return tc, nil
 		}
 		ll.l.log.Info("connection refused", "remote_ip", ip, "reason", "too many connections")
+		if ll.silent {
+			c.Close()
+			continue
+		}
 		go refuse(c)
 	}
 }

@@ -1,8 +1,29 @@
-// Package smtpd is mailhost's inbound SMTP server (the MX), over
-// github.com/emersion/go-smtp. It accepts mail for hosted addresses only
-// (never an open relay), resolves recipients with package policy at RCPT,
-// refuses full mailboxes there, and answers 250 to DATA only once the
-// message is stored durably (decisions.md, "The mail plane").
+// Package smtpd is mailhost's SMTP server over github.com/emersion/go-smtp,
+// in two modes that share connection handling, limits and Shutdown.
+//
+// The MX (New) takes mail from the Internet for hosted addresses only
+// (never an open relay): recipients are resolved with package policy at
+// RCPT (mailbox, alias, catch-all), full mailboxes are refused there
+// (452 4.2.2), and DATA is answered 250 only once the message is stored
+// durably (decisions.md, "The mail plane"). Aliases with remote
+// destinations are queued for the outbound workers with an SRS-rewritten
+// envelope sender (Config.SRS); bounces to SRS addresses are sent back to
+// the original sender; an Authentication-Results field from
+// Config.Authenticator is prepended, and incoming ones that claim this
+// server's authserv-id are removed (RFC 8601 section 5).
+//
+// Submission (NewSubmission) is for the hosted users' mail clients (RFC
+// 6409), on a STARTTLS port (Serve, 587) and an implicit TLS port
+// (ServeTLS, 465, RFC 8314). It requires AUTH PLAIN or LOGIN with the full
+// address and the mailbox password (Config.Logins), offered only over TLS
+// unless Config.AllowInsecureAuth. A user may send only as its own
+// address or as an alias that delivers to it, in MAIL FROM and in the
+// From: header (policy.MaySendAs); any recipient is accepted, hosted ones
+// are delivered at once and remote ones queued, in the same store
+// transaction (Store.Deliver), DKIM-signed by Config.Signer, and refused
+// with 451 4.7.1 once the user's domain has used its monthly transfer cap.
+//
+// Every reply code is decided in one function, reply (errors.go).
 package smtpd
 
 import (
@@ -19,6 +40,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -52,6 +74,78 @@ type Config struct {
 	// MaxConnsPerIP is the most connections at once from one IP address;
 	// more are answered 421 4.7.0 and closed. 0 means 20.
 	MaxConnsPerIP int
+
+	// OnQueued, when not nil, is called after a message was committed
+	// with remote recipients queued (Store.Deliver's Relay), to wake the
+	// outbound workers. It runs on the session's goroutine before the 250
+	// is sent, so it must not block. Both modes.
+	OnQueued func()
+
+	// Submission only.
+
+	// Logins authenticates users (AUTH PLAIN and LOGIN) with the full
+	// address and the mailbox password; it throttles failures and refuses
+	// suspended domains and deleted mailboxes. Required by NewSubmission:
+	// without it every AUTH is answered 454 4.7.0.
+	Logins *credential.Logins
+	// AllowInsecureAuth offers and accepts AUTH on connections without
+	// TLS. Default false: AUTH is offered only after STARTTLS or on
+	// implicit TLS, and refused before with 538 5.7.11 (RFC 4954 section
+	// 6). For tests only.
+	AllowInsecureAuth bool
+	// Signer DKIM-signs submitted messages. nil: they go unsigned.
+	Signer Signer
+
+	// MX only.
+
+	// SRS rewrites the envelope sender of mail forwarded through an alias
+	// to a remote address, and reverses the bounces that come back. nil:
+	// recipients that resolve to a remote address are answered 451 4.3.0
+	// (the sender keeps the message), and SRS addresses are not
+	// recognised.
+	SRS SRS
+	// Authenticator checks SPF, DKIM and DMARC of inbound mail and
+	// writes the Authentication-Results field prepended to it. nil: no
+	// field is added (forged ones claiming Hostname are still removed).
+	Authenticator Authenticator
+	// RefuseInboundOverCap refuses a recipient with 451 4.7.1 at RCPT
+	// when a domain its mail would be counted against (the domain of each
+	// mailbox it reaches) has used its transfer cap for the month. Default
+	// false: inbound mail is always received and counted (decisions.md,
+	// "Transfer cap").
+	RefuseInboundOverCap bool
+}
+
+// Signer DKIM-signs a message (RFC 6376) for a hosted domain; package
+// mailauth has one.
+type Signer interface {
+	// Sign returns msg with the signature field(s) prepended. domain is
+	// the domain of the message's From: address (hosted, since the sender
+	// must own it: the d= that aligns with From for DMARC). A domain with
+	// no key should get msg back unchanged; an error refuses the message
+	// with 451 4.3.0, so that a broken key never sends mail unsigned
+	// without anyone noticing.
+	Sign(ctx context.Context, domain mailstore.Domain, msg []byte) ([]byte, error)
+}
+
+// SRS is the Sender Rewriting Scheme; package mailauth has one.
+type SRS interface {
+	// Forward rewrites sender (not empty) into an address at
+	// forwardDomain that Reverse turns back into it.
+	Forward(sender, forwardDomain string) (string, error)
+	// Reverse returns the original sender of an SRS0= or SRS1= address,
+	// or an error when addr is not one, is forged or has expired.
+	Reverse(addr string) (string, error)
+}
+
+// Authenticator checks inbound mail; package mailauth has one.
+type Authenticator interface {
+	// Check returns a whole Authentication-Results header field (RFC
+	// 8601), "Authentication-Results: authserv-id; ...", folded or not,
+	// for a message received from ip, which said helo and MAIL FROM
+	// mailFrom ("" for the null sender); msg is the message as received.
+	// "" adds nothing.
+	Check(ctx context.Context, ip net.IP, helo, mailFrom string, msg []byte) string
 }
 
 // Defaults of Config.
@@ -67,28 +161,42 @@ const (
 	maxLineLength = 2000
 )
 
-// Server is an inbound SMTP server. Its methods may be called from any
-// goroutine.
+// Server is an SMTP server, MX or submission. Its methods may be called
+// from any goroutine.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	now      func() time.Time
-	hostname string
-	smtp     *smtp.Server
-	conns    *connLimiter
+	cfg        Config
+	submission bool
+	log        *slog.Logger
+	now        func() time.Time
+	hostname   string
+	smtp       *smtp.Server
+	conns      *connLimiter
 
 	// mu guards closing.
 	mu      sync.Mutex
 	closing bool
 }
 
-// New makes a Server from cfg; nothing can fail until Serve.
-func New(cfg Config) *Server {
-	s := &Server{cfg: cfg, log: cfg.Logger, now: cfg.Now, hostname: cfg.Hostname}
+// New makes an MX Server from cfg; nothing can fail until Serve.
+func New(cfg Config) *Server { return newServer(cfg, false) }
+
+// NewSubmission makes a submission Server from cfg (RFC 6409): AUTH
+// required before MAIL (530 5.7.0), senders checked, any recipient
+// accepted. cfg.Logins is required and cfg.TLS should be set (without it,
+// and without AllowInsecureAuth, nobody can log in). Nothing can fail
+// until Serve or ServeTLS.
+func NewSubmission(cfg Config) *Server { return newServer(cfg, true) }
+
+func newServer(cfg Config, submission bool) *Server {
+	s := &Server{cfg: cfg, submission: submission, log: cfg.Logger, now: cfg.Now, hostname: cfg.Hostname}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.log = s.log.With("service", "smtp")
+	if submission {
+		s.log = s.log.With("service", "submission")
+	} else {
+		s.log = s.log.With("service", "smtp")
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -130,16 +238,35 @@ func New(cfg Config) *Server {
 	// BINARYMIME stays off: stored messages are served over IMAP and
 	// will be forwarded over SMTP, neither of which may carry raw binary.
 	srv.EnableSMTPUTF8 = true
-	// AUTH is for submission, not the MX; there is no AuthSession here.
+	// AUTH is for submission only: the MX session has no AuthSession
+	// methods. The submission session decides itself whether AUTH may be
+	// used without TLS, so that it is refused with RFC 4954's 538 5.7.11
+	// rather than go-smtp's own reply.
+	srv.AllowInsecureAuth = submission
 	srv.ErrorLog = slogPrinter{s.log}
 	s.smtp = srv
 	return s
 }
 
 // Serve accepts connections on ln until Shutdown; it then returns nil.
-// Connections beyond MaxConnsPerIP from one address are refused.
+// Connections beyond MaxConnsPerIP from one address are refused. ln is a
+// plain listener: STARTTLS is offered when Config.TLS is set. For
+// implicit TLS use ServeTLS; a tls.NewListener given to Serve works, but
+// its connections escape MaxConnsPerIP and the closing of idle ones at
+// Shutdown, since they cannot be wrapped under TLS.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.smtp.Serve(s.conns.listener(ln))
+	return s.smtp.Serve(s.conns.listener(ln, false))
+}
+
+// ServeTLS is Serve for implicit TLS (RFC 8314 section 3.3, the
+// submissions port 465): every connection on ln starts with a TLS
+// handshake under Config.TLS, which must not be nil. A connection over
+// MaxConnsPerIP is closed before the handshake, without a reply.
+func (s *Server) ServeTLS(ln net.Listener) error {
+	if s.cfg.TLS == nil {
+		return errors.New("smtpd: ServeTLS without Config.TLS")
+	}
+	return s.smtp.Serve(tls.NewListener(s.conns.listener(ln, true), s.cfg.TLS))
 }
 
 // Shutdown stops accepting connections, closes idle ones at once and

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,12 +23,14 @@ import (
 // end; STARTTLS starts a new one (RFC 3207 section 4.2). go-smtp calls its
 // methods from the connection's goroutine, except Data during BDAT, which
 // runs in its own goroutine while the connection's reads chunks; no
-// other method runs meanwhile.
+// other method runs meanwhile. Its Mail, Rcpt and Data are the MX's;
+// submission wraps it.
 type session struct {
 	srv      *Server
 	conn     *smtp.Conn
 	log      *slog.Logger
 	remoteIP string
+	ip       netip.Addr
 	helo     string
 	tls      bool
 	tracked  *trackedConn // nil if the connection is not from Serve
@@ -45,11 +48,69 @@ type session struct {
 // transaction is the state of one mail transaction, MAIL to the end of DATA.
 type transaction struct {
 	id        string
-	from      string
-	size      int64 // SIZE= of MAIL (RFC 1870), 0 when not given
+	from      string // reverse path, normalised on submission; "" for <>
+	size      int64  // SIZE= of MAIL (RFC 1870), 0 when not given
 	utf8      bool
 	rcpts     []string // accepted recipients, normalised, each once
 	mailboxes []mailstore.Mailbox
+	// relay are the remote recipients, grouped by kind, domain and
+	// envelope sender, each address once in all of them.
+	relay []mailstore.Relay
+
+	// Submission: the user and its domain, as read at MAIL.
+	user   mailstore.Mailbox
+	domain mailstore.Domain
+}
+
+// queue adds a remote recipient to the relay of the same kind, domain and
+// sender, or to a new one; an address queued already is left where it is.
+func (tx *transaction) queue(kind mailstore.OutboundKind, domainID int64, from, to string) {
+	for _, r := range tx.relay {
+		if slices.Contains(r.To, to) {
+			return
+		}
+	}
+	for i := range tx.relay {
+		if r := &tx.relay[i]; r.Kind == kind && r.DomainID == domainID && r.From == from {
+			r.To = append(r.To, to)
+			return
+		}
+	}
+	tx.relay = append(tx.relay, mailstore.Relay{Kind: kind, DomainID: domainID, From: from, To: []string{to}})
+}
+
+// addMailboxes adds local recipients, each once.
+func (tx *transaction) addMailboxes(ms []mailstore.Mailbox) {
+	for _, m := range ms {
+		if !slices.ContainsFunc(tx.mailboxes, func(h mailstore.Mailbox) bool { return h.ID == m.ID }) {
+			tx.mailboxes = append(tx.mailboxes, m)
+		}
+	}
+}
+
+func (tx *transaction) addRcpt(addr string) {
+	if !slices.Contains(tx.rcpts, addr) {
+		tx.rcpts = append(tx.rcpts, addr)
+	}
+}
+
+// empty reports whether the transaction has nowhere to send a message.
+func (tx *transaction) empty() bool { return len(tx.mailboxes) == 0 && len(tx.relay) == 0 }
+
+func (tx *transaction) mailboxIDs() []int64 {
+	ids := make([]int64, len(tx.mailboxes))
+	for i, m := range tx.mailboxes {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+func (tx *transaction) remote() int {
+	n := 0
+	for _, r := range tx.relay {
+		n += len(r.To)
+	}
+	return n
 }
 
 func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
@@ -58,18 +119,26 @@ func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	_, isTLS := c.TLSConnectionState()
-	ip := ipOf(c.Conn().RemoteAddr())
-	return &session{
+	var ip netip.Addr
+	if ta, ok := c.Conn().RemoteAddr().(*net.TCPAddr); ok {
+		ip = ta.AddrPort().Addr().Unmap()
+	}
+	sess := &session{
 		srv:      s,
 		conn:     c,
-		log:      s.log.With("remote_ip", ip),
-		remoteIP: ip,
+		log:      s.log.With("remote_ip", ipOf(c.Conn().RemoteAddr())),
+		remoteIP: ipOf(c.Conn().RemoteAddr()),
+		ip:       ip,
 		helo:     c.Hostname(),
 		tls:      isTLS,
 		tracked:  trackedOf(c.Conn()),
 		ctx:      ctx,
 		cancel:   cancel,
-	}, nil
+	}
+	if s.submission {
+		return &submission{session: sess}, nil
+	}
+	return sess, nil
 }
 
 // Mail starts a transaction. Any reverse path go-smtp parsed is accepted,
@@ -91,9 +160,7 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 	return nil
 }
 
-// Rcpt resolves a recipient (policy.Resolve: mailbox, alias, catch-all)
-// and checks the quota of each mailbox it reaches against the size
-// announced at MAIL (policy.AcceptAtRCPT).
+// Rcpt accepts a recipient at a hosted domain: see inbound.
 func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,28 +168,104 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if err != nil {
 		return s.refuse(to, errBadRecipient)
 	}
-	res, err := policy.Resolve(s.ctx, s.srv.cfg.Store, addr)
-	if err != nil {
+	if err := s.inbound(addr, s.srv.cfg.SRS != nil); err != nil {
 		return s.refuse(addr, err)
 	}
-	if len(res.Remote) > 0 {
-		return s.refuse(addr, fmt.Errorf("%s to %s: %w", addr, strings.Join(res.Remote, ", "), errNeedsRelay))
-	}
-	if len(res.Mailboxes) == 0 {
-		return s.refuse(addr, fmt.Errorf("%s resolves to nothing: %w", addr, policy.ErrUnknownUser))
-	}
-	for _, m := range res.Mailboxes {
-		if !policy.AcceptAtRCPT(m, s.tx.size) {
-			return s.refuse(addr, fmt.Errorf("%s (%s, %d of %d bytes used, SIZE=%d): %w",
-				addr, m.Email, m.UsedBytes, m.QuotaBytes(), s.tx.size, errMailboxFull))
+	s.tx.addRcpt(addr)
+	return nil
+}
+
+// inbound resolves a recipient (policy.Resolve: mailbox, alias,
+// catch-all), checks the quota of each mailbox it reaches against the size
+// announced at MAIL (policy.AcceptAtRCPT) and, with RefuseInboundOverCap,
+// the transfer cap of their domains, then adds the mailboxes to the
+// transaction and any remote destination to its relay, as a forward on
+// behalf of the domain whose alias names it, with an SRS sender. Nothing
+// is added unless the whole recipient is accepted. With srs, an SRS
+// address is taken as a bounce (see bounce). s.mu is held.
+func (s *session) inbound(addr string, srs bool) error {
+	if srs && isSRS(addr) {
+		if handled, err := s.bounce(addr); handled {
+			return err
 		}
 	}
-	if !slices.Contains(s.tx.rcpts, addr) {
-		s.tx.rcpts = append(s.tx.rcpts, addr)
+	res, err := policy.Resolve(s.ctx, s.srv.cfg.Store, addr)
+	if err != nil {
+		return err
 	}
-	for _, m := range res.Mailboxes {
-		if !slices.ContainsFunc(s.tx.mailboxes, func(h mailstore.Mailbox) bool { return h.ID == m.ID }) {
-			s.tx.mailboxes = append(s.tx.mailboxes, m)
+	if len(res.Mailboxes) == 0 && len(res.Remote) == 0 {
+		return fmt.Errorf("%s resolves to nothing: %w", addr, policy.ErrUnknownUser)
+	}
+	if err := s.checkQuota(addr, res.Mailboxes); err != nil {
+		return err
+	}
+	if s.srv.cfg.RefuseInboundOverCap {
+		if err := s.checkInboundCap(addr, res.Mailboxes); err != nil {
+			return err
+		}
+	}
+	froms := make([]string, len(res.Remote))
+	if len(res.Remote) > 0 {
+		if s.srv.cfg.SRS == nil {
+			return fmt.Errorf("%s to %v: %w", addr, res.Remote, errNeedsRelay)
+		}
+		// RFC 5321 section 4.5.5: the null sender stays null, so that a
+		// forwarded bounce cannot bounce.
+		for i, via := range res.RemoteVia {
+			if s.tx.from == "" {
+				continue
+			}
+			f, err := s.srv.cfg.SRS.Forward(s.tx.from, via.Name)
+			if err != nil {
+				return fmt.Errorf("%s: SRS forward of %s via %s: %w", addr, s.tx.from, via.Name, err)
+			}
+			froms[i] = f
+		}
+	}
+	s.tx.addMailboxes(res.Mailboxes)
+	for i, r := range res.Remote {
+		s.tx.queue(mailstore.KindForward, res.RemoteVia[i].ID, froms[i], r)
+	}
+	return nil
+}
+
+// checkQuota refuses a recipient when one of the mailboxes it reaches is
+// full, or would be with the size announced at MAIL (decisions.md,
+// "Quota").
+func (s *session) checkQuota(addr string, ms []mailstore.Mailbox) error {
+	for _, m := range ms {
+		if !policy.AcceptAtRCPT(m, s.tx.size) {
+			return fmt.Errorf("%s (%s, %d of %d bytes used, SIZE=%d): %w",
+				addr, m.Email, m.UsedBytes, m.QuotaBytes(), s.tx.size, errMailboxFull)
+		}
+	}
+	return nil
+}
+
+// checkInboundCap refuses a recipient when the domain of a mailbox it
+// reaches, whose inbound transfer the message would count in, has used its
+// cap for the month (Config.RefuseInboundOverCap).
+func (s *session) checkInboundCap(addr string, ms []mailstore.Mailbox) error {
+	st := s.srv.cfg.Store
+	month := mailstore.Month(s.srv.now())
+	var seen []string
+	for _, m := range ms {
+		name := policy.DomainOf(m.Email)
+		if slices.Contains(seen, name) {
+			continue
+		}
+		seen = append(seen, name)
+		d, err := st.DomainByName(s.ctx, name)
+		if err != nil {
+			return fmt.Errorf("%s: domain %s: %w", addr, name, err)
+		}
+		t, err := st.Transfer(s.ctx, d.ID, month)
+		if err != nil {
+			return fmt.Errorf("%s: transfer of %s: %w", addr, name, err)
+		}
+		if policy.TransferCapReached(d, t) {
+			return fmt.Errorf("%s: %s used %d+%d bytes of %d MB in %s: %w",
+				addr, name, t.InBytes, t.OutBytes, d.TransferMonthlyMB, month, errInboundOverCap)
 		}
 	}
 	return nil
@@ -136,32 +279,51 @@ func (s *session) refuse(rcpt string, err error) error {
 		level = slog.LevelError
 	}
 	s.log.Log(s.ctx, level, "recipient refused", "id", s.tx.id, "rcpt", rcpt,
-		"code", fmt.Sprintf("%d %d.%d.%d", r.Code, r.EnhancedCode[0], r.EnhancedCode[1], r.EnhancedCode[2]), "err", err)
+		"code", code(r), "err", err)
 	return r
+}
+
+func code(r *smtp.SMTPError) string {
+	return fmt.Sprintf("%d %d.%d.%d", r.Code, r.EnhancedCode[0], r.EnhancedCode[1], r.EnhancedCode[2])
 }
 
 // localFailure reports whether err is this server's fault (a store
 // failure, say) rather than an answer about the mail.
 func localFailure(err error) bool {
 	r := reply(err)
-	return r.Code == 451 && r.EnhancedCode == smtp.EnhancedCode{4, 3, 0} && !errors.Is(err, errNeedsRelay)
+	return r.Code == 451 && r.EnhancedCode == smtp.EnhancedCode{4, 3, 0} && !errors.Is(err, errNeedsRelay) ||
+		errors.Is(err, errAuthUnavailable)
 }
 
-// Data reads the message, prepends the trace headers and stores it for
-// every local recipient with one store.Deliver call. The 250 that follows
-// a nil return is sent only after Deliver has committed and synced.
+// Data reads the message, prepends the Authentication-Results field and
+// the trace fields, and stores it for every local recipient and queues it
+// for every remote one with one store.Deliver call. The 250 that follows a
+// nil return is sent only after Deliver has committed and synced.
 func (s *session) Data(r io.Reader) error {
 	// During BDAT go-smtp runs Data in its own goroutine and may call
 	// Reset meanwhile (an aborted transfer), so Data works on a copy.
 	tx := s.transaction()
-	if len(tx.mailboxes) == 0 {
+	if tx.empty() {
 		return reply(errNoTransaction)
 	}
 	start := time.Now()
 	at := s.srv.now()
+	msg, err := s.readMessage(r, tx.id)
+	if err != nil {
+		return err
+	}
+	var ar string
+	if s.srv.cfg.Authenticator != nil {
+		ar = headerLine(s.srv.cfg.Authenticator.Check(s.ctx, net.IP(s.ip.AsSlice()), s.helo, tx.from, msg))
+	}
+	// RFC 8601 section 5: fields that claim to come from this ADMD were
+	// forged upstream.
+	msg = stripAuthResults(msg, authservID(ar), s.srv.hostname)
+
 	t := traceInfo{
 		id: tx.id, from: tx.from, helo: s.helo, remoteIP: s.remoteIP,
 		hostname: s.srv.hostname, tls: s.tls, utf8: tx.utf8, at: at,
+		relayed: len(tx.relay) > 0, authResults: ar,
 	}
 	if len(tx.rcpts) == 1 {
 		t.rcpt = tx.rcpts[0]
@@ -169,29 +331,32 @@ func (s *session) Data(r io.Reader) error {
 	if len(tx.mailboxes) == 1 {
 		t.deliveredTo = tx.mailboxes[0].Email
 	}
-	var buf bytes.Buffer
-	buf.Write(traceHeaders(t))
-	head := buf.Len()
+	body := append(traceHeaders(t), msg...)
+	return s.deliver(tx, mailstore.Delivery{Body: body, ReceivedAt: at, MailboxIDs: tx.mailboxIDs(), Relay: tx.relay}, start)
+}
 
+// readMessage reads the message data, with a read deadline per read.
+func (s *session) readMessage(r io.Reader, id string) ([]byte, error) {
 	// go-smtp stops DATA and BDAT at MaxMessageBytes with 552 5.3.4; the
 	// limit here is only a second guard.
 	max := s.srv.cfg.MaxMessageBytes
+	var buf bytes.Buffer
 	var rd io.Reader = &deadlineReader{r: r, conn: s.conn.Conn(), timeout: s.srv.cfg.ReadTimeout}
 	if _, err := buf.ReadFrom(io.LimitReader(rd, max+1)); err != nil {
-		s.log.Info("message not received", "id", tx.id, "err", err)
-		return reply(err)
+		s.log.Info("message not received", "id", id, "err", err)
+		return nil, reply(err)
 	}
-	if int64(buf.Len()-head) > max {
-		s.log.Info("message not received", "id", tx.id, "err", "over the size limit")
-		return smtp.ErrDataTooLarge
+	if int64(buf.Len()) > max {
+		s.log.Info("message not received", "id", id, "err", "over the size limit")
+		return nil, smtp.ErrDataTooLarge
 	}
+	return buf.Bytes(), nil
+}
 
-	ids := make([]int64, len(tx.mailboxes))
-	for i, m := range tx.mailboxes {
-		ids[i] = m.ID
-	}
-	res, err := s.srv.cfg.Store.Deliver(s.ctx, mailstore.Delivery{Body: buf.Bytes(), ReceivedAt: at, MailboxIDs: ids})
-	if err == nil && len(res.Delivered) == 0 {
+// deliver makes the one store.Deliver call of a message and logs it.
+func (s *session) deliver(tx transaction, d mailstore.Delivery, start time.Time) error {
+	res, err := s.srv.cfg.Store.Deliver(s.ctx, d)
+	if err == nil && len(res.Delivered) == 0 && len(res.Queued) == 0 {
 		err = errGone
 	}
 	if err != nil {
@@ -199,12 +364,16 @@ func (s *session) Data(r io.Reader) error {
 		if localFailure(err) {
 			level = slog.LevelError
 		}
-		s.log.Log(s.ctx, level, "delivery failed", "id", tx.id, "mailbox_ids", ids, "err", err)
+		s.log.Log(s.ctx, level, "delivery failed", "id", tx.id, "mailbox_ids", d.MailboxIDs,
+			"remote", tx.remote(), "code", code(reply(err)), "err", err)
 		return reply(err)
 	}
+	if len(res.Queued) > 0 && s.srv.cfg.OnQueued != nil {
+		s.srv.cfg.OnQueued()
+	}
 	s.log.Info("delivered", "id", tx.id, "from", tx.from, "rcpts", len(tx.rcpts),
-		"mailbox_ids", res.Delivered, "skipped_ids", res.Skipped, "size_bytes", buf.Len(),
-		"tls", s.tls, "duration_ms", time.Since(start).Milliseconds())
+		"mailbox_ids", res.Delivered, "skipped_ids", res.Skipped, "queued_ids", res.Queued,
+		"size_bytes", len(d.Body), "tls", s.tls, "duration_ms", time.Since(start).Milliseconds())
 	return nil
 }
 

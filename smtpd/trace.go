@@ -19,14 +19,29 @@ type traceInfo struct {
 	rcpt        string // the one RCPT, or "" when there were several
 	deliveredTo string // the one local mailbox, or ""
 	at          time.Time
+	// relayed: the same body is queued for remote recipients too.
+	relayed bool
+	// authResults is a whole Authentication-Results field with its CRLF,
+	// or "".
+	authResults string
+	// auth: submission, after AUTH (RFC 3848 "A").
+	auth bool
 }
 
-// traceHeaders renders the header fields prepended to a stored message,
-// in this order (RFC 5321 section 4.4, RFC 5322 section 3.6.7):
+// traceHeaders renders the header fields the MX prepends to a message,
+// in this order (RFC 5321 section 4.4, RFC 5322 section 3.6.7, RFC 8601
+// section 5):
 //
-//	Return-Path: <from>
+//	Return-Path: <from>                 (final delivery only)
 //	Delivered-To: mailbox@domain        (one local mailbox only)
+//	Authentication-Results: ...         (from Config.Authenticator)
 //	Received: from helo ([ip]) by host with ESMTPS id ID for <rcpt>; date
+//
+// Return-Path belongs to final delivery (RFC 5321 section 4.4): one body
+// is stored for the local recipients and the queue alike, so when the
+// message is also relayed (forwarded through an alias, or a bounce sent
+// back) neither Return-Path nor Delivered-To is added, rather than
+// sending them on to the next server.
 //
 // "for <rcpt>" is given only for a single recipient, since with several
 // it would tell each recipient who else (Bcc included) got the message.
@@ -39,10 +54,13 @@ type traceInfo struct {
 // in the others' copies or storing a body per recipient.
 func traceHeaders(t traceInfo) []byte {
 	var b strings.Builder
-	b.WriteString("Return-Path: <" + clean(t.from) + ">\r\n")
-	if t.deliveredTo != "" {
-		b.WriteString("Delivered-To: " + clean(t.deliveredTo) + "\r\n")
+	if !t.relayed {
+		b.WriteString("Return-Path: <" + clean(t.from) + ">\r\n")
+		if t.deliveredTo != "" {
+			b.WriteString("Delivered-To: " + clean(t.deliveredTo) + "\r\n")
+		}
 	}
+	b.WriteString(t.authResults)
 	b.WriteString("Received: from " + clean(t.helo) + " ([" + t.remoteIP + "])\r\n")
 	b.WriteString("\tby " + clean(t.hostname) + " with " + protocol(t) + " id " + t.id)
 	if t.rcpt != "" {
@@ -52,16 +70,33 @@ func traceHeaders(t traceInfo) []byte {
 	return []byte(b.String())
 }
 
+// submissionTrace renders the one trace field submission prepends:
+//
+//	Received: by host with ESMTPSA id ID; date
+//
+// It leaves out the from clause, the client's address and EHLO name,
+// which tell the recipients where the user was and which machine it used
+// (a home address, "johns-laptop.local"), and "for", which would tell
+// them the Bcc recipients. The session log keeps the address, for abuse
+// reports.
+func submissionTrace(t traceInfo) []byte {
+	return []byte("Received: by " + clean(t.hostname) + " with " + protocol(t) + " id " + t.id +
+		";\r\n\t" + t.at.Format(time.RFC1123Z) + "\r\n")
+}
+
 // protocol is the "with" keyword of RFC 3848 and RFC 6531 section 4.3.
 func protocol(t traceInfo) string {
 	// Sessions exist only after EHLO or HELO and go-smtp does not say
-	// which; every client this MX sees speaks ESMTP.
+	// which; every client this server sees speaks ESMTP.
 	p := "ESMTP"
 	if t.utf8 {
 		p = "UTF8SMTP"
 	}
 	if t.tls {
 		p += "S"
+	}
+	if t.auth {
+		p += "A"
 	}
 	return p
 }

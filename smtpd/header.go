@@ -1,0 +1,219 @@
+package smtpd
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"mime"
+	"net/mail"
+	"strings"
+	"time"
+)
+
+// headerFields splits the header section of msg (RFC 5322 section 2.2)
+// into its fields, each with its continuation lines and line endings, and
+// returns the offset where the fields end. The fields are contiguous from
+// offset 0. The section ends at the empty line, or at the first line that
+// is neither a field nor a continuation (taken as the start of the body).
+func headerFields(msg []byte) (fields [][]byte, end int) {
+	i := 0
+	for i < len(msg) {
+		j := bytes.IndexByte(msg[i:], '\n')
+		if j < 0 {
+			j = len(msg)
+		} else {
+			j += i + 1
+		}
+		line := msg[i:j]
+		switch {
+		case line[0] == ' ' || line[0] == '\t':
+			if len(fields) == 0 {
+				return fields, i
+			}
+			last := fields[len(fields)-1]
+			fields[len(fields)-1] = last[:len(last)+len(line)]
+		case isFieldStart(line):
+			fields = append(fields, line)
+		default: // the empty line, or a body without one
+			return fields, i
+		}
+		i = j
+	}
+	return fields, i
+}
+
+// isFieldStart reports whether line starts a field: a name of printable
+// ASCII other than ":" (RFC 5322 section 3.6.8), then ":" (after
+// optional blanks, the obsolete syntax of section 4.5).
+func isFieldStart(line []byte) bool {
+	for k, c := range line {
+		switch {
+		case c == ':':
+			return k > 0
+		case c == ' ' || c == '\t':
+			rest := bytes.TrimLeft(line[k:], " \t")
+			return k > 0 && len(rest) > 0 && rest[0] == ':'
+		case c < 33 || c > 126:
+			return false
+		}
+	}
+	return false
+}
+
+// fieldName is a field's name in lower case.
+func fieldName(f []byte) string {
+	name, _, _ := bytes.Cut(f, []byte(":"))
+	return strings.ToLower(string(bytes.TrimRight(name, " \t")))
+}
+
+// fieldValue is a field's body, unfolded (RFC 5322 section 2.2.3).
+func fieldValue(f []byte) string {
+	_, v, _ := bytes.Cut(f, []byte(":"))
+	s := strings.ReplaceAll(string(v), "\r\n", "")
+	return strings.TrimSpace(strings.ReplaceAll(s, "\n", ""))
+}
+
+// headerLine makes what an Authenticator returned one field ending in
+// CRLF, or "".
+func headerLine(s string) string {
+	s = strings.TrimRight(s, "\r\n")
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return s + "\r\n"
+}
+
+// authservID is the authserv-id of an Authentication-Results field (RFC
+// 8601 section 2.2), in lower case: its first token, after any comment.
+// s may be a whole field or only its body.
+func authservID(s string) string {
+	if name, v, ok := strings.Cut(s, ":"); ok && strings.EqualFold(strings.TrimSpace(name), "authentication-results") {
+		s = v
+	}
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r", ""), "\n", "")
+	for {
+		s = strings.TrimLeft(s, " \t")
+		if !strings.HasPrefix(s, "(") {
+			break
+		}
+		depth, k := 0, 0
+		for k = 0; k < len(s); k++ {
+			if s[k] == '(' {
+				depth++
+			} else if s[k] == ')' {
+				if depth--; depth == 0 {
+					break
+				}
+			}
+		}
+		if k >= len(s) {
+			return ""
+		}
+		s = s[k+1:]
+	}
+	end := strings.IndexAny(s, "; \t(")
+	if end >= 0 {
+		s = s[:end]
+	}
+	return strings.ToLower(s)
+}
+
+// stripAuthResults removes from msg's header every Authentication-Results
+// field whose authserv-id is one of ids (compared without case; "" ids are
+// ignored): a border MTA must remove those that claim to come from its own
+// ADMD (RFC 8601 section 5), which were forged upstream. It returns msg
+// itself when there is nothing to remove.
+func stripAuthResults(msg []byte, ids ...string) []byte {
+	fields, end := headerFields(msg)
+	drop := func(f []byte) bool {
+		if fieldName(f) != "authentication-results" {
+			return false
+		}
+		id := authservID(fieldValue(f))
+		for _, want := range ids {
+			if want != "" && id == strings.ToLower(want) {
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	for _, f := range fields {
+		if drop(f) {
+			n++
+		}
+	}
+	if n == 0 {
+		return msg
+	}
+	out := make([]byte, 0, len(msg))
+	for _, f := range fields {
+		if !drop(f) {
+			out = append(out, f...)
+		}
+	}
+	return append(out, msg[end:]...)
+}
+
+// wordDecoder decodes RFC 2047 display names well enough to reach the
+// addresses: a charset it does not know is passed through, since only the
+// addresses matter here.
+var wordDecoder = &mime.WordDecoder{CharsetReader: func(charset string, input io.Reader) (io.Reader, error) {
+	return input, nil
+}}
+
+// fromAddresses returns every address of every From: field of a header
+// (RFC 5322 section 3.6.2: a mailbox-list), or an error when there is none
+// or one cannot be parsed.
+func fromAddresses(fields [][]byte) ([]string, error) {
+	var out []string
+	p := mail.AddressParser{WordDecoder: wordDecoder}
+	for _, f := range fields {
+		if fieldName(f) != "from" {
+			continue
+		}
+		list, err := p.ParseList(fieldValue(f))
+		if err != nil {
+			return nil, fmt.Errorf("From: %q: %w", clean(fieldValue(f)), err)
+		}
+		for _, a := range list {
+			out = append(out, a.Address)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no From: address")
+	}
+	return out, nil
+}
+
+// addMissing appends a Date: and a Message-ID: field to a submitted
+// message that lacks them (RFC 6409 sections 8.2 and 8.3: the MSA may add
+// them; many receivers refuse mail without a Message-ID).
+func addMissing(msg []byte, fields [][]byte, end int, at time.Time, id, hostname string) []byte {
+	var hasDate, hasID bool
+	for _, f := range fields {
+		switch fieldName(f) {
+		case "date":
+			hasDate = true
+		case "message-id":
+			hasID = true
+		}
+	}
+	if hasDate && hasID {
+		return msg
+	}
+	var add strings.Builder
+	if end > 0 && msg[end-1] != '\n' {
+		add.WriteString("\r\n")
+	}
+	if !hasDate {
+		add.WriteString("Date: " + at.Format(time.RFC1123Z) + "\r\n")
+	}
+	if !hasID {
+		add.WriteString("Message-ID: <" + id + "@" + clean(hostname) + ">\r\n")
+	}
+	out := make([]byte, 0, len(msg)+add.Len())
+	out = append(out, msg[:end]...)
+	out = append(out, add.String()...)
+	return append(out, msg[end:]...)
+}

@@ -1,0 +1,64 @@
+package smtpd
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
+)
+
+// isSRS reports whether a normalised address has an SRS local part
+// (SRS0= or SRS1=, in any case: local parts are normalised to lower case).
+func isSRS(addr string) bool {
+	return strings.HasPrefix(addr, "srs0=") || strings.HasPrefix(addr, "srs1=")
+}
+
+// bounce routes a recipient in SRS form at a hosted domain: mail to it is
+// a bounce (or another notification) of a message this server forwarded,
+// for the original sender. It answers handled false when addr's domain is
+// not hosted, for Resolve to refuse.
+//
+//   - A forged, malformed or expired address is refused 550 5.1.1, as an
+//     unknown user: it names nobody (even where a catch-all would take it).
+//   - An original sender in a hosted domain is a recipient like any other
+//     (see inbound), without a second SRS round.
+//   - Any other is queued as a bounce: no domain is charged for it and
+//     its envelope sender is null, whatever the MAIL FROM. Notifications
+//     are sent with a null reverse path (RFC 5321 section 4.5.5, RFC 3464,
+//     RFC 3834 section 3.3), so that nothing bounces back a bounce; a
+//     non-null one kept as it is would fail SPF at the original sender's
+//     server, and rewritten with SRS it would make this server forward
+//     third parties' mail on nobody's behalf. postsrsd sends it on with
+//     the sender it came with; here the null sender is kept for all.
+//
+// s.mu is held.
+func (s *session) bounce(addr string) (handled bool, err error) {
+	st := s.srv.cfg.Store
+	if _, err := st.DomainByName(s.ctx, policy.DomainOf(addr)); err != nil {
+		if errors.Is(err, mailstore.ErrNotFound) {
+			return false, nil
+		}
+		return true, fmt.Errorf("%s: %w", addr, err)
+	}
+	orig, err := s.srv.cfg.SRS.Reverse(addr)
+	if err != nil {
+		return true, fmt.Errorf("%s: %w: %w", addr, errBadSRS, err)
+	}
+	norm, err := policy.NormalizeAddress(orig)
+	if err != nil {
+		return true, fmt.Errorf("%s reverses to %q: %w", addr, orig, errBadSRS)
+	}
+	_, err = st.DomainByName(s.ctx, policy.DomainOf(norm))
+	switch {
+	case err == nil:
+		return true, s.inbound(norm, false)
+	case !errors.Is(err, mailstore.ErrNotFound):
+		return true, fmt.Errorf("%s reverses to %s: %w", addr, norm, err)
+	}
+	// The remote address as it was sent: its local part's case is the
+	// remote server's business (RFC 5321 section 2.4).
+	s.tx.queue(mailstore.KindBounce, 0, "", orig)
+	return true, nil
+}

@@ -1,0 +1,205 @@
+package smtpd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
+)
+
+// submission is a session of the submission server (RFC 6409): the MX's
+// session with AUTH, and its own Mail, Rcpt and Data.
+type submission struct {
+	*session
+	// user is the authenticated mailbox, nil before AUTH. Auth sets it;
+	// go-smtp does not run AUTH during a transaction (it answers 503
+	// after a first success), so Data may read it without a lock.
+	user *mailstore.Mailbox
+}
+
+// Mail starts a transaction of the authenticated user (530 5.7.0 before
+// AUTH, RFC 4954 section 6). The mailbox and its domain are read again,
+// so that a mailbox deleted or a domain suspended since AUTH sends
+// nothing more. The reverse path must be the user's to use (see
+// policy.MaySendAs), else 553 5.7.1. The null reverse path is accepted: a
+// client sends read receipts (RFC 8098 section 3) and other
+// notifications with it; the From: check after DATA still applies.
+func (s *submission) Mail(from string, opts *smtp.MailOptions) error {
+	if s.srv.shuttingDown() {
+		return reply(errShuttingDown)
+	}
+	if s.user == nil {
+		return s.refuseSender(from, errAuthRequired)
+	}
+	st := s.srv.cfg.Store
+	mb, dom, err := st.MailboxByEmail(s.ctx, s.user.Email)
+	switch {
+	case errors.Is(err, mailstore.ErrNotFound), err == nil && mb.ID != s.user.ID:
+		return s.refuseSender(from, fmt.Errorf("%s: %w", s.user.Email, errAccountGone))
+	case err != nil:
+		return s.refuseSender(from, fmt.Errorf("%s: %w", s.user.Email, err))
+	case dom.Suspended:
+		return s.refuseSender(from, fmt.Errorf("%s: %w", dom.Name, errSuspended))
+	}
+	sender := ""
+	if from != "" {
+		if sender, err = policy.NormalizeAddress(from); err != nil {
+			return s.refuseSender(from, fmt.Errorf("%w: %w", errBadSender, err))
+		}
+		if err := policy.MaySendAs(s.ctx, st, mb, sender); err != nil {
+			return s.refuseSender(from, err)
+		}
+	}
+	tx := transaction{id: newID(), from: sender, user: mb, domain: dom}
+	if opts != nil {
+		tx.size = opts.Size
+		tx.utf8 = opts.UTF8
+	}
+	s.setBusy(true)
+	s.mu.Lock()
+	s.tx = tx
+	s.mu.Unlock()
+	return nil
+}
+
+// refuseSender logs a refused MAIL and returns its reply.
+func (s *submission) refuseSender(from string, err error) error {
+	r := reply(err)
+	level := slog.LevelInfo
+	if localFailure(err) {
+		level = slog.LevelError
+	}
+	s.log.Log(s.ctx, level, "sender refused", "from", clean(from), "code", code(r), "err", err)
+	return r
+}
+
+// Rcpt accepts any recipient. A hosted address is resolved as on the MX
+// (550 5.1.1 for an unknown user, 452 4.2.2 for a full mailbox); the
+// remote destinations of its aliases and every address of a domain not
+// hosted here are queued, as the user's submission: the user's domain is
+// charged and the envelope sender is the user's own (no SRS).
+func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	addr, err := policy.NormalizeAddress(to)
+	if err != nil {
+		return s.refuse(to, errBadRecipient)
+	}
+	if err := s.recipient(addr); err != nil {
+		return s.refuse(addr, err)
+	}
+	s.tx.addRcpt(addr)
+	return nil
+}
+
+// recipient is Rcpt's decision; s.mu is held.
+func (s *submission) recipient(addr string) error {
+	res, err := policy.Resolve(s.ctx, s.srv.cfg.Store, addr)
+	if errors.Is(err, policy.ErrNotHosted) {
+		s.tx.queue(mailstore.KindSubmission, s.tx.domain.ID, s.tx.from, addr)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(res.Mailboxes) == 0 && len(res.Remote) == 0 {
+		return fmt.Errorf("%s resolves to nothing: %w", addr, policy.ErrUnknownUser)
+	}
+	if err := s.checkQuota(addr, res.Mailboxes); err != nil {
+		return err
+	}
+	s.tx.addMailboxes(res.Mailboxes)
+	for _, r := range res.Remote {
+		s.tx.queue(mailstore.KindSubmission, s.tx.domain.ID, s.tx.from, r)
+	}
+	return nil
+}
+
+// Data reads the message and checks that every address of its From:
+// field(s) is the user's to use (553 5.7.1 otherwise, 550 5.6.0 without
+// one). It removes Authentication-Results fields that claim this server
+// (the local copies would otherwise carry a forged verdict), adds Date:
+// and Message-ID: when missing, prepends a Received field, has the message
+// DKIM-signed for the From: address's domain, then stores and queues it
+// with one store.Deliver call charged to the user's domain: 451 4.7.1 when
+// its transfer cap for the month is used, and nothing stored.
+func (s *submission) Data(r io.Reader) error {
+	tx := s.transaction()
+	if tx.empty() {
+		return reply(errNoTransaction)
+	}
+	start := time.Now()
+	at := s.srv.now()
+	msg, err := s.readMessage(r, tx.id)
+	if err != nil {
+		return err
+	}
+	signing, err := s.checkFrom(tx, msg)
+	if err != nil {
+		return s.refuseMessage(tx, err)
+	}
+	msg = stripAuthResults(msg, s.srv.hostname)
+	fields, end := headerFields(msg)
+	msg = addMissing(msg, fields, end, at, tx.id, s.srv.hostname)
+
+	t := traceInfo{id: tx.id, hostname: s.srv.hostname, tls: s.tls, utf8: tx.utf8, auth: true, at: at}
+	body := append(submissionTrace(t), msg...)
+	if s.srv.cfg.Signer != nil {
+		if body, err = s.srv.cfg.Signer.Sign(s.ctx, signing, body); err != nil {
+			return s.refuseMessage(tx, fmt.Errorf("DKIM signing for %s: %w", signing.Name, err))
+		}
+	}
+	return s.deliver(tx, mailstore.Delivery{
+		Body: body, ReceivedAt: at, MailboxIDs: tx.mailboxIDs(),
+		SenderDomainID: tx.domain.ID, Relay: tx.relay,
+	}, start)
+}
+
+// checkFrom applies policy.MaySendAs to every From: address and returns
+// the domain of the first, which signs the message.
+func (s *submission) checkFrom(tx transaction, msg []byte) (mailstore.Domain, error) {
+	fields, _ := headerFields(msg)
+	addrs, err := fromAddresses(fields)
+	if err != nil {
+		return mailstore.Domain{}, fmt.Errorf("%w: %w", errBadHeader, err)
+	}
+	st := s.srv.cfg.Store
+	var first string
+	for _, a := range addrs {
+		n, err := policy.NormalizeAddress(a)
+		if err != nil {
+			return mailstore.Domain{}, fmt.Errorf("From: %q: %w: %w", clean(a), errFromNotOwned, err)
+		}
+		if err := policy.MaySendAs(s.ctx, st, tx.user, n); err != nil {
+			if errors.Is(err, policy.ErrNotOwner) {
+				err = fmt.Errorf("From: %w: %w", errFromNotOwned, err)
+			}
+			return mailstore.Domain{}, err
+		}
+		if first == "" {
+			first = n
+		}
+	}
+	d, err := st.DomainByName(s.ctx, policy.DomainOf(first))
+	if err != nil {
+		return mailstore.Domain{}, fmt.Errorf("domain of From: %s: %w", first, err)
+	}
+	return d, nil
+}
+
+// refuseMessage logs a message refused after DATA and returns its reply.
+func (s *submission) refuseMessage(tx transaction, err error) error {
+	r := reply(err)
+	level := slog.LevelInfo
+	if localFailure(err) {
+		level = slog.LevelError
+	}
+	s.log.Log(s.ctx, level, "message refused", "id", tx.id, "from", tx.from, "code", code(r), "err", err)
+	return r
+}
