@@ -1,0 +1,315 @@
+package mailstore_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// rawQueue opens the closed store's file and checks the queue's indexes
+// against its entries: each entry has exactly one index key, in queue_held
+// under its domain when held, else in queue_due under its NextAttempt. It
+// answers the entries, the blobs and the sum of the blob refcounts.
+func rawQueue(t *testing.T, dir string) (entries, blobs, refs int) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, mailstore.FileName), 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("bolt.Open() = %v", err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		due, held := map[int64]bool{}, map[int64]bool{}
+		tx.Bucket([]byte("queue_due")).ForEach(func(k, _ []byte) error {
+			due[int64(binary.BigEndian.Uint64(k[8:]))] = true
+			return nil
+		})
+		tx.Bucket([]byte("queue_held")).ForEach(func(k, _ []byte) error {
+			held[int64(binary.BigEndian.Uint64(k[8:]))] = true
+			return nil
+		})
+		if err := tx.Bucket([]byte("queue")).ForEach(func(k, v []byte) error {
+			entries++
+			var o mailstore.Outbound
+			if err := json.Unmarshal(v, &o); err != nil {
+				return err
+			}
+			switch {
+			case o.Held && (!held[o.ID] || due[o.ID]):
+				t.Errorf("held entry %d: in queue_held %v, in queue_due %v; want only held", o.ID, held[o.ID], due[o.ID])
+			case !o.Held && (held[o.ID] || !due[o.ID]):
+				t.Errorf("entry %d: in queue_held %v, in queue_due %v; want only due", o.ID, held[o.ID], due[o.ID])
+			}
+			if !o.Held {
+				key := make([]byte, 16)
+				binary.BigEndian.PutUint64(key, uint64(o.NextAttempt.UnixNano()))
+				binary.BigEndian.PutUint64(key[8:], uint64(o.ID))
+				if tx.Bucket([]byte("queue_due")).Get(key) == nil {
+					t.Errorf("entry %d: no queue_due key for its NextAttempt %v", o.ID, o.NextAttempt)
+				}
+			}
+			if tx.Bucket([]byte("blobs")).Get(binary.BigEndian.AppendUint64(nil, uint64(o.BlobID))) == nil {
+				t.Errorf("entry %d: blob %d missing", o.ID, o.BlobID)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(due)+len(held) != entries {
+			t.Errorf("queue indexes hold %d + %d keys for %d entries", len(due), len(held), entries)
+		}
+		blobs = tx.Bucket([]byte("blobs")).Stats().KeyN
+		return tx.Bucket([]byte("blob_refs")).ForEach(func(k, v []byte) error {
+			refs += int(binary.BigEndian.Uint64(v))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries, blobs, refs
+}
+
+// TestBoltQueueBlobRefs: a body is referenced by its local copies and its
+// queue entries alike, and goes with the last of them.
+func TestBoltQueueBlobRefs(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, _, u, _ := boltMailFixture(t, dir)
+	d, err := s.DomainByName(ctx, "example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	res, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("out"), ReceivedAt: at, MailboxIDs: []int64{u.ID},
+		Relay: []mailstore.Relay{{Kind: mailstore.KindForward, DomainID: d.ID, To: []string{"x@r1.example", "y@r2.example"}}}})
+	if err != nil || len(res.Queued) != 2 {
+		t.Fatalf("Deliver() = %+v, %v", res, err)
+	}
+	steps := []struct {
+		name                 string
+		do                   func() error
+		entries, blobs, refs int
+	}{
+		{"delivered", func() error { return nil }, 2, 1, 3},
+		{"local copy expunged", func() error {
+			inbox, err := s.Folder(ctx, u.ID, "INBOX")
+			if err != nil {
+				return err
+			}
+			_, err = s.Expunge(ctx, u.ID, inbox.ID, []uint32{1})
+			return err
+		}, 2, 1, 2},
+		{"one entry deferred", func() error {
+			_, err := s.RecordAttempt(ctx, res.Queued[0], mailstore.Attempt{Now: at, Deferred: "421", NextAttempt: at.Add(time.Hour)})
+			return err
+		}, 2, 1, 2},
+		{"one entry done", func() error {
+			_, err := s.RecordAttempt(ctx, res.Queued[1], mailstore.Attempt{Now: at, Delivered: []string{"y@r2.example"}})
+			return err
+		}, 1, 1, 1},
+		{"last entry failed", func() error {
+			_, err := s.RecordAttempt(ctx, res.Queued[0], mailstore.Attempt{Now: at, Failed: map[string]string{"x@r1.example": "550"}})
+			return err
+		}, 0, 0, 0},
+	}
+	for _, st := range steps {
+		if s == nil {
+			s = openBolt(t, dir)
+		}
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = nil
+		if e, b, r := rawQueue(t, dir); e != st.entries || b != st.blobs || r != st.refs {
+			t.Errorf("%s: raw = %d entries, %d blobs, %d refs; want %d, %d, %d", st.name, e, b, r, st.entries, st.blobs, st.refs)
+		}
+	}
+}
+
+// TestBoltQueueRestart: the queue, held entries, leases, transfer figures
+// and DKIM keys survive a restart, and work on from where they were.
+func TestBoltQueueRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, pid, u, _ := boltMailFixture(t, dir)
+	d, err := s.DomainByName(ctx, "example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []mailstore.DKIMKey{{Selector: "s1", Algorithm: "ed25519", Private: []byte{1, 2}, CreatedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}}
+	if _, err := s.EnsureDKIMKeys(ctx, d.ID, keys); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	deliver := func(body string, to ...string) int64 {
+		t.Helper()
+		res, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte(body), ReceivedAt: now, MailboxIDs: []int64{u.ID}, SenderDomainID: d.ID,
+			Relay: []mailstore.Relay{{Kind: mailstore.KindSubmission, DomainID: d.ID, From: u.Email, To: to}}})
+		if err != nil || len(res.Queued) != 1 {
+			t.Fatalf("Deliver(%s) = %+v, %v", body, res, err)
+		}
+		return res.Queued[0]
+	}
+	leased := deliver("leased", "a@r.example", "b@r.example")
+	if got, err := s.ClaimOutbound(ctx, now, 10*time.Minute, 1); err != nil || len(got) != 1 || got[0].ID != leased {
+		t.Fatalf("ClaimOutbound() = %+v, %v", got, err)
+	}
+	if _, err := s.RecordAttempt(ctx, leased, mailstore.Attempt{Now: now, Delivered: []string{"a@r.example"}, Deferred: "451", NextAttempt: now.Add(10 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	due := deliver("due", "c@r.example")
+	// A cap of 0: the next forward is held.
+	if _, err := s.SetTransferCap(ctx, pid, "example.com", 0); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("held"), ReceivedAt: now,
+		Relay: []mailstore.Relay{{Kind: mailstore.KindForward, DomainID: d.ID, To: []string{"h@r.example"}}}})
+	if err != nil || len(res.Queued) != 1 {
+		t.Fatalf("Deliver(held) = %+v, %v", res, err)
+	}
+	held := res.Queued[0]
+	before, _, err := s.OutboundEntries(ctx, mailstore.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xBefore, err := s.Transfer(ctx, d.ID, "2026-11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if e, b, r := rawQueue(t, dir); e != 3 || b != 3 || r != 5 {
+		t.Errorf("raw = %d entries, %d blobs, %d refs; want 3, 3, 5", e, b, r)
+	}
+
+	s = openBolt(t, dir)
+	defer s.Close()
+	after, n, err := s.OutboundEntries(ctx, mailstore.Page{})
+	if err != nil || n != 3 {
+		t.Fatalf("OutboundEntries() after restart = %d, %v; want 3", n, err)
+	}
+	if a, b := jsonOf(t, after), jsonOf(t, before); a != b {
+		t.Errorf("OutboundEntries() after restart = %s, want %s", a, b)
+	}
+	if x, err := s.Transfer(ctx, d.ID, "2026-11"); err != nil || x != xBefore {
+		t.Errorf("Transfer() after restart = %+v, %v; want %+v", x, err, xBefore)
+	}
+	if got, err := s.DKIMKeys(ctx, d.ID); err != nil || len(got) != 1 || got[0].Selector != "s1" {
+		t.Errorf("DKIMKeys() after restart = %+v, %v", got, err)
+	}
+	if got, err := s.ClaimOutbound(ctx, now.Add(time.Minute), time.Minute, 10); err != nil || len(got) != 1 || got[0].ID != due {
+		t.Errorf("ClaimOutbound() after restart = %+v, %v; want only %d (the other waits, one is held)", got, err, due)
+	}
+	if _, err := s.RecordAttempt(ctx, due, mailstore.Attempt{Now: now, Delivered: []string{"c@r.example"}}); err != nil {
+		t.Errorf("RecordAttempt(%d) after restart = %v", due, err)
+	}
+	if got, err := s.ClaimOutbound(ctx, now.Add(10*time.Minute), time.Minute, 10); err != nil || len(got) != 1 || got[0].ID != leased ||
+		!slices.Equal(got[0].Pending(), []string{"b@r.example"}) {
+		t.Errorf("ClaimOutbound(at its next attempt) = %+v, %v; want %d with b pending", got, err, leased)
+	}
+	if _, err := s.SetTransferCap(ctx, pid, "example.com", 10); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.ReleaseHeld(ctx, now.Add(time.Hour)); err != nil || n != 1 {
+		t.Errorf("ReleaseHeld() after restart = %d, %v; want 1", n, err)
+	}
+	if b, err := s.OutboundBody(ctx, held); err != nil || string(b) != "held" {
+		t.Errorf("OutboundBody(held) after restart = %q, %v", b, err)
+	}
+	// Ids go on.
+	if id := deliver("next", "d@r.example"); id <= held {
+		t.Errorf("queue id after restart = %d, want above %d", id, held)
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestBoltUpgradeSchema1: a schema 1 file (the store before the queue)
+// opens, gains the queue and DKIM buckets, keeps its data, and queues.
+func TestBoltUpgradeSchema1(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, mailstore.FileName)
+	s, _, u, _ := boltMailFixture(t, dir)
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	if _, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("from v1"), ReceivedAt: at, MailboxIDs: []int64{u.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Make it the file schema 1 wrote: the same buckets but those of the
+	// queue and DKIM keys, and version 1.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range []string{"queue", "queue_due", "queue_held", "dkim"} {
+			if err := tx.DeleteBucket([]byte(b)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	db.Close()
+	if err != nil {
+		t.Fatalf("make a schema 1 file: %v", err)
+	}
+	writeSchema(t, path, 1)
+
+	openBolt(t, dir).Close()
+	if got := readSchema(t, path); got != 2 {
+		t.Errorf("schema after upgrade = %d, want 2", got)
+	}
+	s = openBolt(t, dir)
+	defer s.Close()
+	inbox, err := s.Folder(ctx, u.ID, "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s.Body(ctx, u.ID, inbox.ID, 1); err != nil || string(b) != "from v1" {
+		t.Errorf("Body() after upgrade = %q, %v; want the message of schema 1", b, err)
+	}
+	d, err := s.DomainByName(ctx, "example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x, err := s.Transfer(ctx, d.ID, "2026-11"); err != nil || x.InBytes != int64(len("from v1")) {
+		t.Errorf("Transfer() after upgrade = %+v, %v; want the inbound bytes of schema 1", x, err)
+	}
+	if keys, err := s.DKIMKeys(ctx, d.ID); err != nil || len(keys) != 0 {
+		t.Errorf("DKIMKeys() after upgrade = %+v, %v; want none", keys, err)
+	}
+	keys := []mailstore.DKIMKey{{Selector: "s1", Algorithm: "ed25519", Private: []byte{1}, CreatedAt: at}}
+	if got, err := s.EnsureDKIMKeys(ctx, d.ID, keys); err != nil || len(got) != 1 {
+		t.Errorf("EnsureDKIMKeys() after upgrade = %+v, %v; want the key", got, err)
+	}
+	res, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("to v2"), ReceivedAt: at, SenderDomainID: d.ID,
+		Relay: []mailstore.Relay{{Kind: mailstore.KindSubmission, DomainID: d.ID, To: []string{"x@r.example"}}}})
+	if err != nil || len(res.Queued) != 1 {
+		t.Fatalf("Deliver(relay) after upgrade = %+v, %v", res, err)
+	}
+	if got, err := s.ClaimOutbound(ctx, at, time.Minute, 10); err != nil || len(got) != 1 || got[0].ID != res.Queued[0] {
+		t.Errorf("ClaimOutbound() after upgrade = %+v, %v", got, err)
+	}
+}
