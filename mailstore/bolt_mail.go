@@ -15,6 +15,9 @@ package mailstore
 //	blob_refs        blobID -> refcount (uint64)
 //	retention        domainID|receivedUnix(8)|folderID|uid(4) -> mailboxID
 //
+// and, from schema 2, the outbound queue (bolt_queue.go), whose entries
+// also hold blob references.
+//
 // Invariants, kept by every writer within one transaction:
 //
 //   - a message record exists if and only if its retention entry does;
