@@ -45,7 +45,7 @@ func (s *submission) Auth(mech string) (sasl.Server, error) {
 		return sasl.NewPlainServer(func(identity, username, password string) error {
 			if identity != "" && !sameUser(identity, username) {
 				err := fmt.Errorf("authorization identity %q for %q: %w", clean(identity), clean(username), credential.ErrInvalidCredentials)
-				s.log.Info("auth failed", "mechanism", mech, "user", clean(username), "err", err)
+				s.log.Info("auth failed", "mechanism", mech, "user", clean(username), "code", code(reply(err)), "err", err)
 				return reply(err)
 			}
 			return s.login(mech, username, password)

@@ -168,7 +168,7 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if err != nil {
 		return s.refuse(to, errBadRecipient)
 	}
-	if err := s.inbound(addr, s.srv.cfg.SRS != nil); err != nil {
+	if err := s.inbound(addr, to); err != nil {
 		return s.refuse(addr, err)
 	}
 	s.tx.addRcpt(addr)
@@ -181,11 +181,12 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 // the transfer cap of their domains, then adds the mailboxes to the
 // transaction and any remote destination to its relay, as a forward on
 // behalf of the domain whose alias names it, with an SRS sender. Nothing
-// is added unless the whole recipient is accepted. With srs, an SRS
-// address is taken as a bounce (see bounce). s.mu is held.
-func (s *session) inbound(addr string, srs bool) error {
-	if srs && isSRS(addr) {
-		if handled, err := s.bounce(addr); handled {
+// is added unless the whole recipient is accepted. raw is the address as
+// the client wrote it; when not "", an SRS address is taken as a bounce
+// (see bounce). s.mu is held.
+func (s *session) inbound(addr, raw string) error {
+	if raw != "" && s.srv.cfg.SRS != nil && isSRS(addr) {
+		if handled, err := s.bounce(addr, raw); handled {
 			return err
 		}
 	}

@@ -33,8 +33,9 @@ func isSRS(addr string) bool {
 //     third parties' mail on nobody's behalf. postsrsd sends it on with
 //     the sender it came with; here the null sender is kept for all.
 //
-// s.mu is held.
-func (s *session) bounce(addr string) (handled bool, err error) {
+// raw is the address as the client wrote it, reversed as it is so that
+// the original sender's local part keeps its case. s.mu is held.
+func (s *session) bounce(addr, raw string) (handled bool, err error) {
 	st := s.srv.cfg.Store
 	if _, err := st.DomainByName(s.ctx, policy.DomainOf(addr)); err != nil {
 		if errors.Is(err, mailstore.ErrNotFound) {
@@ -42,7 +43,7 @@ func (s *session) bounce(addr string) (handled bool, err error) {
 		}
 		return true, fmt.Errorf("%s: %w", addr, err)
 	}
-	orig, err := s.srv.cfg.SRS.Reverse(addr)
+	orig, err := s.srv.cfg.SRS.Reverse(raw)
 	if err != nil {
 		return true, fmt.Errorf("%s: %w: %w", addr, errBadSRS, err)
 	}
@@ -53,7 +54,7 @@ func (s *session) bounce(addr string) (handled bool, err error) {
 	_, err = st.DomainByName(s.ctx, policy.DomainOf(norm))
 	switch {
 	case err == nil:
-		return true, s.inbound(norm, false)
+		return true, s.inbound(norm, "")
 	case !errors.Is(err, mailstore.ErrNotFound):
 		return true, fmt.Errorf("%s reverses to %s: %w", addr, norm, err)
 	}
