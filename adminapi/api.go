@@ -8,10 +8,12 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"os"
 	"path"
 	"strings"
 	"time"
 
+	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 )
@@ -33,6 +35,15 @@ type Config struct {
 	// 0 means 20. RateBurst is how many a key may send at once; 0 means 100.
 	RateLimit float64
 	RateBurst int
+	// Hostname is this server's host name: the MX target and the mail
+	// client server of the records GET /domains/{domain_name}/dns lists.
+	// "" means the system's host name.
+	Hostname string
+	// GenerateDKIMKeys makes the DKIM keys of a new domain (and of one
+	// created before keys existed, on its first DNS listing); nil means
+	// mailauth.GenerateDKIMKeys. Tests give a fast one: RSA-2048
+	// generation takes 50 to 200 ms.
+	GenerateDKIMKeys func(now time.Time) ([]mailstore.DKIMKey, error)
 }
 
 // API is the management API; it implements http.Handler.
@@ -48,6 +59,11 @@ type API struct {
 	// hashSlots bounds concurrent argon2id hashes (19 MiB each), so a burst
 	// of mailbox creations cannot exhaust memory.
 	hashSlots chan struct{}
+	hostname  string
+	genKeys   func(now time.Time) ([]mailstore.DKIMKey, error)
+	// keySlots bounds concurrent DKIM key generations, each a core busy
+	// for up to 200 ms, so a burst of domain creations leaves CPU to mail.
+	keySlots chan struct{}
 }
 
 // New returns the API for cfg.
@@ -60,6 +76,9 @@ func New(cfg Config) *API {
 		maxMbx:    cfg.DefaultMaxMailboxes,
 		maxAls:    cfg.DefaultMaxAliases,
 		hashSlots: make(chan struct{}, 4),
+		hostname:  cfg.Hostname,
+		genKeys:   cfg.GenerateDKIMKeys,
+		keySlots:  make(chan struct{}, 2),
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -69,6 +88,12 @@ func New(cfg Config) *API {
 	}
 	if a.plans == nil {
 		a.plans = policy.NewPlans(nil)
+	}
+	if a.hostname == "" {
+		a.hostname, _ = os.Hostname()
+	}
+	if a.genKeys == nil {
+		a.genKeys = mailauth.GenerateDKIMKeys
 	}
 	rate, burst := cfg.RateLimit, cfg.RateBurst
 	if rate <= 0 {

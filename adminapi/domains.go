@@ -79,7 +79,11 @@ func (a *API) createDomain(w http.ResponseWriter, r *http.Request, c call) error
 			return err
 		}
 	}
-	d, err := a.store.CreateDomain(r.Context(), c.partnerID, nd, a.now())
+	now := a.now()
+	if nd.DKIMKeys, err = a.dkimKeys(r.Context(), now); err != nil {
+		return err
+	}
+	d, err := a.store.CreateDomain(r.Context(), c.partnerID, nd, now)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/credential"
+	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 )
@@ -54,6 +55,15 @@ func (l *logBuffer) String() string {
 
 type envOpt func(*Config)
 
+// testKeys are the DKIM keys every domain of the tests gets: generated
+// once per test binary, since RSA-2048 generation takes up to 200 ms.
+var testKeys = sync.OnceValues(func() ([]mailstore.DKIMKey, error) {
+	return mailauth.GenerateDKIMKeys(testNow)
+})
+
+// fastKeys is the tests' Config.GenerateDKIMKeys.
+func fastKeys(time.Time) ([]mailstore.DKIMKey, error) { return testKeys() }
+
 // newEnv starts an API on 127.0.0.1 over a store in t.TempDir(); rate
 // limits are out of the way unless an option sets them.
 func newEnv(t testing.TB, opts ...envOpt) *env {
@@ -79,6 +89,8 @@ func (e *env) start(opts ...envOpt) {
 		Now:                 func() time.Time { return testNow },
 		DefaultMaxMailboxes: 1000, DefaultMaxAliases: 1000,
 		RateLimit: 1e6, RateBurst: 1e6,
+		Hostname:         "mx.mailhost.test",
+		GenerateDKIMKeys: fastKeys,
 	}
 	for _, o := range opts {
 		o(&cfg)

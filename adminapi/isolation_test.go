@@ -16,7 +16,7 @@ func TestIsolation(t *testing.T) {
 		"/domains/alpha.example", "/domains/", "/users/", "/aliases/",
 		"/users/alice@alpha.example/quota", "/users/alice@alpha.example/usage",
 		"/domains/alpha.example/retention", "/domains/alpha.example/transfer",
-		"/domains/alpha.example/usage",
+		"/domains/alpha.example/usage", "/domains/alpha.example/dns",
 	}
 	snapshot := func() map[string]string {
 		s := map[string]string{}
@@ -37,6 +37,7 @@ func TestIsolation(t *testing.T) {
 		{"PUT", "/domains/alpha.example/plan", `{"plan":"enterprise"}`},
 		{"PUT", "/domains/alpha.example/limits", `{"max_mailboxes":0}`},
 		{"GET", "/domains/alpha.example/usage", ""},
+		{"GET", "/domains/alpha.example/dns", ""},
 		{"POST", "/domains/alpha.example/suspend", ""},
 		{"POST", "/domains/alpha.example/resume", ""},
 		{"GET", "/domains/alpha.example/retention", ""},

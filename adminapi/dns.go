@@ -1,0 +1,64 @@
+package adminapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/mailhost/mailhost/mailauth"
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// dnsJSON is what GET /domains/{domain_name}/dns answers.
+type dnsJSON struct {
+	Name    string            `json:"name"`
+	Records []mailauth.Record `json:"records"`
+}
+
+// domainDNS answers GET /domains/{domain_name}/dns: the records the
+// customer publishes for the domain. A domain made before DKIM keys
+// existed gets its keys here, once (EnsureDKIMKeys keeps the first ones
+// stored when two requests race).
+func (a *API) domainDNS(w http.ResponseWriter, r *http.Request, c call) error {
+	name, err := domainParam(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	d, err := a.store.Domain(ctx, c.partnerID, name)
+	if err != nil {
+		return err
+	}
+	keys, err := a.store.DKIMKeys(ctx, d.ID)
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		gen, err := a.dkimKeys(ctx, a.now())
+		if err != nil {
+			return err
+		}
+		if keys, err = a.store.EnsureDKIMKeys(ctx, d.ID, gen); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, dnsJSON{Name: d.Name, Records: mailauth.DNSRecords(d.Name, a.hostname, keys)})
+	return nil
+}
+
+// dkimKeys generates a domain's DKIM keys, at most len(a.keySlots) at a
+// time.
+func (a *API) dkimKeys(ctx context.Context, now time.Time) ([]mailstore.DKIMKey, error) {
+	select {
+	case a.keySlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-a.keySlots }()
+	keys, err := a.genKeys(now)
+	if err != nil {
+		return nil, fmt.Errorf("generate DKIM keys: %w", err)
+	}
+	return keys, nil
+}
