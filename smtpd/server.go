@@ -116,8 +116,8 @@ type Config struct {
 	RefuseInboundOverCap bool
 }
 
-// Signer DKIM-signs a message (RFC 6376) for a hosted domain; package
-// mailauth has one.
+// Signer DKIM-signs a message (RFC 6376) for a hosted domain. The wiring
+// adapts mailauth.Signer, with the domain's keys from Store.DKIMKeys.
 type Signer interface {
 	// Sign returns msg with the signature field(s) prepended. domain is
 	// the domain of the message's From: address (hosted, since the sender
@@ -128,7 +128,7 @@ type Signer interface {
 	Sign(ctx context.Context, domain mailstore.Domain, msg []byte) ([]byte, error)
 }
 
-// SRS is the Sender Rewriting Scheme; package mailauth has one.
+// SRS is the Sender Rewriting Scheme; *mailauth.SRS satisfies it.
 type SRS interface {
 	// Forward rewrites sender (not empty) into an address at
 	// forwardDomain that Reverse turns back into it.
@@ -138,7 +138,8 @@ type SRS interface {
 	Reverse(addr string) (string, error)
 }
 
-// Authenticator checks inbound mail; package mailauth has one.
+// Authenticator checks inbound mail. The wiring adapts
+// mailauth.Checker.Check, whose Input has the same four values.
 type Authenticator interface {
 	// Check returns a whole Authentication-Results header field (RFC
 	// 8601), "Authentication-Results: authserv-id; ...", folded or not,

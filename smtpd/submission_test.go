@@ -578,3 +578,55 @@ func TestSubmissionTransferCap(t *testing.T) {
 		t.Errorf("send from b.test = %v", err)
 	}
 }
+
+// TestImplicitTLSListeners checks both ways to serve implicit TLS:
+// ServeTLS, which keeps the per-IP limit (closing the connection over it
+// before the handshake), and a tls.NewListener given to Serve.
+func TestImplicitTLSListeners(t *testing.T) {
+	e := newSubmissionEnv(t, func(c *Config) { c.MaxConnsPerIP = 1 })
+	t.Run("ServeTLS over the per-IP limit", func(t *testing.T) {
+		e.rawTLS(t)
+		c, err := net.Dial("tcp", e.tlsAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := c.Read(make([]byte, 64)); n != 0 || err == nil {
+			t.Errorf("connection over the limit read %d bytes, %v; want it closed without a reply", n, err)
+		}
+	})
+	t.Run("tls.NewListener given to Serve", func(t *testing.T) {
+		cert := selfSigned(t, "mx.test")
+		srv := NewSubmission(Config{
+			Store: e.st, Hostname: "mx.test", Now: func() time.Time { return testNow },
+			Logins: credential.NewLogins(credential.LoginConfig{Accounts: e.st}),
+		})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})) }()
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			srv.Shutdown(ctx)
+			<-served
+		}()
+		pool := x509.NewCertPool()
+		pool.AddCert(cert.Leaf)
+		c, err := smtp.DialTLS(ln.Addr().String(), &tls.Config{ServerName: "mx.test", RootCAs: pool})
+		if err != nil {
+			t.Fatalf("dial TLS: %v", err)
+		}
+		defer c.Close()
+		if err := c.Auth(sasl.NewPlainClient("", "bob@a.test", password)); err != nil {
+			t.Fatalf("AUTH over a TLS listener given to Serve = %v", err)
+		}
+		if err := c.SendMail("bob@a.test", []string{"carol@a.test"}, strings.NewReader(fromMsg("bob@a.test", "tls listener"))); err != nil {
+			t.Fatalf("send = %v", err)
+		}
+		c.Quit()
+	})
+}
