@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,4 +170,28 @@ func TestDomainKeysFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t, "GET dns", e.a("GET", "/domains/old.example/dns", ""), 500)
+}
+
+// TestDomainKeysNotMadeForTakenName: a repeated creation is refused
+// before any key is made.
+func TestDomainKeysNotMadeForTakenName(t *testing.T) {
+	var made atomic.Int32
+	e := newEnv(t, func(c *Config) {
+		c.GenerateDKIMKeys = func(now time.Time) ([]mailstore.DKIMKey, error) {
+			made.Add(1)
+			return fastKeys(now)
+		}
+	})
+	must(t, "create", e.a("POST", "/domains/", `{"name":"example.com"}`), 201)
+	for _, r := range []resp{
+		e.a("POST", "/domains/", `{"name":"example.com"}`),
+		e.b("POST", "/domains/", `{"name":"EXAMPLE.com"}`),
+	} {
+		if r.status != 400 || r.detail() != "Domain already exists" {
+			t.Errorf("create again = %d %s, want 400 Domain already exists", r.status, r.body)
+		}
+	}
+	if n := made.Load(); n != 1 {
+		t.Errorf("keys made %d times, want 1", n)
+	}
 }

@@ -1,6 +1,7 @@
 package adminapi
 
 import (
+	"errors"
 	"math"
 	"net/http"
 
@@ -78,6 +79,14 @@ func (a *API) createDomain(w http.ResponseWriter, r *http.Request, c call) error
 		if nd.MaxAliases, err = b.int("max_aliases", 0, maxCountLimit); err != nil {
 			return err
 		}
+	}
+	// A name already taken is answered before the keys are made: billing
+	// systems repeat creations, and a key costs up to 200 ms of CPU.
+	// CreateDomain checks again in its transaction.
+	if _, err := a.store.DomainByName(r.Context(), name); err == nil {
+		return mailstore.ErrDomainExists
+	} else if !errors.Is(err, mailstore.ErrNotFound) {
+		return err
 	}
 	now := a.now()
 	if nd.DKIMKeys, err = a.dkimKeys(r.Context(), now); err != nil {
