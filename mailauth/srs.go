@@ -10,30 +10,6 @@ import (
 	"time"
 )
 
-// The Sender Rewriting Scheme, in the format of libsrs2 and postsrsd, so
-// that bounces pass through forwarders that use either.
-//
-// A forwarder that relays mail from user@orig.example to another domain
-// sends it with the envelope sender
-//
-//	SRS0=HHHH=TT=orig.example=user@forward.example
-//
-// which SPF of forward.example authorises, and which only it can turn back
-// into user@orig.example: HHHH is the first four base64 characters of
-// HMAC-SHA1(secret, TT + "orig.example" + "user") over the lower-cased
-// parts, TT the day of the forward (days since 1970 modulo 1024, in two
-// base32 characters, high bits first). A later forwarder of an SRS0
-// address does not nest it but names the first forwarder:
-//
-//	SRS1=GGGG=forward.example==HHHH=TT=orig.example=user@next.example
-//
-// with GGGG = HMAC-SHA1(secret, "forward.example" + "=HHHH=TT=orig.example=user"),
-// and Reverse of it gives back the SRS0 address at forward.example, which
-// a bounce then reaches.
-//
-// Hashes compare without regard to case because some MTAs lower-case the
-// local part on the way; that costs some of the 24 bits, as in libsrs2.
-
 // Errors of Reverse, matched with errors.Is.
 var (
 	// ErrNotSRS: the address is not an SRS address, or not a well-formed
@@ -62,7 +38,31 @@ const (
 	srsSeparator = "="
 )
 
-// SRS rewrites envelope senders of forwarded mail and reverses them.
+// SRS rewrites envelope senders of forwarded mail and reverses them: the
+// Sender Rewriting Scheme in the format of libsrs2 and postsrsd.
+//
+// A forwarder that relays mail from user@orig.example to another domain
+// sends it with the envelope sender
+//
+//	SRS0=HHHH=TT=orig.example=user@forward.example
+//
+// which SPF of forward.example authorises, and which only it can turn back
+// into user@orig.example: HHHH is the first four base64 characters of
+// HMAC-SHA1(secret, TT + "orig.example" + "user") over the lower-cased
+// parts, TT the day of the forward (days since 1970 modulo 1024, in two
+// base32 characters, high bits first). A later forwarder of an SRS0
+// address does not nest it but names the first forwarder:
+//
+//	SRS1=GGGG=forward.example==HHHH=TT=orig.example=user@next.example
+//
+// with GGGG = HMAC-SHA1(secret, "forward.example" + "=HHHH=TT=orig.example=user"),
+// and Reverse of it gives back the SRS0 address at forward.example, which
+// a bounce then reaches.
+//
+// Hashes compare without regard to case because some MTAs lower-case the
+// local part on the way; that costs some of the 24 bits, as in libsrs2.
+// The day is kept modulo 1024, as in libsrs2: an address 1024 days old
+// reads as new again (its hash still binds it to the secret).
 type SRS struct {
 	// Secret keys the hashes; it is required, and every node that reverses
 	// the addresses must share it.
