@@ -10,6 +10,8 @@ import (
 
 	"github.com/emersion/go-msgauth/authres"
 	"github.com/emersion/go-msgauth/dmarc"
+
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 // checkDNS is the DNS of the Checker tests.
@@ -227,5 +229,34 @@ func TestCheckDeadline(t *testing.T) {
 				t.Errorf("Check() = spf %s dkim %+v dmarc %s, want temperror throughout", res.SPF, res.DKIM, res.DMARC)
 			}
 		})
+	}
+}
+
+// TestPublishedRecordsPass: mail sent by this server for a domain that
+// published what DNSRecords lists passes SPF, DKIM and DMARC at the
+// receiver, and mail from elsewhere softfails SPF and fails DMARC.
+func TestPublishedRecordsPass(t *testing.T) {
+	f := &fakeDNS{txt: map[string][]string{}, ip: map[string][]string{"mx.mailhost.test": {"198.51.100.25"}}, mx: map[string][]*net.MX{}}
+	for _, r := range DNSRecords("hosted.example", "mx.mailhost.test", keys(t)) {
+		switch r.Type {
+		case "TXT":
+			f.txt[r.Name] = append(f.txt[r.Name], r.Value)
+		case "MX":
+			f.mx[r.Name] = append(f.mx[r.Name], &net.MX{Host: r.Value + ".", Pref: uint16(r.Priority)})
+		}
+	}
+	c := &Checker{Resolver: f, Hostname: "receiver.example"}
+	signed, err := StoreSigner{Store: keyTable{7: keys(t)}}.Sign(t.Context(), mailstore.Domain{ID: 7, Name: "hosted.example"}, message(t, "u@hosted.example", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res := c.Check(t.Context(), Input{IP: net.ParseIP("198.51.100.25"), HELO: "mx.mailhost.test", MailFrom: "u@hosted.example", Message: signed})
+	if res.SPF != authres.ResultPass || len(res.DKIM) != 2 || res.DKIM[0].Value != authres.ResultPass ||
+		res.DKIM[1].Value != authres.ResultPass || res.DMARC != authres.ResultPass || res.Policy != dmarc.PolicyNone {
+		t.Errorf("our mail: spf %s dkim %+v dmarc %s policy %s; want pass, pass, pass, none", res.SPF, res.DKIM, res.DMARC, res.Policy)
+	}
+	_, res = c.Check(t.Context(), Input{IP: net.ParseIP("203.0.113.9"), HELO: "spoof.example", MailFrom: "u@hosted.example", Message: message(t, "u@hosted.example", "")})
+	if res.SPF != authres.ResultSoftFail || res.DMARC != authres.ResultFail {
+		t.Errorf("spoofed mail: spf %s dmarc %s; want softfail, fail", res.SPF, res.DMARC)
 	}
 }
