@@ -19,7 +19,9 @@ import (
 	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/imapd"
+	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/outbound"
 	"github.com/mailhost/mailhost/policy"
 	"github.com/mailhost/mailhost/smtpd"
 )
@@ -37,7 +39,7 @@ type Options struct {
 
 // Addrs are the addresses the listeners are bound to; empty when off.
 type Addrs struct {
-	HTTP, SMTP, IMAP, IMAPS string
+	HTTP, SMTP, Submission, Submissions, IMAP, IMAPS string
 }
 
 // NewLogger makes the process logger the configuration asks for.
@@ -90,6 +92,24 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err != nil {
 		return err
 	}
+	resolver, err := newResolver(cfg.DNS)
+	if err != nil {
+		return err
+	}
+	secret, err := srsSecret(cfg.SRSSecret, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	srs := &mailauth.SRS{Secret: secret, Now: o.Now}
+	// One login throttle and cache for IMAP and submission: a password
+	// guessed at over one protocol is throttled on the other too.
+	logins := credential.NewLogins(credential.LoginConfig{Accounts: st, Verifier: credential.NewVerifier(0), Now: o.Now})
+	sender := outbound.New(outbound.Config{
+		Store: st, Hostname: hostname, Resolver: resolver, Relay: cfg.Relay,
+		Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
+		Now: o.Now, Logger: log, SRS: srs,
+	})
+	ops.(*storeOps).wake = sender.Wake
 
 	var (
 		servers []server
@@ -137,7 +157,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			return err
 		}
 		api := adminapi.New(adminapi.Config{
-			Store: st, Plans: policy.NewPlans(cfg.Plans), Logger: log, Now: o.Now,
+			Store: st, Plans: policy.NewPlans(cfg.Plans), Logger: log, Now: o.Now, Hostname: hostname,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst,
 		})
@@ -161,18 +181,54 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			closeAll()
 			return err
 		}
-		s := smtpd.New(smtpd.Config{
+		mx := smtpd.Config{
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
-			MaxMessageBytes: cfg.MaxMessageBytes,
-		})
+			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake,
+			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
+		}
+		if cfg.InboundChecks {
+			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}
+		}
+		s := smtpd.New(mx)
 		servers = append(servers, s)
 		addrs.SMTP = ln.Addr().String()
 		serve("smtp", func() error { return s.Serve(ln) })
 		log.Info("listening", "service", "smtp", "addr", addrs.SMTP)
 	}
 
+	if cfg.Submission != "" || cfg.Submissions != "" {
+		s := smtpd.NewSubmission(smtpd.Config{
+			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
+			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake,
+			Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
+			Signer: mailauth.StoreSigner{Store: st},
+		})
+		servers = append(servers, s)
+		for _, l := range []struct {
+			name  string
+			addr  string
+			tls   bool
+			bound *string
+		}{{"submission", cfg.Submission, false, &addrs.Submission}, {"submissions", cfg.Submissions, true, &addrs.Submissions}} {
+			if l.addr == "" {
+				continue
+			}
+			ln, err := listen(l.addr)
+			if err != nil {
+				closeAll()
+				return err
+			}
+			*l.bound = ln.Addr().String()
+			if l.tls {
+				serve(l.name, func() error { return s.ServeTLS(ln) })
+			} else {
+				serve(l.name, func() error { return s.Serve(ln) })
+			}
+			log.Info("listening", "service", l.name, "addr", *l.bound)
+		}
+	}
+
 	if cfg.IMAP != "" || cfg.IMAPS != "" {
-		logins := credential.NewLogins(credential.LoginConfig{Accounts: st, Verifier: credential.NewVerifier(0), Now: o.Now})
 		s := imapd.New(imapd.Config{
 			Store: st, Logins: logins, TLS: tlsConfig, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			Logger: log, Now: o.Now,
@@ -200,15 +256,19 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			log.Info("listening", "service", map[bool]string{false: "imap", true: "imaps"}[l.tls], "addr", *l.bound)
 		}
 	}
-	if cfg.Submission != "" || cfg.Submissions != "" {
-		log.Warn("submission listeners are not built yet; submission and submissions stay off")
-	}
-
 	rctx, stopRetention := context.WithCancel(ctx)
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		runRetention(rctx, st, cfg.RetentionTime, o.Now, log)
+	}()
+	// The queue stops with the retention scheduler, after the listeners
+	// that feed it are closed: what they queued stays in the store.
+	go func() {
+		defer wg.Done()
+		if err := sender.Run(rctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("outbound queue stopped", "err", err)
+		}
 	}()
 
 	if o.Ready != nil {
@@ -221,8 +281,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	case runErr = <-errs:
 		log.Error("listener failed; shutting down", "err", runErr)
 	}
-	stopRetention()
 	closeAll()
+	stopRetention()
 	wg.Wait()
 	return runErr
 }
@@ -244,4 +304,12 @@ func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io
 	fmt.Fprintf(stdout, "Created partner %q (id %d). Its API key, shown only this once:\n\n    %s\n\nUse it as: Authorization: Bearer <key>\n\n", k.Name, k.ID, k.APIKey)
 	log.Info("created default partner", "partner_id", k.ID, "key_prefix", k.KeyPrefix)
 	return nil
+}
+
+// checker adapts mailauth.Checker to smtpd.Authenticator.
+type checker struct{ c *mailauth.Checker }
+
+func (c checker) Check(ctx context.Context, ip net.IP, helo, mailFrom string, msg []byte) string {
+	h, _ := c.c.Check(ctx, mailauth.Input{IP: ip, HELO: helo, MailFrom: mailFrom, Message: msg})
+	return h
 }
