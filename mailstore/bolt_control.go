@@ -83,6 +83,36 @@ func partnerExists(tx *bolt.Tx, id int64) bool {
 	return tx.Bucket(bPartners).Get(id8(id)) != nil
 }
 
+// SetPartnerLimits implements Control.
+func (s *Bolt) SetPartnerLimits(ctx context.Context, partnerID int64, l PartnerLimits) (Partner, error) {
+	if l.MaxDomains != nil && *l.MaxDomains < 0 {
+		return Partner{}, fmt.Errorf("partner %d limits: max domains %d: %w", partnerID, *l.MaxDomains, ErrInvalidArgument)
+	}
+	var p Partner
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bPartners)
+		if !getJSON(b, id8(partnerID), &p) {
+			return ErrPartnerNotFound
+		}
+		if l.MaxDomains != nil {
+			p.MaxDomains = *l.MaxDomains
+		}
+		return putJSON(b, id8(partnerID), p)
+	})
+	if err != nil {
+		return Partner{}, fmt.Errorf("partner %d limits: %w", partnerID, err)
+	}
+	return p, nil
+}
+
+// partnerDomainCount counts a partner's domains with a prefix seek; only
+// CreateDomain under a limit needs it.
+func partnerDomainCount(tx *bolt.Tx, partnerID int64) int64 {
+	var n int64
+	eachChild(tx.Bucket(bPartnerDomains), partnerID, 0, func([]byte) { n++ })
+	return n
+}
+
 // AddAPIKey implements Control.
 func (s *Bolt) AddAPIKey(ctx context.Context, partnerID int64, k APIKey) (APIKey, error) {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
@@ -213,12 +243,16 @@ func putDomain(tx *bolt.Tx, d Domain) error {
 func (s *Bolt) CreateDomain(ctx context.Context, partnerID int64, nd NewDomain, now time.Time) (Domain, error) {
 	var d Domain
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		if !partnerExists(tx, partnerID) {
+		var p Partner
+		if !getJSON(tx.Bucket(bPartners), id8(partnerID), &p) {
 			return ErrPartnerNotFound
 		}
 		names := tx.Bucket(bDomainNames)
 		if names.Get([]byte(nd.Name)) != nil {
 			return ErrDomainExists
+		}
+		if p.MaxDomains > 0 && partnerDomainCount(tx, partnerID) >= p.MaxDomains {
+			return ErrDomainLimit
 		}
 		b := tx.Bucket(bDomains)
 		id, err := nextID(b)

@@ -68,14 +68,18 @@ func TestBoltRestart(t *testing.T) {
 	if _, err := s.RevokeAPIKey(ctx, k.ID, now); err != nil {
 		t.Fatalf("RevokeAPIKey() = %v", err)
 	}
+	maxDomains := int64(3)
+	if _, err := s.SetPartnerLimits(ctx, p.ID, mailstore.PartnerLimits{MaxDomains: &maxDomains}); err != nil {
+		t.Fatalf("SetPartnerLimits() = %v", err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
 	}
 
 	s = openBolt(t, dir)
 	defer s.Close()
-	if got, err := s.PartnerByName(ctx, "acme"); err != nil || got.ID != p.ID {
-		t.Errorf("PartnerByName(acme) after restart = %+v, %v, want id %d", got, err, p.ID)
+	if got, err := s.PartnerByName(ctx, "acme"); err != nil || got.ID != p.ID || got.MaxDomains != 3 {
+		t.Errorf("PartnerByName(acme) after restart = %+v, %v, want id %d, max domains 3", got, err, p.ID)
 	}
 	if got, err := s.APIKeyByLookup(ctx, k.Lookup); err != nil || got.ID != k.ID || !got.Revoked || string(got.SecretHash) != "h" {
 		t.Errorf("APIKeyByLookup() after restart = %+v, %v, want key %d, revoked", got, err, k.ID)

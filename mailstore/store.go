@@ -39,6 +39,7 @@ var (
 	ErrAliasExists     = errors.New("alias source already exists")
 	ErrMailboxLimit    = errors.New("mailbox quota exceeded for this domain")
 	ErrAliasLimit      = errors.New("alias quota exceeded")
+	ErrDomainLimit     = errors.New("domain limit reached for this partner")
 	ErrDomainNotEmpty  = errors.New("domain is not empty")
 	ErrWrongDomain     = errors.New("address is not in the domain")
 	ErrLocked          = errors.New("store is locked by another process")
@@ -73,6 +74,10 @@ type Control interface {
 	Partners(ctx context.Context) ([]Partner, error)
 	// PartnerByName finds a partner by exact name, or by decimal id.
 	PartnerByName(ctx context.Context, name string) (Partner, error)
+	// SetPartnerLimits changes the limits given (a negative one is
+	// ErrInvalidArgument) and answers the partner. Repeating it is
+	// harmless. ErrPartnerNotFound.
+	SetPartnerLimits(ctx context.Context, partnerID int64, l PartnerLimits) (Partner, error)
 
 	// AddAPIKey stores a key made by package credential. ID and PartnerID
 	// are set by the store; ErrPartnerNotFound if the partner is unknown.
@@ -88,7 +93,8 @@ type Control interface {
 	RevokeAPIKey(ctx context.Context, keyID int64, now time.Time) (APIKey, error)
 
 	// CreateDomain adds a domain to a partner with the plan's limits.
-	// ErrDomainExists if any partner has the name; ErrPartnerNotFound.
+	// ErrDomainExists if any partner has the name; ErrPartnerNotFound;
+	// ErrDomainLimit when the partner has MaxDomains domains already.
 	CreateDomain(ctx context.Context, partnerID int64, d NewDomain, now time.Time) (Domain, error)
 	// Domains lists a partner's domains by id, and the total count.
 	Domains(ctx context.Context, partnerID int64, p Page) ([]Domain, int, error)

@@ -7,6 +7,15 @@ type Partner struct {
 	ID        int64     `json:"id"`
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
+	// MaxDomains is how many domains the partner may have; 0 means no
+	// limit. Lowering it below the domains it has deletes nothing: it
+	// only stops new ones.
+	MaxDomains int64 `json:"max_domains"`
+}
+
+// PartnerLimits changes a partner's limits; nil fields stay as they are.
+type PartnerLimits struct {
+	MaxDomains *int64
 }
 
 // APIKey is a partner's credential. Only a hash of its secret is stored; the

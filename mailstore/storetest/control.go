@@ -16,6 +16,7 @@ import (
 // aliases, limits and partner isolation.
 func runControl(t *testing.T, open Open) {
 	t.Run("partners", func(t *testing.T) { ctlPartners(t, open) })
+	t.Run("partner_limits", func(t *testing.T) { ctlPartnerLimits(t, open) })
 	t.Run("api_keys", func(t *testing.T) { ctlAPIKeys(t, open) })
 	t.Run("domains", func(t *testing.T) { ctlDomains(t, open) })
 	t.Run("domain_paging", func(t *testing.T) { ctlDomainPaging(t, open) })
