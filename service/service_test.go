@@ -19,13 +19,18 @@ import (
 
 // startServer runs the whole service on random loopback ports in dir and
 // returns its addresses, what it printed, and a stop function.
-func startServer(t *testing.T, dir string) (Addrs, *bytes.Buffer, func()) {
+func startServer(t *testing.T, dir string, env ...string) (Addrs, *bytes.Buffer, func()) {
 	t.Helper()
 	cfg, err := config.Register(flag.NewFlagSet("t", flag.ContinueOnError)).Load(func(k string) (string, bool) {
 		m := map[string]string{
 			"MAILHOST_DATA": dir, "MAILHOST_HTTP": "127.0.0.1:0", "MAILHOST_SMTP": "127.0.0.1:0",
 			"MAILHOST_IMAP": "127.0.0.1:0", "MAILHOST_IMAPS": "127.0.0.1:0",
 			"MAILHOST_SUBMISSION": "", "MAILHOST_SUBMISSIONS": "", "MAILHOST_HOSTNAME": "mx.test",
+			// Tests stay off the network: no SPF/DKIM/DMARC lookups.
+			"MAILHOST_INBOUND_CHECKS": "false",
+		}
+		for i := 0; i+1 < len(env); i += 2 {
+			m[env[i]] = env[i+1]
 		}
 		v, ok := m[k]
 		return v, ok
