@@ -58,6 +58,7 @@ var storeErrors = []struct {
 	{mailstore.ErrAliasExists, newError(http.StatusBadRequest, "Alias source already exists")},
 	{mailstore.ErrMailboxLimit, newError(http.StatusForbidden, "Mailbox quota exceeded for this domain")},
 	{mailstore.ErrAliasLimit, newError(http.StatusForbidden, "Alias quota exceeded")},
+	{mailstore.ErrDomainLimit, newError(http.StatusForbidden, "Domain quota exceeded for this partner")},
 	{mailstore.ErrDomainNotEmpty, newError(http.StatusConflict, "Domain is not empty")},
 	{mailstore.ErrWrongDomain, newError(http.StatusUnprocessableEntity, "Address is not in the domain")},
 	{mailstore.ErrInvalidArgument, newError(http.StatusUnprocessableEntity, "Invalid argument")},

@@ -63,6 +63,15 @@ func controlHandler(op Operator) http.Handler {
 		v, err := op.Keys(r.Context(), r.PathValue("p"))
 		reply(w, v, err)
 	})
+	mux.HandleFunc("PUT /partners/{p}/limits", func(w http.ResponseWriter, r *http.Request) {
+		var l mailstore.PartnerLimits
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&l); err != nil {
+			reply(w, nil, fmt.Errorf("limits: %v: %w", err, mailstore.ErrInvalidArgument))
+			return
+		}
+		v, err := op.SetPartnerLimits(r.Context(), r.PathValue("p"), l)
+		reply(w, v, err)
+	})
 	mux.HandleFunc("POST /keys/{id}/revoke", func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 		if err != nil {
@@ -177,6 +186,10 @@ func (o *socketOps) CreateKey(ctx context.Context, partner string) (v NewKey, er
 
 func (o *socketOps) Keys(ctx context.Context, partner string) (v []KeyInfo, err error) {
 	return v, o.call(ctx, "GET", "/partners/"+url.PathEscape(partner)+"/keys", nil, &v)
+}
+
+func (o *socketOps) SetPartnerLimits(ctx context.Context, partner string, l mailstore.PartnerLimits) (v mailstore.Partner, err error) {
+	return v, o.call(ctx, "PUT", "/partners/"+url.PathEscape(partner)+"/limits", l, &v)
 }
 
 func (o *socketOps) RevokeKey(ctx context.Context, keyID int64) (v KeyInfo, err error) {

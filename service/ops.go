@@ -19,6 +19,8 @@ type Operator interface {
 	Keys(ctx context.Context, partner string) ([]KeyInfo, error)
 	RevokeKey(ctx context.Context, keyID int64) (KeyInfo, error)
 	RunRetention(ctx context.Context) ([]Purged, error)
+	// SetPartnerLimits changes a partner's limits (name or id).
+	SetPartnerLimits(ctx context.Context, partner string, l mailstore.PartnerLimits) (mailstore.Partner, error)
 	// Queue lists the outbound queue, at most limit entries from offset.
 	Queue(ctx context.Context, p mailstore.Page) (QueueList, error)
 	// FlushQueue makes every queued message that is not held for its
@@ -179,4 +181,12 @@ func (o *storeOps) FlushQueue(ctx context.Context) (Flushed, error) {
 		o.wake()
 	}
 	return Flushed{Flushed: n}, nil
+}
+
+func (o *storeOps) SetPartnerLimits(ctx context.Context, partner string, l mailstore.PartnerLimits) (mailstore.Partner, error) {
+	p, err := o.store.PartnerByName(ctx, partner)
+	if err != nil {
+		return mailstore.Partner{}, fmt.Errorf("partner %q: %w", partner, err)
+	}
+	return o.store.SetPartnerLimits(ctx, p.ID, l)
 }

@@ -24,6 +24,8 @@ Usage:
   mailhost serve [flags]                 run the API, SMTP, IMAP and retention
   mailhost partner create NAME [flags]   make a partner and its first API key (JSON)
   mailhost partner list [flags]          list partners (JSON)
+  mailhost partner limits PARTNER -max-domains N [flags]
+                                         set a partner's limits (0 = no limit)
   mailhost key create PARTNER [flags]    make another API key for a partner (JSON)
   mailhost key list PARTNER [flags]      list a partner's keys, never their secrets
   mailhost key revoke KEY_ID [flags]     revoke a key
@@ -50,7 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	want := map[string]int{
-		"serve": 0, "partner create": 1, "partner list": 0, "key create": 1,
+		"serve": 0, "partner create": 1, "partner list": 0, "partner limits": 1, "key create": 1,
 		"key list": 1, "key revoke": 1, "retention run": 0,
 		"queue list": 0, "queue flush": 0,
 	}
@@ -63,6 +65,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	flags := config.Register(fs)
 	var page mailstore.Page
+	maxDomains := new(int64)
+	if cmd == "partner limits" {
+		fs.Int64Var(maxDomains, "max-domains", -1, "the most domains the partner may have; 0 = no limit")
+	}
 	if cmd == "queue list" {
 		fs.IntVar(&page.Limit, "limit", 100, "most entries to list")
 		fs.IntVar(&page.Offset, "offset", 0, "entries to skip")
@@ -82,6 +88,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mailhost %s: want %d argument(s), got %d\n\n%s", cmd, nargs, len(pos), usage)
 		return 2
 	}
+	var limits mailstore.PartnerLimits
+	if cmd == "partner limits" {
+		if *maxDomains < 0 {
+			fmt.Fprintf(stderr, "mailhost partner limits: say -max-domains N (0 = no limit)\n")
+			return 2
+		}
+		limits.MaxDomains = maxDomains
+	}
 	cfg, err := flags.Load(nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "mailhost: configuration: %v\n", err)
@@ -94,7 +108,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = service.Run(ctx, cfg, service.Options{Stdout: stdout, Logger: service.NewLogger(cfg, stderr)})
 	} else {
 		err = service.WithOperator(ctx, cfg.DataDir, func(op service.Operator) error {
-			return operate(ctx, op, cmd, pos, page, stdout)
+			return operate(ctx, op, cmd, pos, page, limits, stdout)
 		})
 	}
 	if err != nil {
@@ -104,7 +118,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func operate(ctx context.Context, op service.Operator, cmd string, pos []string, page mailstore.Page, stdout io.Writer) error {
+func operate(ctx context.Context, op service.Operator, cmd string, pos []string, page mailstore.Page, limits mailstore.PartnerLimits, stdout io.Writer) error {
 	var v any
 	var err error
 	switch cmd {
@@ -112,6 +126,8 @@ func operate(ctx context.Context, op service.Operator, cmd string, pos []string,
 		v, err = op.CreatePartner(ctx, pos[0])
 	case "partner list":
 		v, err = op.Partners(ctx)
+	case "partner limits":
+		v, err = op.SetPartnerLimits(ctx, pos[0], limits)
 	case "key create":
 		v, err = op.CreateKey(ctx, pos[0])
 	case "key list":

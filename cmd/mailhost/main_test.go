@@ -48,6 +48,15 @@ func TestCLI(t *testing.T) {
 	if code, _, errs := mh(t, "key", "list", "nobody", "-data", dir); code != 1 || !strings.Contains(errs, "not found") {
 		t.Errorf("key list unknown partner = %d %q", code, errs)
 	}
+	if code, out, errs := mh(t, "partner", "limits", "acme", "-max-domains", "3", "-data", dir); code != 0 || !strings.Contains(out, `"max_domains": 3`) {
+		t.Errorf("partner limits = %d %q %q, want max_domains 3", code, out, errs)
+	}
+	if code, out, _ := mh(t, "queue", "list", "-data", dir); code != 0 || !strings.Contains(out, `"total": 0`) {
+		t.Errorf("queue list = %d %q, want an empty queue", code, out)
+	}
+	if code, out, _ := mh(t, "queue", "flush", "-data", dir); code != 0 || !strings.Contains(out, `"flushed": 0`) {
+		t.Errorf("queue flush = %d %q", code, out)
+	}
 }
 
 func TestUsage(t *testing.T) {
@@ -62,6 +71,8 @@ func TestUsage(t *testing.T) {
 		{"missing arg", []string{"partner", "create"}, 2},
 		{"extra arg", []string{"partner", "list", "x"}, 2},
 		{"bad flag value", []string{"partner", "list", "-retention-time", "99"}, 2},
+		{"limits without a limit", []string{"partner", "limits", "acme"}, 2},
+		{"max-domains on another command", []string{"partner", "list", "-max-domains", "2"}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
