@@ -34,32 +34,54 @@ func session(o options, addr string) (*imapclient.Client, error) {
 	return c, nil
 }
 
-// inboxCount answers how many messages addr's INBOX holds (STATUS).
-func inboxCount(o options, addr string) (int, error) {
-	c, err := session(o, addr)
-	if err != nil {
-		return 0, err
+// counter counts INBOX messages over one logged-in session per mailbox,
+// opened on first use and kept, so that polling costs the server a STATUS
+// and not a login (a password hash, where logins are not cached).
+type counter struct {
+	o        options
+	sessions map[string]*imapclient.Client
+}
+
+func newCounter(o options) *counter {
+	return &counter{o: o, sessions: map[string]*imapclient.Client{}}
+}
+
+func (c *counter) count(addr string) (int, error) {
+	s := c.sessions[addr]
+	if s == nil {
+		var err error
+		if s, err = session(c.o, addr); err != nil {
+			return 0, err
+		}
+		c.sessions[addr] = s
 	}
-	defer c.Close()
-	st, err := c.Status("INBOX", &imap.StatusOptions{NumMessages: true}).Wait()
+	st, err := s.Status("INBOX", &imap.StatusOptions{NumMessages: true}).Wait()
 	if err != nil {
 		return 0, fmt.Errorf("imap status %s: %w", addr, err)
 	}
-	c.Logout().Wait()
 	return int(*st.NumMessages), nil
+}
+
+// close logs out of every session; the counter can be used again.
+func (c *counter) close() {
+	for a, s := range c.sessions {
+		s.Logout().Wait()
+		s.Close()
+		delete(c.sessions, a)
+	}
 }
 
 // countAll counts the INBOX of every mailbox. Given want, it polls the
 // mailboxes still short of their count every 200 ms until none is, or ctx
 // ends; a mailbox holding more than wanted is an error (a miscount would
 // make the end-to-end figure wrong).
-func countAll(ctx context.Context, o options, addrs []string, want map[string]int) (map[string]int, error) {
+func countAll(ctx context.Context, c *counter, addrs []string, want map[string]int) (map[string]int, error) {
 	got := map[string]int{}
 	todo := addrs
 	for {
 		var short []string
 		for _, a := range todo {
-			k, err := inboxCount(o, a)
+			k, err := c.count(a)
 			if err != nil {
 				return nil, err
 			}

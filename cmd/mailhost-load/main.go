@@ -144,9 +144,14 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("provisioned %s with %d mailboxes in %.1fs\n", o.domain, len(addrs), time.Since(t0).Seconds())
 	}
 	var before map[string]int // messages per mailbox before delivery, for -wait
+	var cnt *counter
 	if o.wait {
+		// The sessions are opened before delivery so that no login
+		// competes with it.
+		cnt = newCounter(o)
+		defer cnt.close()
 		var err error
-		if before, err = countAll(ctx, o, addrs, nil); err != nil {
+		if before, err = countAll(ctx, cnt, addrs, nil); err != nil {
 			return fmt.Errorf("count before delivery: %w", err)
 		}
 	}
@@ -166,12 +171,13 @@ func run(ctx context.Context, o options) error {
 			for a, k := range before {
 				want[a] += k
 			}
-			if _, err := countAll(ctx, o, addrs, want); err != nil {
+			if _, err := countAll(ctx, cnt, addrs, want); err != nil {
 				return fmt.Errorf("wait for delivery: %w", err)
 			}
 			e2e := time.Since(d.start)
 			res.Deliver.EndToEndSeconds = e2e.Seconds()
 			res.Deliver.EndToEndRate = float64(o.n) / e2e.Seconds()
+			cnt.close()
 			fmt.Printf("smtp: all %d messages stored (IMAP STATUS) %.2fs after the first MAIL: %.0f msg/s end to end\n",
 				o.n, e2e.Seconds(), res.Deliver.EndToEndRate)
 		}

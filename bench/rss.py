@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""rss.py: peak memory of one or more process trees while a load runs.
+
+Usage: rss.py OUTFILE ROOT_PID...
+
+Every 100 ms it sums, over every process descended from (or equal to) a
+root pid, the proportional set size (Pss, from /proc/PID/smaps_rollup) and
+the resident size (VmRSS). Postfix and Dovecot are many processes sharing
+their libraries, so their RSS sum counts shared pages many times; Pss
+shares them out and is the fair figure to set against mailhost's single
+process (whose Pss is about its RSS). On SIGTERM or SIGINT it writes
+{"peak_pss_mb": ..., "peak_rss_mb": ..., "max_processes": ..., "samples": ...}
+to OUTFILE and exits. bench/compare.sh starts and stops it around each load.
+"""
+import json
+import os
+import signal
+import sys
+import time
+
+
+def children_map():
+    kids = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                s = f.read()
+        except OSError:
+            continue
+        # Field 4 (ppid) follows the parenthesised command name.
+        ppid = int(s[s.rindex(")") + 2 :].split()[1])
+        kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def tree(roots):
+    kids = children_map()
+    out, todo = [], list(roots)
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def field_kb(path, key):
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def main():
+    out, roots = sys.argv[1], [int(p) for p in sys.argv[2:]]
+    peak_pss = peak_rss = max_procs = samples = 0
+    stop = False
+
+    def on_signal(*_):
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    while not stop:
+        procs = tree(roots)
+        pss = sum(field_kb(f"/proc/{p}/smaps_rollup", "Pss:") for p in procs)
+        rss = sum(field_kb(f"/proc/{p}/status", "VmRSS:") for p in procs)
+        peak_pss, peak_rss = max(peak_pss, pss), max(peak_rss, rss)
+        max_procs = max(max_procs, len(procs))
+        samples += 1
+        time.sleep(0.1)
+    with open(out, "w") as f:
+        json.dump({"peak_pss_mb": round(peak_pss / 1024, 1), "peak_rss_mb": round(peak_rss / 1024, 1),
+                   "max_processes": max_procs, "samples": samples}, f)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
