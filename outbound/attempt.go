@@ -58,10 +58,11 @@ func (o *outcome) settle(rcpts []string, r reply) {
 // learnt is not thrown away: Run waits for them.
 const recordTimeout = 30 * time.Second
 
-// attempt makes one delivery attempt of a claimed entry and records it.
-// ctx bounds the delivery (the lease, and Run's context); runCtx is Run's
-// context alone, to tell a shutdown from a timeout.
-func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound) {
+// attempt makes one delivery attempt of a claimed entry and records it;
+// it answers whether it recorded it. ctx bounds the delivery (the lease,
+// and Run's context); runCtx is Run's context alone, to tell a shutdown
+// from a timeout.
+func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound) (recorded bool) {
 	start := time.Now()
 	pending := e.Pending()
 	log := s.log.With("id", e.ID, "destination", e.Destination)
@@ -73,7 +74,7 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound) {
 		if ctx.Err() == nil && !errors.Is(err, mailstore.ErrOutboundNotFound) {
 			log.Error("read queued message", "err", err)
 		}
-		return
+		return false
 	}
 
 	var out outcome
@@ -145,6 +146,7 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound) {
 		// recipients may get the message twice, never zero times.
 		log.Error("record attempt", "err", err)
 	}
+	recorded = err == nil
 
 	level := slog.LevelInfo
 	if out.reason.local && len(out.deferred) > 0 && !interrupted {
@@ -155,6 +157,7 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound) {
 		"delivered", len(out.delivered), "failed", len(bounced), "deferred", len(out.deferred),
 		"reply", lastReply(out, bounced), "bounce_to", bounceTo, "host", out.host, "tls", out.tls,
 		"attempts", e.Attempts+1, "size_bytes", len(body), "duration_ms", time.Since(start).Milliseconds())
+	return recorded
 }
 
 // result sums up an attempt for the log.

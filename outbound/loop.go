@@ -17,9 +17,18 @@ type loop struct {
 	// running counts the attempts under way, perKey those per destination.
 	running int
 	perKey  map[string]int
-	// inflight are the ids of the entries waiting or running: a claim that
-	// returns one of them again (its lease ran out) is ignored.
-	inflight map[int64]bool
+	// inflight are the entries waiting or running: their Attempts when
+	// claimed, by id. A claim may return one of them again: its lease ran
+	// out during a long attempt, or the attempt recorded it as due at once
+	// (or the clock jumped). See reclaimed.
+	inflight map[int64]int
+	// reclaimed are entries claimed again while their attempt ran; each
+	// waits for that attempt to end. The claim is current if it saw the
+	// attempt's record (more Attempts), or if the attempt recorded
+	// nothing; otherwise it is stale (it could send again to recipients
+	// the attempt delivered) and is dropped: its lease runs out and it is
+	// claimed afresh.
+	reclaimed map[int64]job
 	// more: the last claim may have left due entries behind (it returned
 	// as many as asked, or something was queued since).
 	more bool
@@ -33,6 +42,8 @@ type job struct {
 	// deadline, on the real clock, is when the attempt must have ended:
 	// a little before its lease runs out and another worker may take it.
 	deadline time.Time
+	// recorded is set when the attempt has ended and recorded its outcome.
+	recorded bool
 }
 
 // maxWaitingPerWorker bounds the claimed entries that wait for a busy
@@ -42,7 +53,7 @@ type job struct {
 const maxWaitingPerWorker = 4
 
 func newLoop(s *Sender) *loop {
-	return &loop{s: s, perKey: map[string]int{}, inflight: map[int64]bool{}, done: make(chan job)}
+	return &loop{s: s, perKey: map[string]int{}, inflight: map[int64]int{}, reclaimed: map[int64]job{}, done: make(chan job)}
 }
 
 func (l *loop) run(ctx context.Context) {
@@ -104,11 +115,13 @@ func (l *loop) fill(ctx context.Context) {
 		// recording its outcome.
 		deadline := time.Now().Add(cfg.Lease - cfg.Lease/10)
 		for _, e := range entries {
-			if l.inflight[e.ID] {
+			j := job{entry: e, key: l.s.key(e), deadline: deadline}
+			if _, ok := l.inflight[e.ID]; ok {
+				l.reclaimed[e.ID] = j
 				continue
 			}
-			l.inflight[e.ID] = true
-			l.waiting = append(l.waiting, job{entry: e, key: l.s.key(e), deadline: deadline})
+			l.waiting = append(l.waiting, j)
+			l.inflight[e.ID] = e.Attempts
 		}
 		l.startWaiting(ctx)
 	}
@@ -124,6 +137,7 @@ func (l *loop) startWaiting(ctx context.Context) {
 	for _, j := range l.waiting {
 		switch {
 		case time.Until(j.deadline) < cfg.Lease/4:
+			// Not started, so not reclaimed either.
 			delete(l.inflight, j.entry.ID)
 		case l.running < cfg.Workers && l.perKey[j.key] < cfg.PerDestination && ctx.Err() == nil:
 			l.running++
@@ -131,7 +145,7 @@ func (l *loop) startWaiting(ctx context.Context) {
 			go func() {
 				actx, cancel := context.WithDeadline(ctx, j.deadline)
 				defer cancel()
-				l.s.attempt(actx, ctx, j.entry)
+				j.recorded = l.s.attempt(actx, ctx, j.entry)
 				l.done <- j
 			}()
 		default:
@@ -147,7 +161,15 @@ func (l *loop) finish(j job) {
 	if l.perKey[j.key]--; l.perKey[j.key] == 0 {
 		delete(l.perKey, j.key)
 	}
-	delete(l.inflight, j.entry.ID)
+	id := j.entry.ID
+	delete(l.inflight, id)
+	if r, ok := l.reclaimed[id]; ok {
+		delete(l.reclaimed, id)
+		if r.entry.Attempts > j.entry.Attempts || !j.recorded {
+			l.waiting = append(l.waiting, r)
+			l.inflight[id] = r.entry.Attempts
+		}
+	}
 }
 
 // key is what PerDestination counts an entry against.

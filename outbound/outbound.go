@@ -170,8 +170,8 @@ func setDefault[T int | time.Duration](v *T, def T) {
 }
 
 // Wake tells the Sender that something was queued, so that a round starts
-// at once rather than at the next poll. It never blocks; it may be called
-// before Run, and does nothing when no Run is under way.
+// at once rather than at the next poll. It never blocks, and may be called
+// before Run starts: the signal waits for it.
 func (s *Sender) Wake() {
 	select {
 	case s.wake <- struct{}{}:
