@@ -25,12 +25,14 @@ type reply struct {
 
 func (r reply) permanent() bool { return r.Code >= 500 && r.Code <= 599 }
 
-// String is the reply as an SMTP server would say it: "550 5.1.1 text".
+// String is the reply as an SMTP server would say it, "550 5.1.1 text",
+// or the text alone when it is not an SMTP reply.
 func (r reply) String() string {
-	var b strings.Builder
-	if r.Code != 0 {
-		fmt.Fprintf(&b, "%d ", r.Code)
+	if r.Code == 0 {
+		return oneLine(r.Text)
 	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d ", r.Code)
 	if r.hasEnhanced() {
 		fmt.Fprintf(&b, "%d.%d.%d ", r.Enhanced[0], r.Enhanced[1], r.Enhanced[2])
 	}
@@ -40,10 +42,13 @@ func (r reply) String() string {
 
 // describe is the reply with who gave it, as the queue records it.
 func (r reply) describe() string {
-	if r.Host != "" {
-		return r.Host + " said: " + r.String()
+	switch {
+	case r.Host == "":
+		return r.String()
+	case r.Code == 0:
+		return r.Host + ": " + r.String()
 	}
-	return r.String()
+	return r.Host + " said: " + r.String()
 }
 
 func (r reply) hasEnhanced() bool {
