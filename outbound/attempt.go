@@ -61,8 +61,9 @@ const recordTimeout = 30 * time.Second
 // attempt makes one delivery attempt of a claimed entry and records it;
 // it answers whether it recorded it. ctx bounds the delivery (the lease,
 // and Run's context); runCtx is Run's context alone, to tell a shutdown
-// from a timeout.
-func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound) (recorded bool) {
+// from a timeout. It calls release once it has sent (no connection open,
+// the local delivery done), before it records the outcome.
+func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, release func()) (recorded bool) {
 	start := time.Now()
 	pending := e.Pending()
 	log := s.log.With("id", e.ID, "destination", e.Destination)
@@ -92,6 +93,7 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound) (rec
 			out.deferAll(pending, localError("look up destination", err))
 		}
 	}
+	release()
 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()

@@ -2,25 +2,31 @@ package outbound
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
 )
 
 // loop is the state of one Run: what it has claimed and what runs. Only
-// the goroutine of run touches it; attempts report back on done.
+// the goroutine of run touches it; attempts and claims run in goroutines
+// of their own and report back on events and claims, so that dispatch
+// never waits for a commit.
 type loop struct {
 	s *Sender
-	// waiting are claimed entries whose destination has PerDestination
-	// attempts under way already, in claim order.
+	// waiting are claimed entries not started yet, waiting for a worker
+	// or for room at their destination, in claim order.
 	waiting []job
-	// running counts the attempts under way, perKey those per destination.
-	running int
-	perKey  map[string]int
-	// inflight are the entries waiting or running: their Attempts when
-	// claimed, by id. A claim may return one of them again: its lease ran
-	// out during a long attempt, or the attempt recorded it as due at once
-	// (or the clock jumped). See reclaimed.
+	// running counts the attempts sending (a connection open, or a local
+	// delivery), perKey those per destination; settling counts those
+	// that have sent and are recording their outcome (and bounces).
+	running  int
+	perKey   map[string]int
+	settling int
+	// inflight are the entries waiting, running or settling: their
+	// Attempts when claimed, by id. A claim may return one of them again:
+	// its lease ran out during a long attempt, or the attempt recorded it
+	// as due at once (or the clock jumped). See reclaimed.
 	inflight map[int64]int
 	// reclaimed are entries claimed again while their attempt ran; each
 	// waits for that attempt to end. The claim is current if it saw the
@@ -32,28 +38,58 @@ type loop struct {
 	// more: the last claim may have left due entries behind (it returned
 	// as many as asked, or something was queued since).
 	more bool
-	done chan job
+	// claiming: a claim is under way; it answers on claims.
+	claiming bool
+	claims   chan claim
+	events   chan event
+}
+
+// claim is what one ClaimOutbound answered.
+type claim struct {
+	entries []mailstore.Outbound
+	asked   int
+	err     error
+	// deadline, on the real clock, is when the attempts of these entries
+	// must have ended: before their lease runs out, less a margin for
+	// recording the outcome.
+	deadline time.Time
+}
+
+// event is what an attempt reports to the loop: first that it has sent
+// (its worker is free and its destination has room again), then that it
+// has recorded its outcome. Recording waits for a commit, which the store
+// shares among concurrent ones; a worker that waited for it would bound
+// the queue's rate by Workers over the commit time.
+type event struct {
+	j     job
+	ended bool
 }
 
 // job is one claimed entry.
 type job struct {
-	entry mailstore.Outbound
-	key   string // destination domain, or the relay
-	// deadline, on the real clock, is when the attempt must have ended:
-	// a little before its lease runs out and another worker may take it.
+	entry    mailstore.Outbound
+	key      string // destination domain, or the relay
 	deadline time.Time
 	// recorded is set when the attempt has ended and recorded its outcome.
 	recorded bool
 }
 
-// maxWaitingPerWorker bounds the claimed entries that wait for a busy
-// destination: claims go on while they are fewer than that many per
-// worker, so that a backlog to one domain does not keep idle workers from
-// the rest, within a bound on what sits claimed in memory.
+// maxWaitingPerWorker bounds the claimed entries waiting for a worker or
+// for room at their destination: at most that many per worker. Claiming
+// many at once spares commits (each claim is one); claiming while idle
+// workers wait behind a busy destination lets the other destinations
+// through, within that bound. A backlog larger than the bound to one
+// destination that takes no more connections still holds the others
+// back, as ClaimOutbound takes the queue in the order it is due.
 const maxWaitingPerWorker = 4
 
+// maxHeldPerWorker bounds every entry claimed and not yet recorded, per
+// worker: claims stop while the store is slow to record.
+const maxHeldPerWorker = 8
+
 func newLoop(s *Sender) *loop {
-	return &loop{s: s, perKey: map[string]int{}, inflight: map[int64]int{}, reclaimed: map[int64]job{}, done: make(chan job)}
+	return &loop{s: s, perKey: map[string]int{}, inflight: map[int64]int{}, reclaimed: map[int64]job{},
+		claims: make(chan claim), events: make(chan event)}
 }
 
 func (l *loop) run(ctx context.Context) {
@@ -62,15 +98,26 @@ func (l *loop) run(ctx context.Context) {
 	l.releaseHeld(ctx)
 	l.more = true
 	for {
-		l.fill(ctx)
+		l.startWaiting(ctx)
+		l.claim(ctx)
 		select {
 		case <-ctx.Done():
-			for l.running > 0 {
-				l.finish(<-l.done)
+			// Attempts under way are cut off by ctx and record what they
+			// learnt; a claim under way fails. Entries claimed and not
+			// started are claimed again once their lease runs out.
+			for l.running+l.settling > 0 || l.claiming {
+				select {
+				case ev := <-l.events:
+					l.handle(ev)
+				case <-l.claims:
+					l.claiming = false
+				}
 			}
 			return
-		case j := <-l.done:
-			l.finish(j)
+		case ev := <-l.events:
+			l.handle(ev)
+		case c := <-l.claims:
+			l.claimed(ctx, c)
 		case <-l.s.wake:
 			l.more = true
 		case <-tick.C:
@@ -96,34 +143,48 @@ func (l *loop) releaseHeld(ctx context.Context) {
 	}
 }
 
-// fill claims due entries while workers are free and starts what it can.
-func (l *loop) fill(ctx context.Context) {
+// claim starts a claim of due entries, unless one is under way: when
+// fewer than Workers entries wait, or when workers are idle while those
+// waiting cannot start, within the bounds above.
+func (l *loop) claim(ctx context.Context) {
 	cfg := &l.s.cfg
-	l.startWaiting(ctx)
-	for l.more && ctx.Err() == nil && l.running < cfg.Workers && len(l.waiting) < cfg.Workers*maxWaitingPerWorker {
-		n := cfg.Workers - l.running
-		entries, err := cfg.Store.ClaimOutbound(ctx, l.s.now(), cfg.Lease, n)
-		if err != nil {
-			if ctx.Err() == nil {
-				l.s.log.Error("claim entries", "err", err)
-			}
-			l.more = false // tried again at the next poll
-			return
+	capacity, maxHeld := cfg.Workers*maxWaitingPerWorker, cfg.Workers*maxHeldPerWorker
+	if l.claiming || !l.more || ctx.Err() != nil || len(l.waiting) >= capacity || len(l.inflight) >= maxHeld ||
+		(len(l.waiting) >= cfg.Workers && l.running >= cfg.Workers) {
+		return
+	}
+	n := min(capacity-len(l.waiting), maxHeld-len(l.inflight))
+	now := l.s.now()
+	l.claiming = true
+	// Cleared here, so that a Wake during the claim asks for another.
+	l.more = false
+	go func() {
+		entries, err := cfg.Store.ClaimOutbound(ctx, now, cfg.Lease, n)
+		l.claims <- claim{entries: entries, asked: n, err: err, deadline: time.Now().Add(cfg.Lease - cfg.Lease/10)}
+	}()
+}
+
+// claimed takes in what a claim answered.
+func (l *loop) claimed(ctx context.Context, c claim) {
+	l.claiming = false
+	if c.err != nil {
+		// Tried again at the next poll, or Wake.
+		if ctx.Err() == nil {
+			l.s.log.Error("claim entries", "err", c.err)
 		}
-		l.more = len(entries) == n
-		// The attempt must end before the lease does, less a margin for
-		// recording its outcome.
-		deadline := time.Now().Add(cfg.Lease - cfg.Lease/10)
-		for _, e := range entries {
-			j := job{entry: e, key: l.s.key(e), deadline: deadline}
-			if _, ok := l.inflight[e.ID]; ok {
-				l.reclaimed[e.ID] = j
-				continue
-			}
-			l.waiting = append(l.waiting, j)
-			l.inflight[e.ID] = e.Attempts
+		return
+	}
+	if len(c.entries) == c.asked {
+		l.more = true
+	}
+	for _, e := range c.entries {
+		j := job{entry: e, key: l.s.key(e), deadline: c.deadline}
+		if _, ok := l.inflight[e.ID]; ok {
+			l.reclaimed[e.ID] = j
+			continue
 		}
-		l.startWaiting(ctx)
+		l.waiting = append(l.waiting, j)
+		l.inflight[e.ID] = e.Attempts
 	}
 }
 
@@ -145,8 +206,11 @@ func (l *loop) startWaiting(ctx context.Context) {
 			go func() {
 				actx, cancel := context.WithDeadline(ctx, j.deadline)
 				defer cancel()
-				j.recorded = l.s.attempt(actx, ctx, j.entry)
-				l.done <- j
+				var once sync.Once
+				release := func() { once.Do(func() { l.events <- event{j: j} }) }
+				j.recorded = l.s.attempt(actx, ctx, j.entry, release)
+				release()
+				l.events <- event{j: j, ended: true}
 			}()
 		default:
 			keep = append(keep, j)
@@ -156,11 +220,18 @@ func (l *loop) startWaiting(ctx context.Context) {
 	l.waiting = keep
 }
 
-func (l *loop) finish(j job) {
-	l.running--
-	if l.perKey[j.key]--; l.perKey[j.key] == 0 {
-		delete(l.perKey, j.key)
+// handle takes in what an attempt reports.
+func (l *loop) handle(ev event) {
+	j := ev.j
+	if !ev.ended {
+		l.running--
+		l.settling++
+		if l.perKey[j.key]--; l.perKey[j.key] == 0 {
+			delete(l.perKey, j.key)
+		}
+		return
 	}
+	l.settling--
 	id := j.entry.ID
 	delete(l.inflight, id)
 	if r, ok := l.reclaimed[id]; ok {

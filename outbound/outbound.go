@@ -37,10 +37,12 @@ type Config struct {
 	Relay string
 	// Port is the SMTP port of MX hosts. 0 means 25.
 	Port int
-	// Workers is the most delivery attempts under way at once. 0 means 8.
+	// Workers is the most entries being sent at once (SMTP sessions, and
+	// local deliveries). Recording an attempt's outcome once it is sent
+	// takes no worker. 0 means 8.
 	Workers int
-	// PerDestination is the most attempts under way at once to one
-	// destination domain, or to Relay when it is set. 0 means 4.
+	// PerDestination is the most SMTP sessions at once to one destination
+	// domain, or to Relay when it is set. 0 means 4.
 	PerDestination int
 	// Lifetime is how long an entry is retried after it was queued; the
 	// recipients still pending after the first attempt past it fail with
