@@ -19,9 +19,11 @@ type outcome struct {
 	delivered []string
 	// failed recipients failed for good, each with the reply that said so.
 	failed map[string]reply
-	// deferred recipients are left pending; reason is the last temporary
-	// answer about them.
+	// deferred recipients are left pending, each with the temporary
+	// answer about it in why; reason is the last of those answers, which
+	// the queue records for them all.
 	deferred []string
+	why      map[string]reply
 	reason   reply
 	// host is the server the attempt ended at ("" for local delivery or
 	// when none answered); tls says whether its session used TLS.
@@ -37,7 +39,15 @@ func (o *outcome) fail(rcpt string, r reply) {
 }
 
 func (o *outcome) deferAll(rcpts []string, r reply) {
-	o.deferred = append(o.deferred, rcpts...)
+	if o.why == nil {
+		o.why = map[string]reply{}
+	}
+	for _, rcpt := range rcpts {
+		if _, ok := o.why[rcpt]; !ok {
+			o.deferred = append(o.deferred, rcpt)
+		}
+		o.why[rcpt] = r
+	}
 	o.reason = r
 }
 
@@ -113,9 +123,9 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, rele
 	}
 	if expired := now.After(e.QueuedAt.Add(s.cfg.Lifetime)); expired && !interrupted && len(out.deferred) > 0 {
 		for _, rcpt := range out.deferred {
-			bounced = append(bounced, failure{rcpt: rcpt, reply: out.reason, expired: true})
+			bounced = append(bounced, failure{rcpt: rcpt, reply: out.why[rcpt], expired: true})
 		}
-		out.deferred = nil
+		out.deferred, out.why = nil, nil
 	}
 
 	// The bounce is queued before the failures are recorded: should the
@@ -129,9 +139,8 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, rele
 		// stay pending, and the next attempt fails and bounces them again.
 		log.Error("queue bounce", "to", e.From, "err", bounceErr)
 		for _, f := range bounced {
-			out.deferred = append(out.deferred, f.rcpt)
+			out.deferAll([]string{f.rcpt}, localError("queue bounce", bounceErr))
 		}
-		out.reason = localError("queue bounce", bounceErr)
 		bounced = nil
 	}
 	for _, f := range bounced {

@@ -42,18 +42,16 @@ func (s *Sender) deliverRemote(ctx context.Context, e mailstore.Outbound, body [
 	for _, h := range hosts {
 		addrs, err := s.addrs(ctx, h.name)
 		if err != nil {
-			out.reason = reply{Text: fmt.Sprintf("look up %s: %v", h.name, err), Enhanced: smtp.EnhancedCode{4, 4, 3}}
+			out = outcome{}
+			out.deferAll(pending, reply{Text: fmt.Sprintf("look up %s: %v", h.name, err), Enhanced: smtp.EnhancedCode{4, 4, 3}})
 			continue
 		}
 		for _, ip := range addrs {
 			o, final := s.session(ctx, net.JoinHostPort(ip, strconv.Itoa(h.port)), h.name, e, body, pending)
-			if final {
+			if final || ctx.Err() != nil {
 				return o
 			}
 			out = o
-			if ctx.Err() != nil {
-				return out
-			}
 		}
 	}
 	return out

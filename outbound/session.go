@@ -43,13 +43,13 @@ func (s *Sender) session(ctx context.Context, addr, host string, e mailstore.Out
 		// these addresses; downgrading them is not possible.
 		out.settle(pending, reply{Code: 553, Enhanced: smtp.EnhancedCode{5, 6, 7}, Host: host,
 			Text: "non-ASCII address and the server does not support SMTPUTF8"})
-		c.Quit()
+		quit(c)
 		return out, true
 	}
 	if err := c.Mail(e.From, &smtp.MailOptions{Size: int64(len(body)), UTF8: needUTF8}); err != nil {
 		r := classify(ctxErr(ctx, err), host)
 		out.settle(pending, r)
-		c.Quit()
+		quit(c)
 		return out, r.permanent()
 	}
 
@@ -70,7 +70,7 @@ func (s *Sender) session(ctx context.Context, addr, host string, e mailstore.Out
 		out.settle([]string{rcpt}, r)
 	}
 	if len(accepted) == 0 {
-		c.Quit()
+		quit(c)
 		return out, true
 	}
 
@@ -79,12 +79,21 @@ func (s *Sender) session(ctx context.Context, addr, host string, e mailstore.Out
 		// the server took the message; it is sent again, at the risk of a
 		// duplicate (RFC 5321 section 6.1: never lose it).
 		out.settle(accepted, classify(ctxErr(ctx, err), host))
-		c.Close()
 		return out, true
 	}
 	out.delivered = accepted
-	c.Quit()
+	quit(c)
 	return out, true
+}
+
+// quitTimeout bounds the wait for the reply to QUIT: the outcome is known
+// by then, and a server slow to say goodbye should not hold a worker.
+const quitTimeout = 10 * time.Second
+
+// quit says QUIT; the caller closes the connection whatever the answer.
+func quit(c *smtp.Client) {
+	c.CommandTimeout = quitTimeout
+	c.Quit()
 }
 
 // data sends DATA and the message, and reads the reply to its end.
