@@ -528,6 +528,7 @@ type dsn struct {
 	fields  textproto.MIMEHeader   // per-message fields
 	rcpts   []textproto.MIMEHeader // per-recipient fields
 	headers string                 // the text/rfc822-headers part
+	global  bool                   // message/global-delivery-status (RFC 6533)
 }
 
 // parseDSN parses a bounce as RFC 3464 and RFC 6522 lay it out: three
@@ -562,7 +563,9 @@ func parseDSN(t *testing.T, body []byte) dsn {
 		switch ct {
 		case "text/plain":
 			d.text = string(b)
-		case "message/delivery-status":
+		case "message/delivery-status", "message/global-delivery-status":
+			types[len(types)-1] = "message/delivery-status"
+			d.global = ct == "message/global-delivery-status"
 			r := textproto.NewReader(bufio.NewReader(bytes.NewReader(b)))
 			if d.fields, err = r.ReadMIMEHeader(); err != nil {
 				t.Fatalf("per-message fields: %v", err)
@@ -615,5 +618,61 @@ func (d dsn) check(t *testing.T, to, subject string) {
 	}
 	if !strings.Contains(d.headers, "Subject: "+subject+"\r\n") || strings.Contains(d.headers, "Hello.") {
 		t.Errorf("returned headers %q, want the original's headers alone", d.headers)
+	}
+}
+
+// A forward held for its domain's transfer cap goes out once the cap is
+// raised: the Sender releases held entries at each poll.
+func TestHeldReleased(t *testing.T) {
+	f := newFixture(t)
+	mx := newMX(t, nil)
+	clk := newClock()
+	ctx := context.Background()
+	if _, err := f.st.SetTransferCap(ctx, f.partner.ID, "a.test", 1); err != nil {
+		t.Fatal(err)
+	}
+	big := message("big") + strings.Repeat("x", mailstore.MB) + "\r\n"
+	bob, _, err := f.st.MailboxByEmail(ctx, "bob@a.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.Deliver(ctx, mailstore.Delivery{Body: []byte(big), ReceivedAt: clk.Now(), MailboxIDs: []int64{bob.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	f.queue(clk.Now(), mailstore.Relay{Kind: mailstore.KindForward, DomainID: f.domain.ID, From: "someone@remote.test", To: []string{"x@remote.test"}}, message("held"))
+	if es := f.entries(); len(es) != 1 || !es[0].Held {
+		t.Fatalf("queue = %+v, want one held entry", es)
+	}
+	e := f.start(clk, func(c *Config) { c.Resolver = mxFor("remote.test"); c.Port = mx.port })
+	time.Sleep(100 * time.Millisecond)
+	if n := len(mx.messages()); n != 0 {
+		t.Fatalf("a held entry was sent")
+	}
+	if _, err := f.st.SetTransferCap(ctx, f.partner.ID, "a.test", 100); err != nil {
+		t.Fatal(err)
+	}
+	mx.waitMessages(t, 1)
+	f.waitEmpty()
+	if !strings.Contains(e.logs.String(), "released held entries") {
+		t.Errorf("the release is not logged")
+	}
+}
+
+// A recipient with a non-ASCII address fails for good at a server
+// without SMTPUTF8 (RFC 6531 section 3.2).
+func TestSMTPUTF8Needed(t *testing.T) {
+	f := newFixture(t)
+	mx := newMX(t, nil)
+	clk := newClock()
+	f.queue(clk.Now(), f.submission("jösé@remote.test", "ascii@remote.test"), message("utf8"))
+	f.start(clk, func(c *Config) { c.Resolver = mxFor("remote.test"); c.Port = mx.port })
+	f.waitEmpty()
+	d := parseDSN(t, f.waitInbox("bob@a.test", 1)[0])
+	if len(d.rcpts) != 2 || d.rcpts[0].Get("Status") != "5.6.7" || !d.global ||
+		d.rcpts[1].Get("Final-Recipient") != "utf-8; jösé@remote.test" {
+		t.Errorf("DSN recipients %v (global %v), want both failed with 5.6.7, in a global report", d.rcpts, d.global)
+	}
+	if n := len(mx.messages()); n != 0 {
+		t.Errorf("MX got %d messages, want none", n)
 	}
 }
