@@ -187,8 +187,10 @@ var ErrRunning = errors.New("outbound: sender already running")
 // Run delivers the queue until ctx is done. It then cuts off the attempts
 // under way (their connections are closed), records what they had learnt
 // (an interrupted entry is due again at once, for the next Run), and
-// returns nil once every goroutine it started has ended. The store must
-// stay open until Run returns.
+// returns nil once every goroutine it started has ended. Entries it had
+// claimed and not started yet are due again when their Lease runs out.
+// The store must stay open until Run returns. Store failures are logged
+// and retried; they do not end Run.
 func (s *Sender) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return ErrRunning
