@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/emersion/go-smtp"
 )
 
 // sample is one delivered message: when its 250 came and how long after
@@ -57,6 +55,11 @@ func deliver(ctx context.Context, o options, addrs []string) (*deliverResult, er
 		hlen = max(hlen, len(header(0, a, date, 0)))
 	}
 	tail := body(o.size, hlen)
+	for _, a := range addrs {
+		if err := dotSafe(append(header(0, a, date, hlen), tail...)); err != nil {
+			return nil, fmt.Errorf("smtp: %w", err)
+		}
+	}
 
 	var next atomic.Int64
 	samples := make([][]sample, o.conns)
@@ -107,45 +110,24 @@ func deliver(ctx context.Context, o options, addrs []string) (*deliverResult, er
 }
 
 // deliverOn is one connection's loop: MAIL, RCPT, DATA per message, timing
-// from the last byte of the message (the client's end of DATA) to the reply.
+// from the client's end of DATA to the reply.
 func deliverOn(ctx context.Context, o options, addrs []string, date string, tail []byte, hlen int, next *atomic.Int64, out *[]sample) error {
-	cl, err := smtp.Dial(o.smtpAddr)
+	c, err := dialSMTP(o.smtpAddr, "load.sender.test", 10*time.Second)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	if err := cl.Hello("load.sender.test"); err != nil {
-		return fmt.Errorf("EHLO: %w", err)
-	}
+	defer c.conn.Close()
 	for ctx.Err() == nil {
 		i := int(next.Add(1)) - 1
 		if i >= o.n {
-			return cl.Quit()
+			return c.quit()
 		}
 		to := addrs[i%len(addrs)]
-		h := header(i, to, date, hlen)
-		if err := cl.Mail("load@sender.test", &smtp.MailOptions{Size: int64(len(h) + len(tail))}); err != nil {
-			return fmt.Errorf("MAIL: %w", err)
-		}
-		if err := cl.Rcpt(to, nil); err != nil {
-			return fmt.Errorf("RCPT %s: %w", to, err)
-		}
-		w, err := cl.Data()
+		lat, err := c.send("load@sender.test", to, header(i, to, date, hlen), tail)
 		if err != nil {
-			return fmt.Errorf("DATA: %w", err)
+			return err
 		}
-		if _, err := w.Write(h); err != nil {
-			return fmt.Errorf("DATA: %w", err)
-		}
-		if _, err := w.Write(tail); err != nil {
-			return fmt.Errorf("DATA: %w", err)
-		}
-		t0 := time.Now()
-		if err := w.Close(); err != nil {
-			return fmt.Errorf("end of DATA for %s: %w", to, err)
-		}
-		now := time.Now()
-		*out = append(*out, sample{done: now, lat: now.Sub(t0)})
+		*out = append(*out, sample{done: time.Now(), lat: lat})
 	}
 	return ctx.Err()
 }

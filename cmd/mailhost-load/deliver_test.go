@@ -20,8 +20,11 @@ func TestMessageSize(t *testing.T) {
 			if got := len(h) + len(tail); got != size {
 				t.Errorf("size %d, to %s: message is %d bytes", size, a, got)
 			}
-			if !bytes.HasSuffix(h, []byte("\r\n\r\n")) || !bytes.HasSuffix(tail, []byte("\r\n")) {
-				t.Errorf("size %d: headers or body do not end in CRLF", size)
+			if !bytes.HasSuffix(h, []byte("\r\n\r\n")) {
+				t.Errorf("size %d: headers do not end in an empty line", size)
+			}
+			if err := dotSafe(append(h, tail...)); err != nil {
+				t.Errorf("size %d: dotSafe = %v, want nil", size, err)
 			}
 			for _, l := range bytes.Split(append(h, tail...), []byte("\r\n")) {
 				if len(l) > 998 { // RFC 5322 section 2.1.1
@@ -29,5 +32,25 @@ func TestMessageSize(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestDotSafe(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   string
+		ok   bool
+	}{
+		{"plain", "a: b\r\n\r\nbody\r\n", true},
+		{"dot line", "a: b\r\n\r\n.body\r\n", false},
+		{"dot first", ".a: b\r\n", false},
+		{"bare LF", "a: b\n\r\nbody\r\n", false},
+		{"no final CRLF", "a: b\r\n\r\nbody", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := dotSafe([]byte(c.in)); (err == nil) != c.ok {
+				t.Errorf("dotSafe(%q) = %v, want ok %v", c.in, err, c.ok)
+			}
+		})
 	}
 }
