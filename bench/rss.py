@@ -4,8 +4,8 @@
 Usage: rss.py OUTFILE ROOT_PID...
 
 Every 250 ms it sums, over every process descended from (or equal to) a
-root pid (the tree is re-read every second, and at once when one of its
-processes is gone), the proportional set size (Pss, from /proc/PID/smaps_rollup) and
+root pid (the tree is re-read every second, so a process that lives less
+than that may be missed), the proportional set size (Pss, from /proc/PID/smaps_rollup) and
 the resident size (VmRSS). Postfix and Dovecot are many processes sharing
 their libraries, so their RSS sum counts shared pages many times; Pss
 shares them out and is the fair figure to set against mailhost's single
@@ -74,7 +74,7 @@ def main():
     procs, walked = [], 0.0
     while not stop:
         now = time.monotonic()
-        if now - walked >= 1 or not all(os.path.exists(f"/proc/{p}") for p in procs):
+        if now - walked >= 1:
             procs, walked = tree(roots), now
         pss = sum(field_kb(f"/proc/{p}/smaps_rollup", "Pss:") for p in procs)
         rss = sum(field_kb(f"/proc/{p}/status", "VmRSS:") for p in procs)
