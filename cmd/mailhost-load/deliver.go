@@ -116,6 +116,7 @@ func deliverOn(ctx context.Context, o options, addrs []string, date string, tail
 	if err != nil {
 		return err
 	}
+	c.bdat = o.bdat
 	defer c.conn.Close()
 	for ctx.Err() == nil {
 		i := int(next.Add(1)) - 1
@@ -147,8 +148,12 @@ func latencies(s []sample) latencyResult {
 }
 
 func (r *deliverResult) print(o options) {
-	fmt.Printf("smtp: %d messages of %d bytes over %d connections to %d mailboxes in %.2fs: %.0f msg/s, %.1f MB/s\n",
-		r.Messages, o.size, o.conns, o.mailboxes, r.Seconds, r.Rate, r.MBps)
+	cmd := "DATA"
+	if o.bdat {
+		cmd = "BDAT"
+	}
+	fmt.Printf("smtp: %d messages of %d bytes (%s) over %d connections to %d mailboxes in %.2fs: %.0f msg/s, %.1f MB/s\n",
+		r.Messages, o.size, cmd, o.conns, o.mailboxes, r.Seconds, r.Rate, r.MBps)
 	fmt.Printf("smtp: end of DATA to reply: median %.2f ms, p99 %.2f ms, max %.2f ms\n", r.Latency.P50ms, r.Latency.P99ms, r.Latency.Maxms)
 	for _, s := range r.Slices {
 		fmt.Printf("smtp:   messages %6d-%6d: %6.0f msg/s, median %.2f ms, p99 %.2f ms\n", s.First, s.Last, s.Rate, s.Latency.P50ms, s.Latency.P99ms)

@@ -6,7 +6,8 @@
 // Phases, in order, each skippable:
 //
 //   - deliver (-n > 0): N messages of S bytes over C concurrent SMTP
-//     connections, round robin over M mailboxes; throughput, and the latency
+//     connections (DATA, or BDAT with -bdat), round robin over M
+//     mailboxes; throughput, and the latency
 //     from the end of DATA to the 250 reply (median, p99, max); with -slice K
 //     the same per K messages, to see whether cost grows as mailboxes fill.
 //   - wait (-wait): for servers whose 250 means "queued" (Postfix), poll
@@ -44,7 +45,7 @@ type options struct {
 	domain, userFormat, password string
 	n, size, conns, mailboxes    int
 	slice                        int
-	wait                         bool
+	wait, bdat                   bool
 	fetch                        bool
 	logins, loginClients         int
 	pid                          int
@@ -67,6 +68,7 @@ func main() {
 	flag.IntVar(&o.size, "size", 4096, "message size in bytes, headers included")
 	flag.IntVar(&o.conns, "c", 20, "concurrent SMTP connections")
 	flag.IntVar(&o.mailboxes, "m", 100, "mailboxes to spread the messages over")
+	flag.BoolVar(&o.bdat, "bdat", false, "send messages with BDAT (CHUNKING, RFC 3030) instead of DATA; the server must offer it")
 	flag.IntVar(&o.slice, "slice", 0, "also report throughput and latency per this many messages (0: off)")
 	flag.BoolVar(&o.wait, "wait", false, "after delivery, poll IMAP STATUS until every message is stored (for queueing servers)")
 	flag.BoolVar(&o.fetch, "fetch", true, "FETCH 1:* BODY.PEEK[] the first mailbox's INBOX in one session")
@@ -134,7 +136,7 @@ func (o options) addresses() []string {
 }
 
 func run(ctx context.Context, o options) error {
-	res := results{Label: o.label, Size: o.size, Conns: o.conns, Mailboxes: o.mailboxes, StartTLS: o.starttls}
+	res := results{Label: o.label, Size: o.size, Conns: o.conns, Mailboxes: o.mailboxes, StartTLS: o.starttls, BDAT: o.bdat}
 	addrs := o.addresses()
 	if o.provision {
 		t0 := time.Now()

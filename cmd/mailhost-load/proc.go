@@ -24,9 +24,10 @@ type phase struct {
 	rss0    int64         // resident size at the start, kB
 	stop    chan struct{}
 	sampled sync.WaitGroup
-	// peak is the highest VmRSS sampled, in kB; written by the sampler
-	// goroutine, read after it ends.
-	peak int64
+	// peak, peakAnon and peakFile are the highest VmRSS, RssAnon and
+	// RssFile sampled, in kB; written by the sampler goroutine, read
+	// after it ends.
+	peak, peakAnon, peakFile int64
 }
 
 // startPhase resets pid's resident-size high-water mark (writing 5 to
@@ -46,8 +47,10 @@ func startPhase(pid int) *phase {
 		t := time.NewTicker(10 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if kb, err := procStatus(pid, "VmRSS"); err == nil {
-				p.peak = max(p.peak, kb)
+			if st, err := procStatusAll(pid); err == nil {
+				p.peak = max(p.peak, st["VmRSS"])
+				p.peakAnon = max(p.peakAnon, st["RssAnon"])
+				p.peakFile = max(p.peakFile, st["RssFile"])
 			}
 			select {
 			case <-t.C:
@@ -72,6 +75,7 @@ func (p *phase) end(name string) *serverResult {
 	p.sampled.Wait()
 	r := &serverResult{
 		StartRSSMB: float64(p.rss0) / 1024, PeakRSSMB: float64(p.peak) / 1024, PeakFrom: "sampled every 10ms",
+		PeakAnonMB: float64(p.peakAnon) / 1024, PeakFileMB: float64(p.peakFile) / 1024,
 		ClientCPUSeconds: self.Seconds(), Seconds: el.Seconds(),
 	}
 	if p.hwmOK {
@@ -82,23 +86,41 @@ func (p *phase) end(name string) *serverResult {
 	if cpu, err := procCPU(p.pid); err == nil {
 		r.CPUSeconds = (cpu - p.cpu0).Seconds()
 	}
-	fmt.Printf("%s: server RSS %.0f MB at start, peak %.0f MB (%s); server CPU %.2fs, load tool CPU %.2fs, in %.2fs\n",
-		name, r.StartRSSMB, r.PeakRSSMB, r.PeakFrom, r.CPUSeconds, r.ClientCPUSeconds, r.Seconds)
+	fmt.Printf("%s: server RSS %.0f MB at start, peak %.0f MB (%s; sampled peaks: anonymous %.0f MB, file-backed %.0f MB); server CPU %.2fs, load tool CPU %.2fs, in %.2fs\n",
+		name, r.StartRSSMB, r.PeakRSSMB, r.PeakFrom, r.PeakAnonMB, r.PeakFileMB, r.CPUSeconds, r.ClientCPUSeconds, r.Seconds)
 	return r
 }
 
 // procStatus reads one "Key: N kB" line of /proc/PID/status.
 func procStatus(pid int, key string) (int64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	st, err := procStatusAll(pid)
 	if err != nil {
 		return 0, err
 	}
+	v, ok := st[key]
+	if !ok {
+		return 0, fmt.Errorf("no %s in /proc/%d/status", key, pid)
+	}
+	return v, nil
+}
+
+// procStatusAll reads every "Key: N kB" line of /proc/PID/status.
+func procStatusAll(pid int) (map[string]int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	st := map[string]int64{}
 	for _, l := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(l, key+":"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		k, v, ok := strings.Cut(l, ":")
+		if !ok || !strings.HasSuffix(v, " kB") {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, " kB")), 10, 64); err == nil {
+			st[k] = n
 		}
 	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", key, pid)
+	return st, nil
 }
 
 // procCPU is pid's user plus system CPU time (fields 14 and 15 of

@@ -15,6 +15,7 @@ type results struct {
 	Conns     int            `json:"connections"`
 	Mailboxes int            `json:"mailboxes"`
 	StartTLS  bool           `json:"imap_starttls"`
+	BDAT      bool           `json:"bdat"`
 	Deliver   *deliverResult `json:"deliver"`
 	Fetch     *fetchResult   `json:"fetch"`
 	Logins    *loginResult   `json:"logins"`
@@ -73,9 +74,15 @@ type serverResult struct {
 	// StartRSSMB is the resident size when the phase began: memory the
 	// server had not yet given back (after password hashes, say) counts
 	// in the peak.
-	StartRSSMB       float64 `json:"start_rss_mb"`
-	PeakRSSMB        float64 `json:"peak_rss_mb"`
-	PeakFrom         string  `json:"peak_rss_from"`
+	StartRSSMB float64 `json:"start_rss_mb"`
+	PeakRSSMB  float64 `json:"peak_rss_mb"`
+	PeakFrom   string  `json:"peak_rss_from"`
+	// PeakAnonMB and PeakFileMB split the resident size (sampled): the
+	// heap and stacks, and file-backed pages, which for mailhost are
+	// bbolt's memory map of its data file (reclaimable page cache that
+	// grows with the file, and that bbolt touches whole when it opens it).
+	PeakAnonMB       float64 `json:"peak_rss_anon_mb"`
+	PeakFileMB       float64 `json:"peak_rss_file_mb"`
 	CPUSeconds       float64 `json:"cpu_seconds"`
 	ClientCPUSeconds float64 `json:"load_tool_cpu_seconds"`
 	Seconds          float64 `json:"seconds"`

@@ -18,6 +18,9 @@ import (
 // server under test shares on a small machine. The messages this tool
 // makes have no line that starts with a dot (checked by dotSafe).
 type smtpConn struct {
+	// bdat sends messages with BDAT (RFC 3030 CHUNKING), one LAST chunk
+	// each, instead of DATA.
+	bdat bool
 	conn net.Conn
 	r    *textproto.Reader
 	w    *bufio.Writer
@@ -54,7 +57,7 @@ func (c *smtpConn) cmd(expect int, format string, args ...any) error {
 
 // send delivers one message (head then body, together CRLF-terminated
 // and dot-safe) and answers the time from the client's end of DATA (the
-// final ".", flushed) to the 250.
+// final ".", or the BDAT chunk's last byte, flushed) to the 250.
 func (c *smtpConn) send(from, to string, head, body []byte) (time.Duration, error) {
 	if err := c.cmd(250, "MAIL FROM:<%s> SIZE=%d", from, len(head)+len(body)); err != nil {
 		return 0, fmt.Errorf("MAIL: %w", err)
@@ -62,12 +65,18 @@ func (c *smtpConn) send(from, to string, head, body []byte) (time.Duration, erro
 	if err := c.cmd(250, "RCPT TO:<%s>", to); err != nil {
 		return 0, fmt.Errorf("RCPT %s: %w", to, err)
 	}
-	if err := c.cmd(354, "DATA"); err != nil {
-		return 0, fmt.Errorf("DATA: %w", err)
+	if c.bdat {
+		fmt.Fprintf(c.w, "BDAT %d LAST\r\n", len(head)+len(body))
+		c.w.Write(head)
+		c.w.Write(body)
+	} else {
+		if err := c.cmd(354, "DATA"); err != nil {
+			return 0, fmt.Errorf("DATA: %w", err)
+		}
+		c.w.Write(head)
+		c.w.Write(body)
+		c.w.WriteString(".\r\n")
 	}
-	c.w.Write(head)
-	c.w.Write(body)
-	c.w.WriteString(".\r\n")
 	if err := c.w.Flush(); err != nil {
 		return 0, fmt.Errorf("DATA: %w", err)
 	}
