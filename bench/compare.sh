@@ -8,7 +8,7 @@
 #   OUT       results directory [/tmp/mailhost-bench-DATE]
 #   REPS      repetitions of every scenario [3]
 #   ONLY      space-separated scenarios to run
-#             [all: tool-4k tool-100k tool-4k-nochecks tool-100k-nochecks src-4k src-100k fetch logins]
+#             [all: tool-4k tool-100k tool-100k-bdat tool-4k-nochecks tool-100k-nochecks src-4k src-100k fetch logins]
 #   N4K N100K messages per load-tool run at 4 KB and 100 KB [10000 2000]
 #   NSRC4K NSRC100K messages per smtp-source run [5000 2000]
 #   NFETCH    messages in the mailbox read by one FETCH 1:* [10000]
@@ -26,6 +26,8 @@
 #                       its queue, so its rate is taken end to end: from the
 #                       start until its queue is empty and every message is in
 #                       a Maildir.
+#   tool-100k-bdat      the same at 100 KB with BDAT (RFC 3030 CHUNKING, which
+#                       both servers offer) instead of DATA: no dot-unstuffing.
 #   tool-4k-nochecks, tool-100k-nochecks
 #                       the same against mailhost only, with its inbound SPF,
 #                       DKIM and DMARC checks off (MAILHOST_INBOUND_CHECKS=false),
@@ -49,7 +51,7 @@ BENCH=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$BENCH/.." && pwd)
 OUT=${OUT:-/tmp/mailhost-bench-$(date +%Y%m%d-%H%M%S)}
 REPS=${REPS:-3}
-ONLY=${ONLY:-tool-4k tool-100k tool-4k-nochecks tool-100k-nochecks src-4k src-100k fetch logins}
+ONLY=${ONLY-tool-4k tool-100k tool-100k-bdat tool-4k-nochecks tool-100k-nochecks src-4k src-100k fetch logins}
 N4K=${N4K:-10000}
 N100K=${N100K:-2000}
 NSRC4K=${NSRC4K:-5000}
@@ -186,14 +188,15 @@ run_scenario() { # DIR SCENARIO
 	local d=$1 s=$2 mhpid pfpids
 	pfpids=$(pf_pids)
 	case $s in
-	tool-4k | tool-100k)
-		local size=4096 n=$N4K
-		[ "$s" = tool-100k ] && size=102400 n=$N100K
+	tool-4k | tool-100k | tool-100k-bdat)
+		local size=4096 n=$N4K bdat=-bdat=false
+		[ "$s" != tool-4k ] && size=102400 n=$N100K
+		[ "$s" = tool-100k-bdat ] && bdat=-bdat
 		mh_fresh "$s"
-		measure "$d" mailhost "$s" 0 "$MH_PID" -- "${LOAD[@]}" -smtp $MH_SMTP -imap '' -n "$n" -size $size -pid "$MH_PID" -json "$d/mailhost-$s.json"
+		measure "$d" mailhost "$s" 0 "$MH_PID" -- "${LOAD[@]}" -smtp $MH_SMTP -imap '' -n "$n" -size $size $bdat -pid "$MH_PID" -json "$d/mailhost-$s.json"
 		mh_stop
 		pf_clean
-		measure "$d" postfix "$s" "$n" "$pfpids" -- "${LOAD[@]}" -smtp $PF_SMTP -imap '' -n "$n" -size $size -json "$d/postfix-$s.json"
+		measure "$d" postfix "$s" "$n" "$pfpids" -- "${LOAD[@]}" -smtp $PF_SMTP -imap '' -n "$n" -size $size $bdat -json "$d/postfix-$s.json"
 		;;
 	src-4k | src-100k)
 		local size=4096 n=$NSRC4K
@@ -256,6 +259,7 @@ mkdir -p "$OUT/bin"
 
 for ((rep = 1; rep <= REPS; rep++)); do
 	wait_quiet
+	echo "rep $rep: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/rep-load.txt"
 	d=$OUT/r$rep
 	mkdir -p "$d"
 	for s in $ONLY; do
@@ -265,6 +269,7 @@ done
 
 if [ "$FILL" = 1 ]; then
 	wait_quiet
+	echo "fill: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/rep-load.txt"
 	mkdir -p "$OUT/fill"
 	mh_fresh fill
 	measure "$OUT/fill" mailhost fill 0 "$MH_PID" -- "${LOAD[@]}" -smtp $MH_SMTP -imap '' -n 100000 -m 1 -slice 10000 -pid "$MH_PID" -json "$OUT/fill/mailhost-fill.json" -timeout 30m

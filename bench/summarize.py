@@ -48,6 +48,8 @@ def figures(base, server, scenario):
         f["p50"] = get(tool, "deliver", "end_of_data_to_reply", "p50_ms")
         f["p99"] = get(tool, "deliver", "end_of_data_to_reply", "p99_ms")
         f["hwm"] = get(tool, "deliver", "server", "peak_rss_mb")
+        f["anon"] = get(tool, "deliver", "server", "peak_rss_anon_mb")
+        f["file"] = get(tool, "deliver", "server", "peak_rss_file_mb")
         f["cpu_per_msg_ms"] = None
         cpu = get(tool, "deliver", "server", "cpu_seconds")
         if cpu is not None and n:
@@ -61,10 +63,18 @@ def figures(base, server, scenario):
         if server == "mailhost":
             f["rate"] = get(tool, "deliver", "msgs_per_s")
             f["hwm"] = get(tool, "fetch", "server", "peak_rss_mb")
+            f["client_cpu_per_msg_us"] = None
+            c = get(tool, "fetch", "server", "load_tool_cpu_seconds")
+            s_ = get(tool, "fetch", "server", "cpu_seconds")
+            m = get(tool, "fetch", "messages")
+            if c is not None and m:
+                f["client_cpu_per_msg_us"] = 1e6 * c / m
+                f["server_cpu_per_msg_us"] = 1e6 * s_ / m
     if scenario == "logins":
         f["login_rate"] = get(tool, "logins", "logins_per_s")
         f["first_login_rate"] = get(tool, "logins", "first_login_per_mailbox_per_s")
         f["hwm"] = get(tool, "logins", "server", "peak_rss_mb")
+        f["anon"] = get(tool, "logins", "server", "peak_rss_anon_mb")
     return f
 
 
@@ -103,6 +113,8 @@ def main():
         ("  Postfix: msg/s accepted into its queue (250)", "tool-4k", "accept_rate", "{:.0f}", ""),
         ("  server memory, peak Pss MB (sampled)", "tool-4k", "pss", "{:.0f}", "< 256"),
         ("  mailhost peak RSS MB (VmHWM)", "tool-4k", "hwm", "{:.0f}", "< 256"),
+        ("  of which anonymous (heap, stacks), peak MB", "tool-4k", "anon", "{:.0f}", ""),
+        ("  of which file-backed (bbolt's map of its file), peak MB", "tool-4k", "file", "{:.0f}", ""),
         ("  mailhost CPU ms per message", "tool-4k", "cpu_per_msg_ms", "{:.2f}", ""),
         ("SMTP 100 KB, mailhost-load: msg/s stored", "tool-100k", "rate", "{:.0f}", "≥ 400"),
         ("  end of DATA → reply, p50 ms", "tool-100k", "p50", "{:.1f}", ""),
@@ -110,7 +122,13 @@ def main():
         ("  Postfix: msg/s accepted into its queue (250)", "tool-100k", "accept_rate", "{:.0f}", ""),
         ("  server memory, peak Pss MB (sampled)", "tool-100k", "pss", "{:.0f}", "< 256"),
         ("  mailhost peak RSS MB (VmHWM)", "tool-100k", "hwm", "{:.0f}", "< 256"),
+        ("  of which anonymous, peak MB", "tool-100k", "anon", "{:.0f}", ""),
+        ("  of which file-backed, peak MB", "tool-100k", "file", "{:.0f}", ""),
         ("  mailhost CPU ms per message", "tool-100k", "cpu_per_msg_ms", "{:.2f}", ""),
+        ("SMTP 100 KB with BDAT instead of DATA, mailhost-load: msg/s stored", "tool-100k-bdat", "rate", "{:.0f}", "≥ 400"),
+        ("  end of data → reply, p50 ms", "tool-100k-bdat", "p50", "{:.1f}", ""),
+        ("  end of data → reply, p99 ms", "tool-100k-bdat", "p99", "{:.1f}", ""),
+        ("  mailhost CPU ms per message", "tool-100k-bdat", "cpu_per_msg_ms", "{:.2f}", ""),
         ("SMTP 4 KB, mailhost-load, inbound SPF/DKIM/DMARC checks off: msg/s", "tool-4k-nochecks", "rate", "{:.0f}", "≥ 1000"),
         ("  end of DATA → reply, p50 ms", "tool-4k-nochecks", "p50", "{:.1f}", ""),
         ("  end of DATA → reply, p99 ms", "tool-4k-nochecks", "p99", "{:.1f}", ""),
@@ -121,9 +139,12 @@ def main():
         ("4 KB into one mailbox, mailhost-load, 20 conns: msg/s stored", "fetch", "rate", "{:.0f}", ""),
         ("FETCH 1:* BODY.PEEK[] of 10,000 × 4 KB, one session: msg/s", "fetch", "fetch_rate", "{:.0f}", "≥ 25000"),
         ("  same, MB/s", "fetch", "fetch_mbps", "{:.0f}", ""),
+        ("  mailhost CPU µs per message fetched", "fetch", "server_cpu_per_msg_us", "{:.0f}", ""),
+        ("  load tool (go-imap client) CPU µs per message", "fetch", "client_cpu_per_msg_us", "{:.0f}", ""),
         ("IMAP logins/s (STARTTLS, LOGIN, LOGOUT), 4 clients, warm", "logins", "login_rate", "{:.0f}", "≥ 300"),
         ("  first login per mailbox (cold: one argon2id each)/s", "logins", "first_login_rate", "{:.0f}", ""),
         ("  mailhost peak RSS MB during logins (VmHWM)", "logins", "hwm", "{:.0f}", ""),
+        ("  of which anonymous, peak MB", "logins", "anon", "{:.0f}", ""),
         ("  server memory during logins, peak Pss MB", "logins", "pss", "{:.0f}", ""),
     ]
     print("| figure | mailhost | Postfix + Dovecot | target |")
@@ -131,9 +152,10 @@ def main():
     for label, scenario, metric, fmt, target in rows:
         pf_scenario = "fetch-fill" if (scenario, metric) == ("fetch", "rate") else scenario
         print(f"| {label} | {cell('mailhost', scenario, metric, fmt)} | {cell('postfix', pf_scenario, metric, fmt)} | {target} |")
-    loads = sorted({f["load"] for fs in runs.values() for f in fs if f.get("load") is not None})
-    if loads:
-        print(f"\nLoad average (1 min) at the start of the measurements: {loads[0]}–{loads[-1]}.")
+    rl = os.path.join(out, "rep-load.txt")
+    if os.path.exists(rl):
+        print("\nLoad average (1, 5, 15 min) when each repetition started: " +
+              "; ".join(l.strip() for l in open(rl)) + ".")
 
     fill = load(os.path.join(out, "fill", "mailhost-fill.json"))
     if fill:
