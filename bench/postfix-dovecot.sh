@@ -29,7 +29,7 @@
 #
 # Usage (as root):
 #   bench/postfix-dovecot.sh setup     install the packages, write the config, start (idempotent)
-#   bench/postfix-dovecot.sh start     start both (no-op for one already running)
+#   bench/postfix-dovecot.sh start     start both (one already running reloads its configuration)
 #   bench/postfix-dovecot.sh stop      stop both
 #   bench/postfix-dovecot.sh clean     empty every mailbox and the Postfix queue (servers keep running)
 #   bench/postfix-dovecot.sh pids      print the two master process ids
@@ -229,8 +229,20 @@ alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 start() {
 	# The daemons must not inherit our stdout: a caller reading it through
 	# a pipe would wait for them forever.
-	if alive "$(pf_pid)"; then log "postfix already running"; else postfix -c "$PF_ETC" start </dev/null >>"$STATE/postfix.log" 2>&1; fi
-	if alive "$(dc_pid)"; then log "dovecot already running"; else dovecot -c "$DC_ETC/dovecot.conf" </dev/null >>"$STATE/dovecot.log" 2>&1; fi
+	# One already running rereads its configuration, which setup may
+	# just have rewritten.
+	if alive "$(pf_pid)"; then
+		log "postfix already running, reloading"
+		postfix -c "$PF_ETC" reload </dev/null >>"$STATE/postfix.log" 2>&1
+	else
+		postfix -c "$PF_ETC" start </dev/null >>"$STATE/postfix.log" 2>&1
+	fi
+	if alive "$(dc_pid)"; then
+		log "dovecot already running, reloading"
+		doveadm -c "$DC_ETC/dovecot.conf" reload
+	else
+		dovecot -c "$DC_ETC/dovecot.conf" </dev/null >>"$STATE/dovecot.log" 2>&1
+	fi
 	if alive "$(dns_pid)"; then log "dnsmasq already running"; else
 		# --local=/test/: answer *.test from local data only (there is
 		# none: NXDOMAIN); no upstream; 127.0.0.1's PTR from /etc/hosts.
