@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
@@ -44,6 +45,11 @@ type Config struct {
 	// mailauth.GenerateDKIMKeys. Tests give a fast one: RSA-2048
 	// generation takes 50 to 200 ms.
 	GenerateDKIMKeys func(now time.Time) ([]mailstore.DKIMKey, error)
+	// Passwords bounds the memory-hard password hashes of mailbox
+	// creation and password changes; the wiring shares it with the mail
+	// logins so that one bound holds for all. nil: a bound of its own
+	// (credential.NewVerifier(0)).
+	Passwords *credential.Verifier
 }
 
 // API is the management API; it implements http.Handler.
@@ -56,9 +62,9 @@ type API struct {
 	maxAls  int64
 	mux     *http.ServeMux
 	limiter *limiter
-	// hashSlots bounds concurrent argon2id hashes (19 MiB each), so a burst
-	// of mailbox creations cannot exhaust memory.
-	hashSlots chan struct{}
+	// passwords bounds concurrent argon2id hashes (19 MiB each), so a
+	// burst of mailbox creations cannot exhaust memory.
+	passwords *credential.Verifier
 	hostname  string
 	genKeys   func(now time.Time) ([]mailstore.DKIMKey, error)
 	// keySlots bounds concurrent DKIM key generations, each a core busy
@@ -75,13 +81,16 @@ func New(cfg Config) *API {
 		now:       cfg.Now,
 		maxMbx:    cfg.DefaultMaxMailboxes,
 		maxAls:    cfg.DefaultMaxAliases,
-		hashSlots: make(chan struct{}, 4),
+		passwords: cfg.Passwords,
 		hostname:  cfg.Hostname,
 		genKeys:   cfg.GenerateDKIMKeys,
 		keySlots:  make(chan struct{}, 2),
 	}
 	if a.log == nil {
 		a.log = slog.Default()
+	}
+	if a.passwords == nil {
+		a.passwords = credential.NewVerifier(0)
 	}
 	if a.now == nil {
 		a.now = time.Now

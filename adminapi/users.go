@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 )
@@ -39,15 +38,10 @@ func emailParam(r *http.Request) (string, error) {
 	return email, nil
 }
 
-// hash is credential.HashPassword behind a bound on concurrent hashes.
+// hash is credential.HashPassword behind the bound on concurrent
+// memory-hard work that the API shares with the mail logins.
 func (a *API) hash(ctx context.Context, password string) (string, error) {
-	select {
-	case a.hashSlots <- struct{}{}:
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-	defer func() { <-a.hashSlots }()
-	return credential.HashPassword(password)
+	return a.passwords.Hash(ctx, password)
 }
 
 // addressFree answers mailstore.ErrEmailExists when email is a mailbox

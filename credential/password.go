@@ -80,8 +80,10 @@ func VerifyPassword(phc, password string) error {
 	return nil
 }
 
-// Verifier bounds how many memory-hard verifications run at once, so a
-// burst of logins cannot exhaust memory (each takes argonMemoryKiB).
+// Verifier bounds how many memory-hard verifications and hashes run at
+// once, so a burst of logins or of mailbox creations cannot exhaust memory
+// (each takes argonMemoryKiB). One Verifier shared by every protocol and
+// the API bounds them all together.
 type Verifier struct {
 	slots chan struct{}
 }
@@ -104,4 +106,15 @@ func (v *Verifier) Verify(ctx context.Context, phc, password string) error {
 	}
 	defer func() { <-v.slots }()
 	return VerifyPassword(phc, password)
+}
+
+// Hash is HashPassword behind the same bound as Verify.
+func (v *Verifier) Hash(ctx context.Context, password string) (string, error) {
+	select {
+	case v.slots <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	defer func() { <-v.slots }()
+	return HashPassword(password)
 }

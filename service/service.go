@@ -103,7 +103,11 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	srs := &mailauth.SRS{Secret: secret, Now: o.Now}
 	// One login throttle and cache for IMAP and submission: a password
 	// guessed at over one protocol is throttled on the other too.
-	logins := credential.NewLogins(credential.LoginConfig{Accounts: st, Verifier: credential.NewVerifier(0), Now: o.Now})
+	// One bound on memory-hard password work (19 MiB each) for the logins
+	// and the API's hashes together: a login burst during a provisioning
+	// burst stays within it.
+	passwords := credential.NewVerifier(0)
+	logins := credential.NewLogins(credential.LoginConfig{Accounts: st, Verifier: passwords, Now: o.Now})
 	sender := outbound.New(outbound.Config{
 		Store: st, Hostname: hostname, Resolver: resolver, Relay: cfg.Relay,
 		Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
@@ -158,6 +162,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		}
 		api := adminapi.New(adminapi.Config{
 			Store: st, Plans: policy.NewPlans(cfg.Plans), Logger: log, Now: o.Now, Hostname: hostname,
+			Passwords:           passwords,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst,
 		})
