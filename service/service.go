@@ -189,7 +189,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		mx := smtpd.Config{
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake,
-			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
+			MaxConnsPerIP: int(cfg.MaxConnsPerIP), SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
 		}
 		if cfg.InboundChecks {
 			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}
@@ -205,7 +205,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		s := smtpd.NewSubmission(smtpd.Config{
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake,
-			Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
+			MaxConnsPerIP: int(cfg.MaxConnsPerIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			Signer: mailauth.StoreSigner{Store: st},
 		})
 		servers = append(servers, s)
