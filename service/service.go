@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -53,6 +54,12 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// defaultMemoryLimit is the Go runtime's soft memory limit when the
+// environment sets none: well under the 256 MB the server is meant to stay
+// within, leaving room for bbolt's memory map, which the runtime does not
+// count.
+const defaultMemoryLimit = 160 << 20
+
 // server is what Run starts: each serves listeners until Shutdown.
 type server interface {
 	Shutdown(ctx context.Context) error
@@ -70,6 +77,12 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		o.Stdout = os.Stdout
 	}
 	log := o.Logger
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		// A soft limit makes the runtime give memory back soon after a
+		// burst of password hashes (19 MiB each) instead of keeping it
+		// for minutes; GOMEMLIMIT, when set, is the operator's choice.
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	hostname := cfg.Hostname
 	if hostname == "" {
 		hostname, _ = os.Hostname()
