@@ -35,11 +35,14 @@ func body(size, headerLen int) []byte {
 	return b.Bytes()
 }
 
+// mxSender is the sender of the messages delivered to the MX.
+const mxSender = "load@sender.test"
+
 // header is message id's headers, padded with an X-Pad header to length
 // bytes (when shorter) so that every message has exactly the size asked for.
-func header(id int, to, date string, length int) []byte {
-	h := fmt.Appendf(nil, "From: load@sender.test\r\nTo: %s\r\nSubject: load %09d\r\nMessage-ID: <load-%09d@sender.test>\r\nDate: %s\r\nX-Pad: ",
-		to, id, id, date)
+func header(id int, from, to, date string, length int) []byte {
+	h := fmt.Appendf(nil, "From: %s\r\nTo: %s\r\nSubject: load %09d\r\nMessage-ID: <load-%09d@sender.test>\r\nDate: %s\r\nX-Pad: ",
+		from, to, id, id, date)
 	for len(h)+4 < length {
 		h = append(h, 'p')
 	}
@@ -52,11 +55,11 @@ func deliver(ctx context.Context, o options, addrs []string) (*deliverResult, er
 	date := time.Now().Format(time.RFC1123Z)
 	hlen := 0
 	for _, a := range addrs {
-		hlen = max(hlen, len(header(0, a, date, 0)))
+		hlen = max(hlen, len(header(0, mxSender, a, date, 0)))
 	}
 	tail := body(o.size, hlen)
 	for _, a := range addrs {
-		if err := dotSafe(append(header(0, a, date, hlen), tail...)); err != nil {
+		if err := dotSafe(append(header(0, mxSender, a, date, hlen), tail...)); err != nil {
 			return nil, fmt.Errorf("smtp: %w", err)
 		}
 	}
@@ -124,7 +127,7 @@ func deliverOn(ctx context.Context, o options, addrs []string, date string, tail
 			return c.quit()
 		}
 		to := addrs[i%len(addrs)]
-		lat, err := c.send("load@sender.test", to, header(i, to, date, hlen), tail)
+		lat, err := c.send(mxSender, to, header(i, mxSender, to, date, hlen), tail)
 		if err != nil {
 			return err
 		}

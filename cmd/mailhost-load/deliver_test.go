@@ -12,11 +12,11 @@ func TestMessageSize(t *testing.T) {
 	for _, size := range []int{512, 4096, 102400} {
 		hlen := 0
 		for _, a := range addrs {
-			hlen = max(hlen, len(header(0, a, date, 0)))
+			hlen = max(hlen, len(header(0, mxSender, a, date, 0)))
 		}
 		tail := body(size, hlen)
 		for _, a := range addrs {
-			h := header(123456, a, date, hlen)
+			h := header(123456, mxSender, a, date, hlen)
 			if got := len(h) + len(tail); got != size {
 				t.Errorf("size %d, to %s: message is %d bytes", size, a, got)
 			}

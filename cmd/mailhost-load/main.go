@@ -13,6 +13,15 @@
 //   - wait (-wait): for servers whose 250 means "queued" (Postfix), poll
 //     IMAP STATUS until every message is in its mailbox, and report the end
 //     to end rate from the first MAIL to the last message stored.
+//   - submission (-submit N > 0, -submission ADDR): C authenticated
+//     sessions (STARTTLS, then AUTH PLAIN as mailbox i%M with -password),
+//     each sending from its own address (envelope and From:) to remote
+//     recipients rcptK@-rcpt-domain: messages per second into the queue,
+//     and end of DATA to 250 latency. With -sink ADDR the tool also runs a
+//     loopback SMTP server there, which mailhost must relay to (start it
+//     with MAILHOST_RELAY=ADDR): a probe message must arrive first (else
+//     the run stops with an error), then the sink reports the drain rate
+//     and the time from the first submission to the last arrival.
 //   - fetch (-fetch): one IMAP session, SELECT INBOX of the first mailbox,
 //     one FETCH 1:* BODY.PEEK[]; messages and MB per second.
 //   - logins (-logins K): one login per mailbox (untimed warm-up, reported),
@@ -46,6 +55,9 @@ type options struct {
 	n, size, conns, mailboxes    int
 	slice                        int
 	wait, bdat                   bool
+	submission, sink, rcptDomain string
+	submitN                      int
+	probeTimeout                 time.Duration
 	fetch                        bool
 	logins, loginClients         int
 	pid                          int
@@ -71,6 +83,11 @@ func main() {
 	flag.BoolVar(&o.bdat, "bdat", false, "send messages with BDAT (CHUNKING, RFC 3030) instead of DATA; the server must offer it")
 	flag.IntVar(&o.slice, "slice", 0, "also report throughput and latency per this many messages (0: off)")
 	flag.BoolVar(&o.wait, "wait", false, "after delivery, poll IMAP STATUS until every message is stored (for queueing servers)")
+	flag.StringVar(&o.submission, "submission", "127.0.0.1:2587", "SMTP submission address (STARTTLS, AUTH PLAIN), for -submit")
+	flag.IntVar(&o.submitN, "submit", 0, "messages to submit as the mailboxes, to remote recipients (0 skips); over -c sessions, -size bytes each")
+	flag.StringVar(&o.rcptDomain, "rcpt-domain", "sink.test", "domain of the remote recipients of -submit")
+	flag.StringVar(&o.sink, "sink", "", "run a loopback SMTP sink on this address and time the queue's drain to it (mailhost started with MAILHOST_RELAY=this address); empty: no sink")
+	flag.DurationVar(&o.probeTimeout, "probe-timeout", 30*time.Second, "how long the probe message may take to reach the -sink")
 	flag.BoolVar(&o.fetch, "fetch", true, "FETCH 1:* BODY.PEEK[] the first mailbox's INBOX in one session")
 	flag.IntVar(&o.logins, "logins", 1000, "IMAP logins to time (0 skips)")
 	flag.IntVar(&o.loginClients, "login-clients", 4, "concurrent IMAP login clients")
@@ -110,8 +127,14 @@ func (o *options) check() error {
 	if !strings.Contains(o.userFormat, "%d") {
 		return fmt.Errorf("-user %q has no %%d", o.userFormat)
 	}
-	if o.mailboxes < 1 || o.conns < 1 || o.loginClients < 1 || o.n < 0 || o.logins < 0 || o.slice < 0 {
-		return errors.New("-m, -c and -login-clients must be at least 1; -n, -logins and -slice at least 0")
+	if o.mailboxes < 1 || o.conns < 1 || o.loginClients < 1 || o.n < 0 || o.logins < 0 || o.slice < 0 || o.submitN < 0 {
+		return errors.New("-m, -c and -login-clients must be at least 1; -n, -submit, -logins and -slice at least 0")
+	}
+	if o.submitN > probeID {
+		return fmt.Errorf("-submit must be below %d", probeID)
+	}
+	if o.sink != "" && o.submitN == 0 {
+		return errors.New("-sink needs -submit")
 	}
 	if o.size < 512 {
 		return errors.New("-size must be at least 512 bytes (the headers take about 200)")
@@ -184,6 +207,21 @@ func run(ctx context.Context, o options) error {
 				o.n, e2e.Seconds(), res.Deliver.EndToEndRate)
 		}
 		res.Deliver.Server = ph.end("deliver")
+	}
+	if o.submitN > 0 {
+		var k *sink
+		if o.sink != "" {
+			var err error
+			if k, err = startSink(o.sink); err != nil {
+				return err
+			}
+			defer k.close()
+		}
+		r, err := submit(ctx, o, addrs, k)
+		if err != nil {
+			return err
+		}
+		res.Submit = r
 	}
 	if o.imapAddr != "" && o.fetch {
 		ph := startPhase(o.pid)

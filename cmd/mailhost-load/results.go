@@ -19,6 +19,7 @@ type results struct {
 	Deliver   *deliverResult `json:"deliver"`
 	Fetch     *fetchResult   `json:"fetch"`
 	Logins    *loginResult   `json:"logins"`
+	Submit    *submitResult  `json:"submission"`
 }
 
 type latencyResult struct {

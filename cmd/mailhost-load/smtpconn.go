@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -85,6 +87,36 @@ func (c *smtpConn) send(from, to string, head, body []byte) (time.Duration, erro
 		return 0, fmt.Errorf("end of DATA for %s: %w", to, err)
 	}
 	return time.Since(t0), nil
+}
+
+// startTLS sends STARTTLS (RFC 3207), makes the handshake accepting any
+// certificate (mailhost's own is self-signed) and says EHLO again, as
+// section 4.2 requires.
+func (c *smtpConn) startTLS(helo string) error {
+	if err := c.cmd(220, "STARTTLS"); err != nil {
+		return fmt.Errorf("STARTTLS: %w", err)
+	}
+	tc := tls.Client(c.conn, &tls.Config{InsecureSkipVerify: true})
+	if err := tc.Handshake(); err != nil {
+		return fmt.Errorf("TLS handshake: %w", err)
+	}
+	c.conn = tc
+	c.r = textproto.NewReader(bufio.NewReader(tc))
+	c.w = bufio.NewWriterSize(tc, 64<<10)
+	if err := c.cmd(250, "EHLO %s", helo); err != nil {
+		return fmt.Errorf("EHLO after STARTTLS: %w", err)
+	}
+	return nil
+}
+
+// authPlain logs in with AUTH PLAIN (RFC 4954, RFC 4616), the initial
+// response on the command line.
+func (c *smtpConn) authPlain(user, password string) error {
+	resp := base64.StdEncoding.EncodeToString([]byte("\x00" + user + "\x00" + password))
+	if err := c.cmd(235, "AUTH PLAIN %s", resp); err != nil {
+		return fmt.Errorf("AUTH PLAIN as %s: %w", user, err)
+	}
+	return nil
 }
 
 func (c *smtpConn) quit() error {
