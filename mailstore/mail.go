@@ -145,6 +145,23 @@ type Mail interface {
 	Messages(ctx context.Context, mailboxID, folderID int64) ([]Message, error)
 	// Body returns the stored body of a message of the account.
 	Body(ctx context.Context, mailboxID, folderID int64, uid uint32) ([]byte, error)
+	// Bodies calls fn with the stored body of each message of uids, in the
+	// order of uids (a UID given twice is called twice); UIDs not in the
+	// folder (expunged, or never there) are skipped. It is Body for many
+	// messages at once (IMAP FETCH and SEARCH of a range), reading them in
+	// bounded chunks, each a consistent snapshot of the folder: a message
+	// expunged while Bodies runs may or may not be seen.
+	//
+	// body is valid only until fn returns (its memory is reused): fn must
+	// copy what it keeps. fn runs outside any store transaction, so it may
+	// block (write to a slow client) and may call the store.
+	//
+	// A folder that is not the account's is ErrFolderNotFound, as with
+	// Body, and so is a folder deleted while Bodies runs, possibly after
+	// fn has seen some bodies. An error from fn stops Bodies, which
+	// returns it unwrapped. A done ctx stops Bodies between chunks with an
+	// error matching ctx.Err(). An empty uids reads nothing and answers nil.
+	Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error
 	// Append adds a message to a folder (IMAP APPEND). ErrOverQuota when the
 	// account is at or over quota, or would be with this message.
 	Append(ctx context.Context, mailboxID, folderID int64, body []byte, flags []string, receivedAt time.Time) (Message, error)

@@ -1,0 +1,79 @@
+package mailstore
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bounds on one read transaction of Bodies. A read transaction that stays
+// open holds bbolt's mmap lock shared, so a writer that must grow the file
+// waits for it, and it keeps the pages it sees from reuse; the bodies of
+// one chunk are copied out and the transaction closed before fn sees them,
+// so a slow client never holds one open. 256 messages make the cost of the
+// transaction and the folder check negligible per message; 1 MiB bounds
+// what a session holds (one buffer, reused from chunk to chunk, plus at
+// most one message beyond the bound).
+const (
+	bodiesChunkMessages = 256
+	bodiesChunkBytes    = 1 << 20
+)
+
+// bodyRef is one body of a Bodies chunk: its uid and where it is in the
+// chunk's buffer.
+type bodyRef struct {
+	uid        uint32
+	start, end int
+}
+
+// Bodies implements Mail. It reads the bodies in chunks, each in one read
+// transaction with the folder checked once, copies them into a buffer it
+// reuses, and calls fn once the transaction is over.
+func (s *Bolt) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error {
+	var (
+		buf  []byte
+		refs []bodyRef
+	)
+	for next := 0; next < len(uids); {
+		buf, refs = buf[:0], refs[:0]
+		err := s.view(ctx, func(tx *bolt.Tx) error {
+			var f Folder
+			if !getJSON(tx.Bucket(bFolders), id8(folderID), &f) || f.MailboxID != mailboxID {
+				return ErrFolderNotFound
+			}
+			messages, blobs := tx.Bucket(bMessages), tx.Bucket(bBlobs)
+			for ; next < len(uids) && len(refs) < bodiesChunkMessages && len(buf) < bodiesChunkBytes; next++ {
+				uid := uids[next]
+				k := msgKey(folderID, uid)
+				v := messages.Get(k)
+				if v == nil {
+					continue // not in the folder (expunged): skipped
+				}
+				m, err := decodeMessage(k, v)
+				if err != nil {
+					return fmt.Errorf("message %d: %w", uid, err)
+				}
+				raw := blobs.Get(id8(m.BlobID))
+				if raw == nil {
+					return fmt.Errorf("message %d: blob %d missing", uid, m.BlobID)
+				}
+				start := len(buf)
+				buf = append(buf, raw...)
+				refs = append(refs, bodyRef{uid: uid, start: start, end: len(buf)})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("bodies of folder %d: %w", folderID, err)
+		}
+		for _, r := range refs {
+			// The full slice expression keeps fn from appending into the
+			// next body.
+			if err := fn(r.uid, buf[r.start:r.end:r.end]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
