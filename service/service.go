@@ -105,10 +105,12 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	resolver, err := newResolver(cfg.DNS)
+	dns, err := newResolver(cfg.DNS)
 	if err != nil {
 		return err
 	}
+	// One DNS cache for the inbound checks and the outbound queue.
+	resolver := mailauth.NewCachingResolver(dns, mailauth.CacheOptions{Now: o.Now})
 	secret, err := srsSecret(cfg.SRSSecret, cfg.DataDir)
 	if err != nil {
 		return err
