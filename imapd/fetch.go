@@ -44,25 +44,60 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 		}
 	}
 
-	for _, i := range idx {
+	if !needsBody(options) {
+		for _, i := range idx {
+			m := v.msgs[i]
+			if m.gone {
+				continue // RFC 2180 section 4.1.2: say nothing of it
+			}
+			if err := writeMessage(w.CreateMessage(uint32(i+1)), m.Message, nil, options, seen[m.UID]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	return s.eachBody(v, idx, "fetch", func(i int, body []byte) error {
 		m := v.msgs[i]
-		if m.gone {
-			continue // RFC 2180 section 4.1.2: say nothing of it
+		// writeMessage is done with body when it returns, as it must be.
+		return writeMessage(w.CreateMessage(uint32(i+1)), m.Message, body, options, seen[m.UID])
+	})
+}
+
+// eachBody calls fn with the index in v.msgs and the body of each message
+// of idx (ascending indices of v.msgs), reading the bodies in batches
+// (mailstore.Mail.Bodies): body is valid only during fn. Gone messages are
+// left out, and so are those the store no longer has (expunged meanwhile:
+// the next refresh reports them; RFC 2180 section 4.1.2). An error from fn
+// comes back as is; one from the store is logged and answered through
+// s.fail with op.
+func (s *session) eachBody(v *view, idx []int, op string, fn func(i int, body []byte) error) error {
+	live := make([]int, 0, len(idx))
+	uids := make([]uint32, 0, len(idx))
+	for _, i := range idx {
+		if m := v.msgs[i]; !m.gone {
+			live = append(live, i)
+			uids = append(uids, m.UID)
 		}
-		var body []byte
-		if needsBody(options) {
-			b, err := s.st.Body(s.ctx, s.user.ID, v.folder.ID, m.UID)
-			if errors.Is(err, mailstore.ErrMessageNotFound) {
-				continue // expunged meanwhile; the next refresh reports it
-			}
-			if err != nil {
-				return s.fail("fetch", err)
-			}
-			body = b
+	}
+	// uids are ascending and unique, so Bodies answers a subsequence of
+	// them and one pass over live pairs each body with its message.
+	next := 0
+	var fnErr error
+	err := s.st.Bodies(s.ctx, s.user.ID, v.folder.ID, uids, func(uid uint32, body []byte) error {
+		for uids[next] != uid {
+			next++
 		}
-		if err := writeMessage(w.CreateMessage(uint32(i+1)), m.Message, body, options, seen[m.UID]); err != nil {
-			return err
-		}
+		i := live[next]
+		next++
+		fnErr = fn(i, body)
+		return fnErr
+	})
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case err != nil:
+		return s.fail(op, err)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package imapd
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -34,23 +33,11 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 		needed = needsContent(criteria)
 	)
 	v.staticCriteria(criteria)
-	for i, m := range v.msgs {
-		if m.gone {
-			continue
-		}
-		c := &candidate{v: v, seq: uint32(i + 1), msg: m.Message}
-		if needed {
-			b, err := s.st.Body(s.ctx, s.user.ID, v.folder.ID, m.UID)
-			if errors.Is(err, mailstore.ErrMessageNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, s.fail("search", err)
-			}
-			c.body = b
-		}
+	add := func(i int, body []byte) error {
+		m := v.msgs[i]
+		c := &candidate{v: v, seq: uint32(i + 1), msg: m.Message, body: body}
 		if !c.match(criteria) {
-			continue
+			return nil
 		}
 		uids.AddNum(imap.UID(m.UID))
 		num := c.seq
@@ -63,6 +50,23 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 		}
 		data.Max = max(data.Max, num)
 		data.Count++
+		return nil
+	}
+	if needed {
+		// Bodies are valid only during add, which keeps none.
+		all := make([]int, len(v.msgs))
+		for i := range all {
+			all[i] = i
+		}
+		if err := s.eachBody(v, all, "search", add); err != nil {
+			return nil, err
+		}
+	} else {
+		for i, m := range v.msgs {
+			if !m.gone {
+				add(i, nil)
+			}
+		}
 	}
 	if kind == imapserver.NumKindUID {
 		data.All = uids

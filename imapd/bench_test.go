@@ -1,0 +1,95 @@
+package imapd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// benchBody is a message of 4 KB, the size of the issue 3 target.
+func benchBody(i int) []byte {
+	h := fmt.Sprintf("From: bob@example.org\r\nTo: alice@example.com\r\nSubject: message %d\r\nDate: Mon, 02 Nov 2026 10:00:00 +0000\r\n\r\n", i)
+	line := "the quick brown fox jumps over the lazy dog, and again, 0123456789\r\n"
+	return []byte(h + strings.Repeat(line, (4096-len(h))/len(line)+1)[:4096-len(h)])
+}
+
+// fillInbox delivers n 4 KB messages to alice's INBOX from several
+// goroutines, so that bbolt groups them into few commits.
+func fillInbox(b *testing.B, e *env, n int) {
+	b.Helper()
+	const workers = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				_, err := e.st.Deliver(context.Background(), mailstore.Delivery{
+					Body: benchBody(i), ReceivedAt: time.Now(), MailboxIDs: []int64{e.mb.ID},
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatalf("Deliver: %v", err)
+	}
+}
+
+// BenchmarkFetchAll is FETCH 1:* BODY.PEEK[] of 10,000 messages of 4 KB in
+// one session over STARTTLS, with go-imap's client (issue 3: ≥ 25,000
+// msgs/s). One iteration fetches the whole folder.
+func BenchmarkFetchAll(b *testing.B) {
+	const n = 10_000
+	e := newEnv(b, envOptions{})
+	fillInbox(b, e, n)
+	c := e.login(nil)
+	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
+		b.Fatalf("SELECT: %v", err)
+	}
+	var all imap.SeqSet
+	all.AddRange(1, 0)
+	opts := &imap.FetchOptions{BodySection: []*imap.FetchItemBodySection{{Peek: true}}}
+	b.SetBytes(n * 4096)
+	b.ResetTimer()
+	for b.Loop() {
+		got := fetchCount(b, c, all, opts)
+		if got != n {
+			b.Fatalf("FETCH 1:* returned %d messages, want %d", got, n)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+func fetchCount(b *testing.B, c *imapclient.Client, set imap.SeqSet, opts *imap.FetchOptions) int {
+	b.Helper()
+	cmd := c.Fetch(set, opts)
+	got := 0
+	for msg := cmd.Next(); msg != nil; msg = cmd.Next() {
+		for item := msg.Next(); item != nil; item = msg.Next() {
+			if bs, ok := item.(imapclient.FetchItemDataBodySection); ok {
+				if k, err := io.Copy(io.Discard, bs.Literal); err != nil || k != 4096 {
+					b.Fatalf("body of message %d: %d bytes, %v; want 4096", msg.SeqNum, k, err)
+				}
+				got++
+			}
+		}
+	}
+	if err := cmd.Close(); err != nil {
+		b.Fatalf("FETCH: %v", err)
+	}
+	return got
+}
