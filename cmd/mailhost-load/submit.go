@@ -48,6 +48,10 @@ type sinkResult struct {
 	// LagSeconds is from the last submission's 250 to the last arrival:
 	// about 0 when the queue drains as fast as it fills.
 	LagSeconds float64 `json:"lag_after_last_submit_seconds"`
+	// WhileFillingRate is the arrivals per second from the first
+	// submission to the last 250; AfterRate the backlog over the lag.
+	WhileFillingRate float64 `json:"drain_while_filling_msgs_per_s"`
+	AfterRate        float64 `json:"drain_after_filling_msgs_per_s"`
 	Duplicates int     `json:"duplicates"`
 	Unknown    int     `json:"unknown"`
 }
@@ -220,11 +224,15 @@ func submit(ctx context.Context, o options, addrs []string, k *sink) (*submitRes
 		s.EndToEndRate = float64(o.submitN) / s.FirstToLastSeconds
 		s.DrainRate = float64(o.submitN) / last.Sub(first).Seconds()
 		s.LagSeconds = last.Sub(lastSubmit).Seconds()
+		s.WhileFillingRate = float64(o.submitN-backlog) / r.Seconds
+		if s.LagSeconds > 0 {
+			s.AfterRate = float64(backlog) / s.LagSeconds
+		}
 		s.Duplicates, s.Unknown, _ = k.odd()
 		fmt.Printf("sink: all %d messages arrived %.2fs after the first submission: %.0f msg/s end to end; drain %.0f msg/s (first to last arrival)\n",
 			o.submitN, s.FirstToLastSeconds, s.EndToEndRate, s.DrainRate)
-		fmt.Printf("sink: %d not yet arrived at the last 250; the last arrived %.2fs after it; %d duplicates, %d without a load Message-ID\n",
-			s.BacklogAtLastSubmit, s.LagSeconds, s.Duplicates, s.Unknown)
+		fmt.Printf("sink: %.0f msg/s arrived while the queue filled; %d not yet arrived at the last 250, the last of them %.2fs after it (%.0f msg/s); %d duplicates, %d without a load Message-ID\n",
+			s.WhileFillingRate, s.BacklogAtLastSubmit, s.LagSeconds, s.AfterRate, s.Duplicates, s.Unknown)
 	}
 	r.Server = ph.end("submission")
 	return r, nil
