@@ -1,0 +1,71 @@
+package imapd
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/emersion/go-imap/v2"
+)
+
+// TestFetchExpungedMeanwhile: a message expunged by another client after
+// SELECT is left out of FETCH (RFC 2180 section 4.1.2); the others come
+// back whole, with their own sequence numbers.
+func TestFetchExpungedMeanwhile(t *testing.T) {
+	e := mailEnv(t)
+	c := e.login(nil)
+	selectInbox(t, c)
+	inbox, err := e.st.Folder(context.Background(), e.mb.ID, "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.Expunge(context.Background(), e.mb.ID, inbox.ID, []uint32{2}); err != nil {
+		t.Fatalf("Expunge(2): %v", err)
+	}
+	msgs, err := c.Fetch(imap.SeqSetNum(1, 2, 3), &imap.FetchOptions{
+		UID: true, BodySection: []*imap.FetchItemBodySection{{Peek: true}},
+	}).Collect()
+	if err != nil {
+		t.Fatalf("FETCH 1:3: %v", err)
+	}
+	var got, want []string
+	for _, m := range msgs {
+		got = append(got, fmt.Sprintf("%d uid %d %d bytes", m.SeqNum, m.UID, len(m.FindBodySection(&imap.FetchItemBodySection{}))))
+	}
+	want = []string{
+		fmt.Sprintf("1 uid 1 %d bytes", len(msgPlain)),
+		fmt.Sprintf("3 uid 3 %d bytes", len(msgLarge)),
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("FETCH 1:3 after another client's EXPUNGE of 2 = %q, want %q", got, want)
+	}
+}
+
+// TestFetchMany crosses the store's batches of bodies (256 messages):
+// every message comes back, in order, with its own body.
+func TestFetchMany(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.requireMail()
+	const n = 300
+	for i := range n { // one at a time, so that UIDs follow i
+		e.deliver(fmt.Sprintf("Subject: %d\r\n\r\nbody %d\r\n", i, i), t1)
+	}
+	c := e.login(nil)
+	selectInbox(t, c)
+	var all imap.SeqSet
+	all.AddRange(1, 0)
+	msgs, err := c.Fetch(all, &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{{Peek: true}}}).Collect()
+	if err != nil {
+		t.Fatalf("FETCH 1:*: %v", err)
+	}
+	if len(msgs) != n {
+		t.Fatalf("FETCH 1:* returned %d messages, want %d", len(msgs), n)
+	}
+	for i, m := range msgs {
+		want := fmt.Sprintf("Subject: %d\r\n\r\nbody %d\r\n", i, i)
+		if got := string(m.FindBodySection(&imap.FetchItemBodySection{})); m.SeqNum != uint32(i+1) || got != want {
+			t.Errorf("FETCH 1:* message %d: seq %d body %q, want seq %d body %q", i, m.SeqNum, got, i+1, want)
+		}
+	}
+}
