@@ -52,8 +52,8 @@ type sinkResult struct {
 	// submission to the last 250; AfterRate the backlog over the lag.
 	WhileFillingRate float64 `json:"drain_while_filling_msgs_per_s"`
 	AfterRate        float64 `json:"drain_after_filling_msgs_per_s"`
-	Duplicates int     `json:"duplicates"`
-	Unknown    int     `json:"unknown"`
+	Duplicates       int     `json:"duplicates"`
+	Unknown          int     `json:"unknown"`
 }
 
 // submission is one authenticated session and the mailbox it sends as.
