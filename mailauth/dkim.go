@@ -141,6 +141,8 @@ type Signer struct {
 	// Headers are the header fields signed when present; nil means
 	// DefaultSignedHeaders. From is always signed.
 	Headers []string
+	// Keys keeps keys parsed between messages; nil parses them for each.
+	Keys *KeyCache
 }
 
 // Sign returns msg with one DKIM-Signature header field per key prepended,
@@ -178,7 +180,7 @@ func (s Signer) Signatures(domain string, keys []mailstore.DKIMKey, r io.Reader)
 	}()
 	writers := make([]io.Writer, 0, len(keys))
 	for _, k := range keys {
-		priv, err := privateKey(k)
+		priv, err := s.Keys.key(k)
 		if err != nil {
 			return "", fmt.Errorf("dkim sign: %w", err)
 		}
