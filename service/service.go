@@ -1,6 +1,8 @@
 // Package service wires mailhost's parts together: it opens the store,
-// starts the management API, the SMTP and IMAP servers, the control socket
-// and the retention scheduler, and stops them in order.
+// starts the management API, the SMTP servers (MX and submission), IMAP,
+// the outbound queue's workers, the control socket and the retention
+// scheduler, and stops them in order: listeners first, then the workers,
+// then the store.
 package service
 
 import (
