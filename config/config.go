@@ -138,7 +138,7 @@ var Settings = []Setting{
 		c.QueueLifetime = d
 		return nil
 	}},
-	{"queue_workers", "MAILHOST_QUEUE_WORKERS", "8", "outbound delivery workers (concurrent SMTP sessions to remote servers)", integer(func(c *Config) *int64 { return &c.QueueWorkers }, 1)},
+	{"queue_workers", "MAILHOST_QUEUE_WORKERS", "20", "outbound delivery workers: SMTP sessions at once to remote servers (at most 4 to one domain; all of them to the relay)", integer(func(c *Config) *int64 { return &c.QueueWorkers }, 1)},
 	{"dns", "MAILHOST_DNS", "", "host:port of the DNS server for MX, SPF, DKIM and DMARC lookups; empty: the system resolver", str(func(c *Config) *string { return &c.DNS })},
 	{"inbound_checks", "MAILHOST_INBOUND_CHECKS", "true", "check SPF, DKIM and DMARC of inbound mail and record them in an Authentication-Results header", boolean(func(c *Config) *bool { return &c.InboundChecks })},
 	{"srs_secret", "MAILHOST_SRS_SECRET", "", "secret of the Sender Rewriting Scheme for forwarded mail; empty: a random one kept in the data directory (srs.key)", str(func(c *Config) *string { return &c.SRSSecret })},

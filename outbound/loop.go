@@ -200,7 +200,7 @@ func (l *loop) startWaiting(ctx context.Context) {
 		case time.Until(j.deadline) < cfg.Lease/4:
 			// Not started, so not reclaimed either.
 			delete(l.inflight, j.entry.ID)
-		case l.running < cfg.Workers && l.perKey[j.key] < cfg.PerDestination && ctx.Err() == nil:
+		case l.running < cfg.Workers && l.perKey[j.key] < l.s.limit(j.key) && ctx.Err() == nil:
 			l.running++
 			l.perKey[j.key]++
 			go func() {
@@ -243,7 +243,15 @@ func (l *loop) handle(ev event) {
 	}
 }
 
-// key is what PerDestination counts an entry against.
+// limit is the most sessions at once to a key.
+func (s *Sender) limit(key string) int {
+	if s.cfg.Relay != "" {
+		return s.cfg.PerRelay
+	}
+	return s.cfg.PerDestination
+}
+
+// key is what PerDestination (PerRelay) counts an entry against.
 func (s *Sender) key(e mailstore.Outbound) string {
 	if s.cfg.Relay != "" {
 		// A hosted destination is delivered locally, not through the

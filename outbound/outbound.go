@@ -42,8 +42,13 @@ type Config struct {
 	// takes no worker. 0 means 8.
 	Workers int
 	// PerDestination is the most SMTP sessions at once to one destination
-	// domain, or to Relay when it is set. 0 means 4.
+	// domain. 0 means 4.
 	PerDestination int
+	// PerRelay is the most SMTP sessions at once to Relay, when it is set.
+	// 0 means Workers: a smarthost is run to take all of our outbound
+	// mail, and with 4 sessions the queue drained at a tenth of the rate
+	// submission filled it while the cores were busy (bench/README.md).
+	PerRelay int
 	// Lifetime is how long an entry is retried after it was queued; the
 	// recipients still pending after the first attempt past it fail with
 	// "delivery time expired" and are bounced. 0 means 120h (5 days).
@@ -151,6 +156,7 @@ func New(cfg Config) *Sender {
 	setDefault(&c.Port, DefaultPort)
 	setDefault(&c.Workers, DefaultWorkers)
 	setDefault(&c.PerDestination, DefaultPerDestination)
+	setDefault(&c.PerRelay, c.Workers)
 	setDefault(&c.Lifetime, DefaultLifetime)
 	setDefault(&c.RetryMin, DefaultRetryMin)
 	setDefault(&c.RetryMax, DefaultRetryMax)

@@ -322,6 +322,43 @@ func TestPerDestinationLimit(t *testing.T) {
 	}
 }
 
+// TestPerRelayLimit: with a relay every remote entry counts against it,
+// up to PerRelay sessions at once (not PerDestination).
+func TestPerRelayLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		perRelay int
+		want     int
+	}{
+		{"set", 3, 3},
+		{"default: Workers", 0, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			relay := newMX(t, nil)
+			relay.hold = 50 * time.Millisecond
+			clk := newClock()
+			const n = 12
+			for range n {
+				f.queue(clk.Now(), f.submission("x@remote.test"), message("many"))
+			}
+			f.start(clk, func(c *Config) {
+				c.Relay = relay.addr
+				c.Workers = 6
+				c.PerDestination = 1
+				c.PerRelay = tc.perRelay
+			})
+			relay.waitMessages(t, n)
+			f.waitEmpty()
+			relay.mu.Lock()
+			defer relay.mu.Unlock()
+			if got := relay.maxByDomain["remote.test"]; got != tc.want {
+				t.Errorf("%d transactions at once at the relay, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 // A queue where some recipients are done is picked up after a restart by
 // a new Sender on the reopened store, which sends only to the rest.
 func TestRestart(t *testing.T) {
