@@ -28,8 +28,9 @@ import (
 //
 // Sub-benchmarks, by route and by when the Sender runs:
 //
-//	relay: every message through Config.Relay (one destination, so at
-//	       most PerDestination = 4 sessions)
+//	relay: every message through Config.Relay (up to PerRelay =
+//	       Workers = 8 sessions; the figures in BENCHMARKS.md were taken
+//	       when a relay counted as one destination of 4 sessions)
 //	mx:    16 destination domains through their MX (the fake resolver's),
 //	       up to Workers = 8 sessions
 //	stream: the Sender drains while the submitters fill
