@@ -274,13 +274,18 @@ func (s *session) checkInboundCap(addr string, ms []mailstore.Mailbox) error {
 
 // refuse logs a refused recipient and returns its reply.
 func (s *session) refuse(rcpt string, err error) error {
+	return s.refusal("recipient refused", err, "id", s.tx.id, "rcpt", rcpt)
+}
+
+// refusal logs one refusal as msg with args, at error level when it is
+// this server's fault (localFailure), and returns the reply for err.
+func (s *session) refusal(msg string, err error, args ...any) error {
 	r := reply(err)
 	level := slog.LevelInfo
 	if localFailure(err) {
 		level = slog.LevelError
 	}
-	s.log.Log(s.ctx, level, "recipient refused", "id", s.tx.id, "rcpt", rcpt,
-		"code", code(r), "err", err)
+	s.log.Log(s.ctx, level, msg, append(args, "code", code(r), "err", err)...)
 	return r
 }
 
@@ -361,13 +366,7 @@ func (s *session) deliver(tx transaction, d mailstore.Delivery, start time.Time)
 		err = errGone
 	}
 	if err != nil {
-		level := slog.LevelInfo
-		if localFailure(err) {
-			level = slog.LevelError
-		}
-		s.log.Log(s.ctx, level, "delivery failed", "id", tx.id, "mailbox_ids", d.MailboxIDs,
-			"remote", tx.remote(), "code", code(reply(err)), "err", err)
-		return reply(err)
+		return s.refusal("delivery failed", err, "id", tx.id, "mailbox_ids", d.MailboxIDs, "remote", tx.remote())
 	}
 	if len(res.Queued) > 0 && s.srv.cfg.OnQueued != nil {
 		s.srv.cfg.OnQueued()

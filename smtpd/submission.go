@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -70,13 +69,7 @@ func (s *submission) Mail(from string, opts *smtp.MailOptions) error {
 
 // refuseSender logs a refused MAIL and returns its reply.
 func (s *submission) refuseSender(from string, err error) error {
-	r := reply(err)
-	level := slog.LevelInfo
-	if localFailure(err) {
-		level = slog.LevelError
-	}
-	s.log.Log(s.ctx, level, "sender refused", "from", clean(from), "code", code(r), "err", err)
-	return r
+	return s.refusal("sender refused", err, "from", clean(from))
 }
 
 // Rcpt accepts any recipient. A hosted address is resolved as on the MX
@@ -195,11 +188,5 @@ func (s *submission) checkFrom(tx transaction, msg []byte) (mailstore.Domain, er
 
 // refuseMessage logs a message refused after DATA and returns its reply.
 func (s *submission) refuseMessage(tx transaction, err error) error {
-	r := reply(err)
-	level := slog.LevelInfo
-	if localFailure(err) {
-		level = slog.LevelError
-	}
-	s.log.Log(s.ctx, level, "message refused", "id", tx.id, "from", tx.from, "code", code(r), "err", err)
-	return r
+	return s.refusal("message refused", err, "id", tx.id, "from", tx.from)
 }
