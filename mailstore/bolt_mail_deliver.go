@@ -155,11 +155,7 @@ func (t *mailTx) capUsed(domainID int64, month string) (bool, error) {
 		return false, ErrDomainNotFound
 	}
 	x := t.transferFigures(domainID, month)
-	return capReached(d, x.Transfer), nil
-}
-
-func capReached(d Domain, x Transfer) bool {
-	return x.InBytes+x.OutBytes >= d.TransferMonthlyMB*MB
+	return d.TransferCapReached(x.Transfer), nil
 }
 
 func containsID(ids []int64, id int64) bool {

@@ -395,7 +395,7 @@ func (s *Bolt) releaseBatch(ctx context.Context, now time.Time, from []byte) (in
 			var d Domain
 			gone := !getJSON(t.domains, id8(domainID), &d)
 			x := t.transferFigures(domainID, month)
-			if !gone && capReached(d, x.Transfer) {
+			if !gone && d.TransferCapReached(x.Transfer) {
 				k, _ = c.Seek(id8(domainID + 1))
 				continue
 			}
@@ -412,7 +412,7 @@ func (s *Bolt) releaseBatch(ctx context.Context, now time.Time, from []byte) (in
 					break
 				}
 				if !gone && !sibling {
-					if capReached(d, x.Transfer) {
+					if d.TransferCapReached(x.Transfer) {
 						break
 					}
 					t.count(domainID, month, 0, o.Size)

@@ -147,3 +147,12 @@ type DKIMKey struct {
 	Private   []byte    `json:"private"`   // PKCS #8, DER
 	CreatedAt time.Time `json:"created_at"`
 }
+
+// TransferCapReached reports whether the domain has used its monthly
+// transfer cap with the month's counters t (decisions.md, "Transfer cap"):
+// bytes received for it and sent or forwarded on its behalf, in + out, at
+// or past TransferMonthlyMB. As with quotas, a zero cap admits nothing.
+// Caps are at most 2^30 MB (2^50 bytes): the product cannot overflow.
+func (d Domain) TransferCapReached(t Transfer) bool {
+	return t.InBytes+t.OutBytes >= d.TransferMonthlyMB*MB
+}

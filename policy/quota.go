@@ -22,15 +22,9 @@ func AcceptAtRCPT(m mailstore.Mailbox, announcedSize int64) bool {
 }
 
 // TransferCapReached reports whether domain d has used its monthly
-// transfer cap with the month's counters t (decisions.md, "Transfer
-// cap"): messages received for it and sent or forwarded on its behalf,
-// in+out, at or past TransferMonthlyMB. As with quotas, a zero cap admits
-// nothing.
+// transfer cap with the month's counters t. The rule lives with the types
+// (mailstore.Domain.TransferCapReached) because the store applies it in
+// the transaction that counts; this is the same rule for the protocols.
 func TransferCapReached(d mailstore.Domain, t mailstore.Transfer) bool {
-	if d.TransferMonthlyMB <= 0 {
-		return true
-	}
-	used := t.InBytes + t.OutBytes
-	// Caps are at most 2^30 MB (2^50 bytes): the product cannot overflow.
-	return used >= d.TransferMonthlyMB*mailstore.MB
+	return d.TransferCapReached(t)
 }
