@@ -62,6 +62,13 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 // count.
 const defaultMemoryLimit = 160 << 20
 
+// pairServer serves a protocol on a plain listener (with STARTTLS) and on
+// an implicit-TLS one: smtpd (submission) and imapd.
+type pairServer interface {
+	Serve(ln net.Listener) error
+	ServeTLS(ln net.Listener) error
+}
+
 // server is what Run starts: each serves listeners until Shutdown.
 type server interface {
 	Shutdown(ctx context.Context) error
@@ -162,6 +169,32 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		}
 	}
 
+	// listenPair serves s on a plain (STARTTLS) address and on an
+	// implicit-TLS one; an empty address is a listener turned off.
+	listenPair := func(s pairServer, name, addr string, bound *string, tlsName, tlsAddr string, tlsBound *string) error {
+		for _, l := range []struct {
+			name, addr string
+			tls        bool
+			bound      *string
+		}{{name, addr, false, bound}, {tlsName, tlsAddr, true, tlsBound}} {
+			if l.addr == "" {
+				continue
+			}
+			ln, err := listen(l.addr)
+			if err != nil {
+				return err
+			}
+			*l.bound = ln.Addr().String()
+			if l.tls {
+				serve(l.name, func() error { return s.ServeTLS(ln) })
+			} else {
+				serve(l.name, func() error { return s.Serve(ln) })
+			}
+			log.Info("listening", "service", l.name, "addr", *l.bound)
+		}
+		return nil
+	}
+
 	// Control socket first, so the CLI works as soon as the store is ours.
 	cln, err := listenControl(cfg.DataDir)
 	if err != nil {
@@ -226,27 +259,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
 		})
 		servers = append(servers, s)
-		for _, l := range []struct {
-			name  string
-			addr  string
-			tls   bool
-			bound *string
-		}{{"submission", cfg.Submission, false, &addrs.Submission}, {"submissions", cfg.Submissions, true, &addrs.Submissions}} {
-			if l.addr == "" {
-				continue
-			}
-			ln, err := listen(l.addr)
-			if err != nil {
-				closeAll()
-				return err
-			}
-			*l.bound = ln.Addr().String()
-			if l.tls {
-				serve(l.name, func() error { return s.ServeTLS(ln) })
-			} else {
-				serve(l.name, func() error { return s.Serve(ln) })
-			}
-			log.Info("listening", "service", l.name, "addr", *l.bound)
+		if err := listenPair(s, "submission", cfg.Submission, &addrs.Submission, "submissions", cfg.Submissions, &addrs.Submissions); err != nil {
+			closeAll()
+			return err
 		}
 	}
 
@@ -256,28 +271,12 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Logger: log, Now: o.Now,
 		})
 		servers = append(servers, s)
-		for _, l := range []struct {
-			addr  string
-			tls   bool
-			bound *string
-		}{{cfg.IMAP, false, &addrs.IMAP}, {cfg.IMAPS, true, &addrs.IMAPS}} {
-			if l.addr == "" {
-				continue
-			}
-			ln, err := listen(l.addr)
-			if err != nil {
-				closeAll()
-				return err
-			}
-			*l.bound = ln.Addr().String()
-			if l.tls {
-				serve("imaps", func() error { return s.ServeTLS(ln) })
-			} else {
-				serve("imap", func() error { return s.Serve(ln) })
-			}
-			log.Info("listening", "service", map[bool]string{false: "imap", true: "imaps"}[l.tls], "addr", *l.bound)
+		if err := listenPair(s, "imap", cfg.IMAP, &addrs.IMAP, "imaps", cfg.IMAPS, &addrs.IMAPS); err != nil {
+			closeAll()
+			return err
 		}
 	}
+
 	rctx, stopRetention := context.WithCancel(ctx)
 	wg.Add(2)
 	go func() {
