@@ -124,7 +124,7 @@ func BenchmarkClaimRecord(b *testing.B) {
 				var mine []Outbound
 				for pb.Next() {
 					if len(mine) == 0 {
-						got, err := s.ClaimOutbound(ctx, benchMailNow, time.Hour, 10)
+						got, err := s.ClaimOutbound(ctx, benchMailNow, time.Hour, 10, ClaimOptions{})
 						if err != nil {
 							b.Error(err)
 							return

@@ -110,7 +110,12 @@ func (q *queueTx) indexKey(o Outbound) (*bolt.Bucket, []byte) {
 // been unindexed first.
 func (q *queueTx) put(o Outbound) error {
 	b, k := q.indexKey(o)
-	if err := b.Put(k, nil); err != nil {
+	var v []byte
+	if !o.Held {
+		// See ClaimOutbound.
+		v = []byte(o.Destination)
+	}
+	if err := b.Put(k, v); err != nil {
 		return err
 	}
 	return putJSON(q.entries, id8(o.ID), o)
@@ -185,9 +190,12 @@ func (g relayGroup) entry(blobID, size int64, received time.Time, held bool) Out
 }
 
 // ClaimOutbound implements Queue. It seeks queue_due from its start and
-// stops at the first entry due after now, so its cost is that of what it
-// claims.
-func (s *Bolt) ClaimOutbound(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Outbound, error) {
+// stops at the first entry due after now, or after ClaimScanLimit entries
+// passed over: its cost is that of what it claims and passes over. Each
+// queue_due value is the entry's destination, so that passing over an
+// entry reads no record (entries indexed by earlier versions have none and
+// are read).
+func (s *Bolt) ClaimOutbound(ctx context.Context, now time.Time, lease time.Duration, limit int, opt ClaimOptions) ([]Outbound, error) {
 	if limit <= 0 || lease <= 0 {
 		return nil, fmt.Errorf("claim outbound: limit %d, lease %v: %w", limit, lease, ErrInvalidArgument)
 	}
@@ -206,17 +214,39 @@ func (s *Bolt) ClaimOutbound(ctx context.Context, now time.Time, lease time.Dura
 	if !anyDue {
 		return []Outbound{}, ctx.Err()
 	}
+	skip := make(map[string]bool, len(opt.Skip))
+	for _, d := range opt.Skip {
+		skip[d] = true
+	}
 	var out []Outbound
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		out = []Outbound{}
 		q := newQueueTx(tx)
 		var ids []int64
+		taken := map[string]int{}
+		passed := 0
 		c := q.due.Cursor()
-		for k, _ := c.First(); k != nil && len(ids) < limit; k, _ = c.Next() {
+		for k, v := c.First(); k != nil && len(ids) < limit && passed < ClaimScanLimit; k, v = c.Next() {
 			if len(k) != 16 || binary.BigEndian.Uint64(k) > nanoKey(now) {
 				break
 			}
-			ids = append(ids, int64(binary.BigEndian.Uint64(k[8:])))
+			id := int64(binary.BigEndian.Uint64(k[8:]))
+			if len(skip) > 0 || opt.PerDestination > 0 {
+				dest := string(v)
+				if len(v) == 0 {
+					o, ok := q.get(id)
+					if !ok {
+						return fmt.Errorf("queue_due names entry %d, which is missing", id)
+					}
+					dest = o.Destination
+				}
+				if skip[dest] || (opt.PerDestination > 0 && taken[dest] >= opt.PerDestination) {
+					passed++
+					continue
+				}
+				taken[dest]++
+			}
+			ids = append(ids, id)
 		}
 		for _, id := range ids {
 			o, ok := q.get(id)

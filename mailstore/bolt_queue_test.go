@@ -1,6 +1,7 @@
 package mailstore_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -162,7 +163,7 @@ func TestBoltQueueRestart(t *testing.T) {
 		return res.Queued[0]
 	}
 	leased := deliver("leased", "a@r.example", "b@r.example")
-	if got, err := s.ClaimOutbound(ctx, now, 10*time.Minute, 1); err != nil || len(got) != 1 || got[0].ID != leased {
+	if got, err := s.ClaimOutbound(ctx, now, 10*time.Minute, 1, mailstore.ClaimOptions{}); err != nil || len(got) != 1 || got[0].ID != leased {
 		t.Fatalf("ClaimOutbound() = %+v, %v", got, err)
 	}
 	if _, err := s.RecordAttempt(ctx, leased, mailstore.Attempt{Now: now, Delivered: []string{"a@r.example"}, Deferred: "451", NextAttempt: now.Add(10 * time.Minute)}); err != nil {
@@ -209,13 +210,13 @@ func TestBoltQueueRestart(t *testing.T) {
 	if got, err := s.DKIMKeys(ctx, d.ID); err != nil || len(got) != 1 || got[0].Selector != "s1" {
 		t.Errorf("DKIMKeys() after restart = %+v, %v", got, err)
 	}
-	if got, err := s.ClaimOutbound(ctx, now.Add(time.Minute), time.Minute, 10); err != nil || len(got) != 1 || got[0].ID != due {
+	if got, err := s.ClaimOutbound(ctx, now.Add(time.Minute), time.Minute, 10, mailstore.ClaimOptions{}); err != nil || len(got) != 1 || got[0].ID != due {
 		t.Errorf("ClaimOutbound() after restart = %+v, %v; want only %d (the other waits, one is held)", got, err, due)
 	}
 	if _, err := s.RecordAttempt(ctx, due, mailstore.Attempt{Now: now, Delivered: []string{"c@r.example"}}); err != nil {
 		t.Errorf("RecordAttempt(%d) after restart = %v", due, err)
 	}
-	if got, err := s.ClaimOutbound(ctx, now.Add(10*time.Minute), time.Minute, 10); err != nil || len(got) != 1 || got[0].ID != leased ||
+	if got, err := s.ClaimOutbound(ctx, now.Add(10*time.Minute), time.Minute, 10, mailstore.ClaimOptions{}); err != nil || len(got) != 1 || got[0].ID != leased ||
 		!slices.Equal(got[0].Pending(), []string{"b@r.example"}) {
 		t.Errorf("ClaimOutbound(at its next attempt) = %+v, %v; want %d with b pending", got, err, leased)
 	}
@@ -309,7 +310,63 @@ func TestBoltUpgradeSchema1(t *testing.T) {
 	if err != nil || len(res.Queued) != 1 {
 		t.Fatalf("Deliver(relay) after upgrade = %+v, %v", res, err)
 	}
-	if got, err := s.ClaimOutbound(ctx, at, time.Minute, 10); err != nil || len(got) != 1 || got[0].ID != res.Queued[0] {
+	if got, err := s.ClaimOutbound(ctx, at, time.Minute, 10, mailstore.ClaimOptions{}); err != nil || len(got) != 1 || got[0].ID != res.Queued[0] {
 		t.Errorf("ClaimOutbound() after upgrade = %+v, %v", got, err)
+	}
+}
+
+// TestBoltClaimSpreadOldIndex: queue_due values written before they named
+// the destination (nil) are read from the entry, so ClaimOptions still
+// apply to mail queued by an earlier version.
+func TestBoltClaimSpreadOldIndex(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, _, u, _ := boltMailFixture(t, dir)
+	d, err := s.DomainByName(ctx, "example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	var ids []int64
+	for i, to := range []string{"a@slow.example", "b@slow.example", "c@fast.example"} {
+		res, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("m"), ReceivedAt: now.Add(time.Duration(i) * time.Second), SenderDomainID: d.ID,
+			Relay: []mailstore.Relay{{Kind: mailstore.KindSubmission, DomainID: d.ID, From: u.Email, To: []string{to}}}})
+		if err != nil || len(res.Queued) != 1 {
+			t.Fatalf("Deliver(%s) = %+v, %v", to, res, err)
+		}
+		ids = append(ids, res.Queued[0])
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, mailstore.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("queue_due"))
+		var keys [][]byte
+		b.ForEach(func(k, v []byte) error {
+			if len(v) == 0 {
+				t.Errorf("queue_due value of %x is empty, want the destination", k)
+			}
+			keys = append(keys, bytes.Clone(k))
+			return nil
+		})
+		for _, k := range keys {
+			if err := b.Put(k, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if cerr := db.Close(); err != nil || cerr != nil {
+		t.Fatalf("rewriting queue_due = %v, %v", err, cerr)
+	}
+	s = openBolt(t, dir)
+	defer s.Close()
+	got, err := s.ClaimOutbound(ctx, now.Add(time.Minute), time.Minute, 10, mailstore.ClaimOptions{Skip: []string{"slow.example"}})
+	if err != nil || len(got) != 1 || got[0].ID != ids[2] {
+		t.Errorf("ClaimOutbound(Skip slow.example) over old index values = %+v, %v; want only %d", got, err, ids[2])
 	}
 }

@@ -115,6 +115,26 @@ type Attempt struct {
 	NextAttempt time.Time
 }
 
+// ClaimOptions keep one destination's backlog from holding back the
+// others. The delivery workers send to a destination over a few sessions
+// at once; entries they cannot start yet wait in memory under their lease.
+// Claimed strictly in due order, a backlog of thousands of entries to one
+// slow destination would fill that memory and leave the workers idle while
+// mail to other destinations waited behind it.
+type ClaimOptions struct {
+	// Skip are destination domains not to claim now: entries to them are
+	// passed over, left due and in place.
+	Skip []string
+	// PerDestination, when positive, is the most entries to one
+	// destination domain a claim returns; the rest are passed over.
+	PerDestination int
+}
+
+// ClaimScanLimit bounds the entries one ClaimOutbound passes over (by
+// ClaimOptions) before it returns what it has: beyond that, a backlog
+// to skipped destinations is as deep as the claim looks.
+const ClaimScanLimit = 4096
+
 // Queue is the durable outbound queue. Entries are created by Deliver (its
 // Relay part) and worked by the outbound package's delivery workers.
 // Deleting a domain or a mailbox leaves its queued mail in the queue: it
@@ -126,9 +146,10 @@ type Queue interface {
 	// the second; the entries returned carry it), so that no other worker
 	// takes it meanwhile and a crash retries it once the lease runs out (a
 	// message may go out twice, never zero times). limit and lease must be
-	// positive, else ErrInvalidArgument. Its cost is that of what it
-	// claims, not of the queue.
-	ClaimOutbound(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Outbound, error)
+	// positive, else ErrInvalidArgument. opt spreads a claim over
+	// destinations (see ClaimOptions). Its cost is that of what it claims
+	// and of at most ClaimScanLimit entries passed over, not of the queue.
+	ClaimOutbound(ctx context.Context, now time.Time, lease time.Duration, limit int, opt ClaimOptions) ([]Outbound, error)
 	// OutboundBody is the message of a queue entry. ErrOutboundNotFound.
 	OutboundBody(ctx context.Context, id int64) ([]byte, error)
 	// RecordAttempt applies an attempt's outcome to an entry: recipients

@@ -17,6 +17,8 @@ type loop struct {
 	// waiting are claimed entries not started yet, waiting for a worker
 	// or for room at their destination, in claim order.
 	waiting []job
+	// waitingPerKey counts waiting by key.
+	waitingPerKey map[string]int
 	// running counts the attempts sending (a connection open, or a local
 	// delivery), perKey those per destination; settling counts those
 	// that have sent and are recording their outcome (and bounces).
@@ -75,12 +77,14 @@ type job struct {
 }
 
 // maxWaitingPerWorker bounds the claimed entries waiting for a worker or
-// for room at their destination: at most that many per worker. Claiming
-// many at once spares commits (each claim is one); claiming while idle
-// workers wait behind a busy destination lets the other destinations
-// through, within that bound. A backlog larger than the bound to one
-// destination that takes no more connections still holds the others
-// back, as ClaimOutbound takes the queue in the order it is due.
+// for room at their destination: at most that many per worker, and per
+// session a destination may have at once. Claiming many at once spares
+// commits (each claim is one); claiming while idle workers wait behind a
+// busy destination lets the other destinations through. A claim passes
+// over the destinations that have their share waiting already and takes
+// at most a share of each other one (mailstore.ClaimOptions), so that a
+// backlog to one slow destination cannot fill the waiting list and hold
+// the others back: a full list then means every worker is busy.
 const maxWaitingPerWorker = 4
 
 // maxHeldPerWorker bounds every entry claimed and not yet recorded, per
@@ -88,7 +92,7 @@ const maxWaitingPerWorker = 4
 const maxHeldPerWorker = 8
 
 func newLoop(s *Sender) *loop {
-	return &loop{s: s, perKey: map[string]int{}, inflight: map[int64]int{}, reclaimed: map[int64]job{},
+	return &loop{s: s, perKey: map[string]int{}, waitingPerKey: map[string]int{}, inflight: map[int64]int{}, reclaimed: map[int64]job{},
 		claims: make(chan claim), events: make(chan event)}
 }
 
@@ -158,10 +162,28 @@ func (l *loop) claim(ctx context.Context) {
 	l.claiming = true
 	// Cleared here, so that a Wake during the claim asks for another.
 	l.more = false
+	opt := l.claimOptions()
 	go func() {
-		entries, err := cfg.Store.ClaimOutbound(ctx, now, cfg.Lease, n)
+		entries, err := cfg.Store.ClaimOutbound(ctx, now, cfg.Lease, n, opt)
 		l.claims <- claim{entries: entries, asked: n, err: err, deadline: time.Now().Add(cfg.Lease - cfg.Lease/10)}
 	}()
+}
+
+// claimOptions spread a claim over destinations: see maxWaitingPerWorker.
+// Through a relay every entry counts against the relay, whose share is
+// the whole waiting list: nothing to spread.
+func (l *loop) claimOptions() mailstore.ClaimOptions {
+	if l.s.cfg.Relay != "" {
+		return mailstore.ClaimOptions{}
+	}
+	share := l.s.cfg.PerDestination * maxWaitingPerWorker
+	opt := mailstore.ClaimOptions{PerDestination: share}
+	for key, n := range l.waitingPerKey {
+		if n >= share {
+			opt.Skip = append(opt.Skip, key)
+		}
+	}
+	return opt
 }
 
 // claimed takes in what a claim answered.
@@ -183,9 +205,15 @@ func (l *loop) claimed(ctx context.Context, c claim) {
 			l.reclaimed[e.ID] = j
 			continue
 		}
-		l.waiting = append(l.waiting, j)
-		l.inflight[e.ID] = e.Attempts
+		l.wait(j)
 	}
+}
+
+// wait adds a job to the waiting list.
+func (l *loop) wait(j job) {
+	l.waiting = append(l.waiting, j)
+	l.waitingPerKey[j.key]++
+	l.inflight[j.entry.ID] = j.entry.Attempts
 }
 
 // startWaiting starts the waiting jobs whose destination has room, in
@@ -214,6 +242,10 @@ func (l *loop) startWaiting(ctx context.Context) {
 			}()
 		default:
 			keep = append(keep, j)
+			continue
+		}
+		if l.waitingPerKey[j.key]--; l.waitingPerKey[j.key] <= 0 {
+			delete(l.waitingPerKey, j.key)
 		}
 	}
 	clear(l.waiting[len(keep):])
@@ -237,8 +269,7 @@ func (l *loop) handle(ev event) {
 	if r, ok := l.reclaimed[id]; ok {
 		delete(l.reclaimed, id)
 		if r.entry.Attempts > j.entry.Attempts || !j.recorded {
-			l.waiting = append(l.waiting, r)
-			l.inflight[id] = r.entry.Attempts
+			l.wait(r)
 		}
 	}
 }

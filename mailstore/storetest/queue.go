@@ -18,6 +18,7 @@ func runQueue(t *testing.T, open Open) {
 	t.Run("deliver_relay", func(t *testing.T) { queueDeliverRelay(t, open) })
 	t.Run("relay_invalid", func(t *testing.T) { queueRelayInvalid(t, open) })
 	t.Run("claim", func(t *testing.T) { queueClaim(t, open) })
+	t.Run("claim_spread", func(t *testing.T) { queueClaimSpread(t, open) })
 	t.Run("claim_invalid", func(t *testing.T) { queueClaimInvalid(t, open) })
 	t.Run("record_attempt", func(t *testing.T) { queueRecordAttempt(t, open) })
 	t.Run("attempt_rules", func(t *testing.T) { queueAttemptRules(t, open) })
@@ -99,7 +100,7 @@ func (q *qt) entry(id int64) mailstore.Outbound {
 
 func (q *qt) claim(now time.Time, lease time.Duration, limit int) []mailstore.Outbound {
 	q.t.Helper()
-	es, err := q.s.ClaimOutbound(q.ctx, now, lease, limit)
+	es, err := q.s.ClaimOutbound(q.ctx, now, lease, limit, mailstore.ClaimOptions{})
 	if err != nil {
 		q.t.Fatalf("ClaimOutbound(%v, %v, %d) = %v, want nil", now, lease, limit, err)
 	}
@@ -351,7 +352,7 @@ func queueClaimInvalid(t *testing.T, open Open) {
 		{"negative lease", -time.Minute, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := q.s.ClaimOutbound(q.ctx, mailNow, tc.lease, tc.limit)
+			got, err := q.s.ClaimOutbound(q.ctx, mailNow, tc.lease, tc.limit, mailstore.ClaimOptions{})
 			if !errors.Is(err, mailstore.ErrInvalidArgument) || len(got) != 0 {
 				t.Errorf("ClaimOutbound(lease %v, limit %d) = %v, %v, want ErrInvalidArgument", tc.lease, tc.limit, idsOf(got), err)
 			}
@@ -736,7 +737,10 @@ func queueContextDone(t *testing.T, open Open) {
 				Relay: []mailstore.Relay{{Kind: mailstore.KindBounce, To: []string{"x@r.example"}}}})
 			return err
 		}},
-		{"ClaimOutbound", func() error { _, err := q.s.ClaimOutbound(ctx, mailNow, time.Minute, 10); return err }},
+		{"ClaimOutbound", func() error {
+			_, err := q.s.ClaimOutbound(ctx, mailNow, time.Minute, 10, mailstore.ClaimOptions{})
+			return err
+		}},
 		{"OutboundBody", func() error { _, err := q.s.OutboundBody(ctx, id); return err }},
 		{"RecordAttempt", func() error {
 			_, err := q.s.RecordAttempt(ctx, id, mailstore.Attempt{Now: mailNow, Delivered: []string{"x@r.example"}})

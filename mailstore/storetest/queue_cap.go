@@ -383,7 +383,7 @@ func queueConcurrent(t *testing.T, open Open) {
 	for range 4 {
 		wg.Go(func() {
 			for {
-				got, err := q.s.ClaimOutbound(q.ctx, mailNow, time.Hour, 3)
+				got, err := q.s.ClaimOutbound(q.ctx, mailNow, time.Hour, 3, mailstore.ClaimOptions{})
 				if err != nil || len(got) == 0 {
 					fail <- err
 					return
