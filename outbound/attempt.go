@@ -93,10 +93,10 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, rele
 	case len(pending) == 0:
 		// Recording an attempt that changes nothing removes the entry.
 	default:
-		dom, err := s.cfg.Store.DomainByName(ctx, e.Destination)
+		_, err := s.cfg.Store.DomainByName(ctx, e.Destination)
 		switch {
 		case err == nil:
-			out = s.deliverLocal(ctx, e, dom, body, pending)
+			out = s.deliverLocal(ctx, e, body, pending)
 		case errors.Is(err, mailstore.ErrNotFound):
 			out = s.deliverRemote(ctx, e, body, pending)
 		default:

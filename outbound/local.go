@@ -3,6 +3,7 @@ package outbound
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/emersion/go-smtp"
@@ -16,11 +17,12 @@ import (
 // whole) the way the MX would: each recipient resolved with
 // policy.Resolve, its mailboxes checked against their quota, and one
 // Store.Deliver for all. Alias destinations outside are queued again as
-// forwards in the same Deliver.
-func (s *Sender) deliverLocal(ctx context.Context, e mailstore.Outbound, dom mailstore.Domain, body []byte, pending []string) outcome {
+// forwards in the same Deliver, as the MX queues them: on behalf of the
+// domain whose alias names them, with an SRS sender.
+func (s *Sender) deliverLocal(ctx context.Context, e mailstore.Outbound, body []byte, pending []string) outcome {
 	var out outcome
 	var ids []int64
-	var remote []string
+	var remote []forward
 	var accepted []target
 	for _, rcpt := range pending {
 		res, err := policy.Resolve(ctx, s.cfg.Store, rcpt)
@@ -45,9 +47,10 @@ func (s *Sender) deliverLocal(ctx context.Context, e mailstore.Outbound, dom mai
 				ids = append(ids, m.ID)
 			}
 		}
-		for _, r := range res.Remote {
-			if !slices.Contains(remote, r) {
-				remote = append(remote, r)
+		for i, r := range res.Remote {
+			fw := forward{to: r, via: res.RemoteVia[i]}
+			if !slices.ContainsFunc(remote, func(f forward) bool { return f.to == r }) {
+				remote = append(remote, fw)
 			}
 		}
 		accepted = append(accepted, t)
@@ -57,17 +60,14 @@ func (s *Sender) deliverLocal(ctx context.Context, e mailstore.Outbound, dom mai
 	}
 
 	d := mailstore.Delivery{Body: body, ReceivedAt: s.now(), MailboxIDs: ids}
-	if len(remote) > 0 {
-		// Forwarded on behalf of the alias's domain, counted against its
-		// transfer cap; a bounce stays a bounce, counted against no one.
-		// The envelope sender stays as it is: this package has no SRS
-		// forward rewriting (see SRS).
-		r := mailstore.Relay{Kind: mailstore.KindForward, DomainID: dom.ID, From: e.From, To: remote}
-		if e.Kind == mailstore.KindBounce || e.From == "" {
-			r.Kind, r.DomainID = mailstore.KindBounce, 0
+	relays, err := s.forwards(e, remote)
+	if err != nil {
+		for _, t := range accepted {
+			out.deferAll([]string{t.rcpt}, localError("forward", err))
 		}
-		d.Relay = []mailstore.Relay{r}
+		return out
 	}
+	d.Relay = relays
 	res, err := s.cfg.Store.Deliver(ctx, d)
 	if err != nil {
 		for _, t := range accepted {
@@ -86,6 +86,49 @@ func (s *Sender) deliverLocal(ctx context.Context, e mailstore.Outbound, dom mai
 		out.delivered = append(out.delivered, t.rcpt)
 	}
 	return out
+}
+
+// forward is a remote alias destination and the hosted domain whose alias
+// names it.
+type forward struct {
+	to  string
+	via mailstore.Domain
+}
+
+// forwards are the relay parts for an entry's remote alias destinations:
+// one per domain whose alias names them, counted against that domain's
+// transfer cap, with the envelope sender SRS-rewritten under it so that
+// the destination's SPF check passes (smtpd's MX does the same). A bounce
+// stays a bounce, with the null sender, counted against no one. Without
+// Config.SRS the sender stays as it is.
+func (s *Sender) forwards(e mailstore.Outbound, remote []forward) ([]mailstore.Relay, error) {
+	var relays []mailstore.Relay
+	if e.Kind == mailstore.KindBounce || e.From == "" {
+		r := mailstore.Relay{Kind: mailstore.KindBounce}
+		for _, f := range remote {
+			r.To = append(r.To, f.to)
+		}
+		if len(r.To) > 0 {
+			relays = append(relays, r)
+		}
+		return relays, nil
+	}
+	for _, f := range remote {
+		i := slices.IndexFunc(relays, func(r mailstore.Relay) bool { return r.DomainID == f.via.ID })
+		if i >= 0 {
+			relays[i].To = append(relays[i].To, f.to)
+			continue
+		}
+		from := e.From
+		if s.cfg.SRS != nil {
+			var err error
+			if from, err = s.cfg.SRS.Forward(e.From, f.via.Name); err != nil {
+				return nil, fmt.Errorf("SRS forward of %s via %s: %w", e.From, f.via.Name, err)
+			}
+		}
+		relays = append(relays, mailstore.Relay{Kind: mailstore.KindForward, DomainID: f.via.ID, From: from, To: []string{f.to}})
+	}
+	return relays, nil
 }
 
 // target is a recipient resolved for local delivery.

@@ -84,7 +84,9 @@ type Config struct {
 	Logger *slog.Logger
 	// SRS, when set, reverses Sender Rewriting Scheme addresses: a bounce
 	// for forwarded mail whose envelope sender is an SRS address goes to
-	// the original sender. nil: bounces go to the envelope sender as it is.
+	// the original sender. It also rewrites the sender of mail that a
+	// local delivery forwards on through an alias. nil: bounces go to the
+	// envelope sender as it is, and forwards keep it.
 	SRS SRS
 }
 
@@ -110,10 +112,14 @@ type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
-// SRS reverses a Sender Rewriting Scheme address ("SRS0=...@forwarder")
-// to the address it was made from, or answers an error when addr is not
-// one this server made or its timestamp is too old.
+// SRS is the Sender Rewriting Scheme; *mailauth.SRS satisfies it.
 type SRS interface {
+	// Forward rewrites sender for mail forwarded out on behalf of
+	// forwardDomain.
+	Forward(sender, forwardDomain string) (string, error)
+	// Reverse returns the address an SRS address ("SRS0=...@forwarder")
+	// was made from, or an error when addr is not one this server made or
+	// its timestamp is too old.
 	Reverse(addr string) (string, error)
 }
 

@@ -262,8 +262,16 @@ func TestBounceToRemoteSender(t *testing.T) {
 	f.waitEmpty()
 }
 
-// fakeSRS reverses SRS0=hash=tt=domain=local@forwarder.
+// fakeSRS makes and reverses SRS0=hash=tt=domain=local@forwarder.
 type fakeSRS struct{}
+
+func (fakeSRS) Forward(sender, forwardDomain string) (string, error) {
+	at := strings.LastIndexByte(sender, '@')
+	if at < 0 {
+		return "", errors.New("no domain")
+	}
+	return "SRS0=hash=tt=" + sender[at+1:] + "=" + sender[:at] + "@" + forwardDomain, nil
+}
 
 func (fakeSRS) Reverse(addr string) (string, error) {
 	parts := strings.SplitN(addr[:strings.LastIndexByte(addr, '@')], "=", 5)
@@ -422,6 +430,32 @@ func TestLocalDestination(t *testing.T) {
 		t.Errorf("DSN recipients %v, want nobody@a.test with 5.1.1", d.rcpts)
 	}
 	f.waitEmpty()
+}
+
+// A local delivery that reaches an alias with a remote destination
+// forwards the message on behalf of the alias's domain with an SRS sender,
+// as the MX would, and counts it against that domain's transfer cap.
+func TestLocalDestinationForwardSRS(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.st.CreateAlias(ctx, f.partner.ID, "a.test", "fwd@a.test", "x@remote.test", testNow); err != nil {
+		t.Fatal(err)
+	}
+	clk := newClock()
+	f.queue(clk.Now(), mailstore.Relay{Kind: mailstore.KindSubmission, DomainID: f.domain.ID, From: "someone@orig.test",
+		To: []string{"fwd@a.test"}}, message("forwarded"))
+	mx := newMX(t, nil)
+	f.start(clk, func(c *Config) { c.Resolver = mxFor("remote.test"); c.Port = mx.port; c.SRS = fakeSRS{} })
+	got := mx.waitMessages(t, 1)[0]
+	if want := "SRS0=hash=tt=orig.test=someone@a.test"; got.from != want || !slices.Equal(got.to, []string{"x@remote.test"}) {
+		t.Errorf("forward sent as MAIL %q RCPT %q, want %q to x@remote.test", got.from, got.to, want)
+	}
+	f.waitEmpty()
+	x, err := f.st.Transfer(ctx, f.domain.ID, testNow.Format("2006-01"))
+	// Counted twice: queued as a submission, then as the forward.
+	if n := int64(len(message("forwarded"))); err != nil || x.OutBytes != 2*n {
+		t.Errorf("Transfer(a.test) = %+v, %v; want %d bytes out (the submission and the forward)", x, err, 2*n)
+	}
 }
 
 func TestSTARTTLS(t *testing.T) {
