@@ -28,7 +28,9 @@ type submission struct {
 // nothing more. The reverse path must be the user's to use (see
 // policy.MaySendAs), else 553 5.7.1. The null reverse path is accepted: a
 // client sends read receipts (RFC 8098 section 3) and other
-// notifications with it; the From: check after DATA still applies.
+// notifications with it; the From: check after DATA still applies. A
+// domain that has used its transfer cap for the month is refused here
+// (451 4.7.1), before the client sends the message.
 func (s *submission) Mail(from string, opts *smtp.MailOptions) error {
 	if s.srv.shuttingDown() {
 		return reply(errShuttingDown)
@@ -45,6 +47,16 @@ func (s *submission) Mail(from string, opts *smtp.MailOptions) error {
 		return s.refuseSender(from, fmt.Errorf("%s: %w", s.user.Email, err))
 	case dom.Suspended:
 		return s.refuseSender(from, fmt.Errorf("%s: %w", dom.Name, errSuspended))
+	}
+	// Refused here already when the cap is used, so that the client does
+	// not send the message for nothing; Deliver checks again, in the
+	// transaction that counts it.
+	month := mailstore.Month(s.srv.now())
+	if t, err := st.Transfer(s.ctx, dom.ID, month); err != nil {
+		return s.refuseSender(from, fmt.Errorf("transfer of %s: %w", dom.Name, err))
+	} else if policy.TransferCapReached(dom, t) {
+		return s.refuseSender(from, fmt.Errorf("%s used %d+%d bytes of %d MB in %s: %w",
+			dom.Name, t.InBytes, t.OutBytes, dom.TransferMonthlyMB, month, mailstore.ErrTransferCapReached))
 	}
 	sender := ""
 	if from != "" {

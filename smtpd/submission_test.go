@@ -564,6 +564,12 @@ func TestSubmissionTransferCap(t *testing.T) {
 			}
 		})
 	}
+	// Refused at MAIL already: the client need not send the message.
+	c := e.login(t, "bob@a.test")
+	if err := c.Mail("bob@a.test", nil); smtpCode(err) != "451 4.7.1" {
+		t.Errorf("MAIL over the cap = %v, want 451 4.7.1", err)
+	}
+	c.Quit()
 	if n := len(e.inbox(t, "carol@a.test")); n != 0 {
 		t.Errorf("carol has %d messages, want none", n)
 	}
