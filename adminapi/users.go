@@ -141,9 +141,10 @@ func (a *API) listMailboxes(w http.ResponseWriter, r *http.Request, c call) erro
 	if err != nil {
 		return err
 	}
-	ms, total, err := fetchList(func(p mailstore.Page) ([]mailstore.Mailbox, int, error) {
-		return a.store.Mailboxes(r.Context(), c.partnerID, domainID, p)
-	}, func(m mailstore.Mailbox) int64 { return m.ID }, mailstore.Page{Limit: lim, Offset: off})
+	// One call, not fetchList's two halves: the store lists mailboxes
+	// from their index alone (about 0.3 µs an item), so splitting would
+	// save little and cost a probe.
+	ms, total, err := a.store.Mailboxes(r.Context(), c.partnerID, domainID, mailstore.Page{Limit: lim, Offset: off})
 	if err != nil {
 		return err
 	}

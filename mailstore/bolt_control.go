@@ -3,6 +3,7 @@ package mailstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -532,10 +533,11 @@ func createMailboxTx(tx *bolt.Tx, partnerID int64, domainName, email, passwordHa
 	if err := addrs.Put([]byte(email), addrValue(addrMailbox, id)); err != nil {
 		return Mailbox{}, err
 	}
-	if err := tx.Bucket(bPartnerMailboxes).Put(pair(partnerID, id), nil); err != nil {
+	entry := entryValue(m)
+	if err := tx.Bucket(bPartnerMailboxes).Put(pair(partnerID, id), entry); err != nil {
 		return Mailbox{}, err
 	}
-	if err := tx.Bucket(bDomainMailboxes).Put(pair(d.ID, id), nil); err != nil {
+	if err := tx.Bucket(bDomainMailboxes).Put(pair(d.ID, id), entry); err != nil {
 		return Mailbox{}, err
 	}
 	if err := createMailboxFolders(tx, m); err != nil {
@@ -549,22 +551,68 @@ func createMailboxTx(tx *bolt.Tx, partnerID int64, domainName, email, passwordHa
 }
 
 // Mailboxes implements Control.
-func (s *Bolt) Mailboxes(ctx context.Context, partnerID int64, domainID int64, p Page) ([]Mailbox, int, error) {
-	var out []Mailbox
+//
+// The index keys it walks (partner_mailboxes, domain_mailboxes) hold the
+// entry itself (entryValue): a list reads no mailbox record. Keys written
+// before they did hold nothing, and their record is read instead.
+func (s *Bolt) Mailboxes(ctx context.Context, partnerID int64, domainID int64, p Page) ([]MailboxEntry, int, error) {
+	var out []MailboxEntry
 	var total int
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		if domainID == 0 {
-			out, total = page[Mailbox](tx.Bucket(bPartnerMailboxes), tx.Bucket(bMailboxes), partnerID, p)
-			return nil
+		idx, parent := tx.Bucket(bPartnerMailboxes), partnerID
+		if domainID != 0 {
+			var d Domain
+			if !getJSON(tx.Bucket(bDomains), id8(domainID), &d) || d.PartnerID != partnerID {
+				return ErrDomainNotFound
+			}
+			idx, parent = tx.Bucket(bDomainMailboxes), domainID
 		}
-		var d Domain
-		if !getJSON(tx.Bucket(bDomains), id8(domainID), &d) || d.PartnerID != partnerID {
-			return ErrDomainNotFound
+		records := tx.Bucket(bMailboxes)
+		prefix := id8(parent)
+		out = []MailboxEntry{}
+		c := idx.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			total++
+			if total <= p.Offset || (p.Limit > 0 && len(out) >= p.Limit) {
+				continue
+			}
+			if e, ok := parseEntry(k, v); ok {
+				out = append(out, e)
+				continue
+			}
+			var m Mailbox
+			if getJSON(records, k[8:], &m) {
+				out = append(out, m.Entry())
+			}
 		}
-		out, total = page[Mailbox](tx.Bucket(bDomainMailboxes), tx.Bucket(bMailboxes), domainID, p)
 		return nil
 	})
 	return out, total, err
+}
+
+// entryValue is the value of a mailbox's index keys: domain id, partner
+// id, created_at (Unix seconds), 8 bytes each, then the address.
+func entryValue(m Mailbox) []byte {
+	v := make([]byte, 24, 24+len(m.Email))
+	binary.BigEndian.PutUint64(v, uint64(m.DomainID))
+	binary.BigEndian.PutUint64(v[8:], uint64(m.PartnerID))
+	binary.BigEndian.PutUint64(v[16:], uint64(m.CreatedAt.Unix()))
+	return append(v, m.Email...)
+}
+
+// parseEntry reads an index key (parent, id) and its entryValue; false
+// when the value is empty (written before values were).
+func parseEntry(k, v []byte) (MailboxEntry, bool) {
+	if len(k) != 16 || len(v) <= 24 {
+		return MailboxEntry{}, false
+	}
+	return MailboxEntry{
+		ID:        int64(binary.BigEndian.Uint64(k[8:])),
+		DomainID:  int64(binary.BigEndian.Uint64(v)),
+		PartnerID: int64(binary.BigEndian.Uint64(v[8:])),
+		CreatedAt: time.Unix(int64(binary.BigEndian.Uint64(v[16:])), 0).UTC(),
+		Email:     string(v[24:]),
+	}, true
 }
 
 // mailboxOf loads a partner's mailbox by address.

@@ -370,3 +370,46 @@ func TestBoltClaimSpreadOldIndex(t *testing.T) {
 		t.Errorf("ClaimOutbound(Skip slow.example) over old index values = %+v, %v; want only %d", got, err, ids[2])
 	}
 }
+
+// TestBoltMailboxesOldIndex: mailbox index keys written before they held
+// the list entry (empty values) are listed from the mailbox records.
+func TestBoltMailboxesOldIndex(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, pid, u, v := boltMailFixture(t, dir)
+	want, n, err := s.Mailboxes(ctx, pid, 0, mailstore.Page{})
+	if err != nil || n != 2 || len(want) != 2 || want[0] != u.Entry() || want[1] != v.Entry() {
+		t.Fatalf("Mailboxes() = %+v, %d, %v; want the entries of %s and %s", want, n, err, u.Email, v.Email)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, mailstore.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range []string{"partner_mailboxes", "domain_mailboxes"} {
+			b := tx.Bucket([]byte(name))
+			var keys [][]byte
+			b.ForEach(func(k, _ []byte) error { keys = append(keys, bytes.Clone(k)); return nil })
+			for _, k := range keys {
+				if err := b.Put(k, nil); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if cerr := db.Close(); err != nil || cerr != nil {
+		t.Fatalf("emptying the index values = %v, %v", err, cerr)
+	}
+	s = openBolt(t, dir)
+	defer s.Close()
+	for _, domainID := range []int64{0, u.DomainID} {
+		got, n, err := s.Mailboxes(ctx, pid, domainID, mailstore.Page{})
+		if err != nil || n != 2 || jsonOf(t, got) != jsonOf(t, want) {
+			t.Errorf("Mailboxes(domain %d) over old index values = %+v, %d, %v; want %+v", domainID, got, n, err, want)
+		}
+	}
+}

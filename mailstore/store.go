@@ -126,8 +126,10 @@ type Control interface {
 	CreateMailbox(ctx context.Context, partnerID int64, domainName, email, passwordHash string, now time.Time) (Mailbox, error)
 	// Mailboxes lists a partner's mailboxes by id, all or of one domain
 	// (domainID 0 means all), and the total. ErrDomainNotFound for an
-	// unknown domain id.
-	Mailboxes(ctx context.Context, partnerID int64, domainID int64, p Page) ([]Mailbox, int, error)
+	// unknown domain id. It answers what a list shows, which never changes
+	// once a mailbox exists, so that a domain of 10,000 mailboxes lists
+	// without reading 10,000 records.
+	Mailboxes(ctx context.Context, partnerID int64, domainID int64, p Page) ([]MailboxEntry, int, error)
 	// Mailbox finds a partner's mailbox by address.
 	Mailbox(ctx context.Context, partnerID int64, email string) (Mailbox, error)
 	// SetPassword replaces a mailbox's password hash.

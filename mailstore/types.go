@@ -81,6 +81,21 @@ type Mailbox struct {
 	PasswordChangedAt time.Time `json:"password_changed_at,omitzero"`
 }
 
+// MailboxEntry is a mailbox as a list shows it: the fields that never
+// change once it is created. Mailbox has the rest.
+type MailboxEntry struct {
+	ID        int64     `json:"id"`
+	DomainID  int64     `json:"domain_id"`
+	PartnerID int64     `json:"partner_id"`
+	Email     string    `json:"email"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Entry is the mailbox as a list shows it.
+func (m Mailbox) Entry() MailboxEntry {
+	return MailboxEntry{ID: m.ID, DomainID: m.DomainID, PartnerID: m.PartnerID, Email: m.Email, CreatedAt: m.CreatedAt}
+}
+
 // QuotaBytes is the mailbox's storage limit in bytes.
 func (m Mailbox) QuotaBytes() int64 { return m.QuotaMB * MB }
 

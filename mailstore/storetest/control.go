@@ -126,7 +126,7 @@ func (c *ctl) getMailbox(pid int64, email string) mailstore.Mailbox {
 	return m
 }
 
-func (c *ctl) mailboxes(pid, domainID int64, p mailstore.Page) ([]mailstore.Mailbox, int) {
+func (c *ctl) mailboxes(pid, domainID int64, p mailstore.Page) ([]mailstore.MailboxEntry, int) {
 	c.t.Helper()
 	ms, n, err := c.s.Mailboxes(c.ctx, pid, domainID, p)
 	if err != nil {
@@ -670,8 +670,8 @@ func ctlApplyPlan(t *testing.T, open Open) {
 				}
 			}
 			ms, _ := c.mailboxes(a.ID, d.ID, mailstore.Page{})
-			for _, m := range ms {
-				if m.QuotaMB != tc.plan.QuotaMB {
+			for _, e := range ms {
+				if m := c.getMailbox(a.ID, e.Email); m.QuotaMB != tc.plan.QuotaMB {
 					t.Errorf("Mailboxes(target.example) %s QuotaMB = %d, want %d", m.Email, m.QuotaMB, tc.plan.QuotaMB)
 				}
 			}
@@ -991,6 +991,9 @@ func ctlMailboxPaging(t *testing.T, open Open) {
 				var got []int64
 				for _, m := range ms {
 					got = append(got, m.ID)
+					if full := c.getMailbox(a.ID, m.Email); m != full.Entry() {
+						t.Errorf("Mailboxes(%d, %+v) holds %+v, want %+v (Mailbox(%s).Entry())", list.domainID, tc.page, m, full.Entry(), m.Email)
+					}
 					if m.PartnerID != a.ID || (list.domainID != 0 && m.DomainID != list.domainID) {
 						t.Errorf("Mailboxes(%d, %+v) holds %+v, not of the partner and domain", list.domainID, tc.page, m)
 					}
