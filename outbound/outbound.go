@@ -6,6 +6,19 @@
 // outcome, retries what was deferred with exponential backoff, and sends a
 // delivery status notification (RFC 3464) for what failed for good
 // (decisions.md, "The mail plane").
+//
+// SMTP sessions outlive their message: once a transaction is over, the
+// session goes into a cache of idle sessions by server, and the next
+// message for that server takes it instead of connecting, greeting,
+// starting TLS and logging in again (RFC 5321 section 3.3: a session
+// carries any number of transactions). As Postfix bounds its connection
+// cache, a session carries at most SessionMessages messages, waits idle
+// at most SessionIdle, and at most as many wait per server as the
+// sessions allowed at once to one destination; the rest say QUIT. See
+// cache.go.
+//
+// With RelayUsername set, sessions to the relay log in (RFC 4954) after
+// STARTTLS; see relayauth.go.
 package outbound
 
 import (
@@ -35,6 +48,14 @@ type Config struct {
 	// Relay, "host:port", when set, takes every message for a remote
 	// domain instead of that domain's MX hosts (a smarthost). "": MX.
 	Relay string
+	// RelayUsername and RelayPassword, when RelayUsername is set, log in
+	// to the relay with AUTH PLAIN, or LOGIN when the relay offers only
+	// that (RFC 4954), after STARTTLS: the password is never sent in
+	// clear text, unless the relay's address is a loopback one. A relay
+	// that refuses the login, even with 535, defers the mail: a wrong
+	// password is this server's configuration, not a reason to bounce
+	// every message. MX hosts are never logged in to. "": no login.
+	RelayUsername, RelayPassword string
 	// Port is the SMTP port of MX hosts. 0 means 25.
 	Port int
 	// Workers is the most entries being sent at once (SMTP sessions, and
@@ -71,6 +92,16 @@ type Config struct {
 	// for the reply to the end of the data. 0 means 5 and 10 minutes
 	// (RFC 5321 section 4.5.3.2).
 	CommandTimeout, DataTimeout time.Duration
+	// SessionMessages is the most messages one SMTP session carries
+	// before it says QUIT; 1 turns the reuse of sessions off. 0 means
+	// 100.
+	SessionMessages int
+	// SessionIdle is how long a session waits in the cache for another
+	// message before it says QUIT: long enough to catch the next message
+	// of a busy queue, short enough not to hold connections a server
+	// would rather give to others (Postfix waits 2 s,
+	// smtp_connection_cache_time_limit). 0 means 2 seconds.
+	SessionIdle time.Duration
 	// TLS is the client configuration for STARTTLS; ServerName is set to
 	// the host's name when empty. nil means opportunistic TLS: no
 	// certificate verification (see connect). Either way a failed TLS
@@ -92,17 +123,19 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultPort           = 25
-	DefaultWorkers        = 8
-	DefaultPerDestination = 4
-	DefaultLifetime       = 120 * time.Hour
-	DefaultRetryMin       = time.Minute
-	DefaultRetryMax       = time.Hour
-	DefaultLease          = 15 * time.Minute
-	DefaultPollInterval   = 5 * time.Second
-	DefaultDialTimeout    = 30 * time.Second
-	DefaultCommandTimeout = 5 * time.Minute
-	DefaultDataTimeout    = 10 * time.Minute
+	DefaultPort            = 25
+	DefaultWorkers         = 8
+	DefaultPerDestination  = 4
+	DefaultLifetime        = 120 * time.Hour
+	DefaultRetryMin        = time.Minute
+	DefaultRetryMax        = time.Hour
+	DefaultLease           = 15 * time.Minute
+	DefaultPollInterval    = 5 * time.Second
+	DefaultDialTimeout     = 30 * time.Second
+	DefaultCommandTimeout  = 5 * time.Minute
+	DefaultDataTimeout     = 10 * time.Minute
+	DefaultSessionMessages = 100
+	DefaultSessionIdle     = 2 * time.Second
 )
 
 // Resolver looks up the DNS records delivery needs; *net.Resolver
@@ -135,6 +168,8 @@ type Sender struct {
 	// loop looks coalesce into one round.
 	wake    chan struct{}
 	running atomic.Bool
+	// sessions are the idle SMTP sessions, open while Run runs.
+	sessions *sessionCache
 }
 
 // New makes a Sender from cfg; nothing happens until Run.
@@ -174,6 +209,13 @@ func New(cfg Config) *Sender {
 	setDefault(&c.DialTimeout, DefaultDialTimeout)
 	setDefault(&c.CommandTimeout, DefaultCommandTimeout)
 	setDefault(&c.DataTimeout, DefaultDataTimeout)
+	setDefault(&c.SessionMessages, DefaultSessionMessages)
+	setDefault(&c.SessionIdle, DefaultSessionIdle)
+	perServer := c.PerDestination
+	if c.Relay != "" {
+		perServer = c.PerRelay
+	}
+	s.sessions = newSessionCache(c.SessionIdle, c.SessionMessages, perServer, s.log)
 	return s
 }
 
@@ -198,8 +240,9 @@ var ErrRunning = errors.New("outbound: sender already running")
 
 // Run delivers the queue until ctx is done. It then cuts off the attempts
 // under way (their connections are closed), records what they had learnt
-// (an interrupted entry is due again at once, for the next Run), and
-// returns nil once every goroutine it started has ended. Entries it had
+// (an interrupted entry is due again at once, for the next Run), says
+// QUIT to the idle sessions it kept, and returns nil once every goroutine
+// and connection it started has ended. Entries it had
 // claimed and not started yet are due again when their Lease runs out.
 // The store must stay open until Run returns. Store failures are logged
 // and retried; they do not end Run.
@@ -208,6 +251,10 @@ func (s *Sender) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	defer s.running.Store(false)
+	s.sessions.open()
+	// The loop returns once every attempt has ended, so no session is in
+	// use when the cache closes.
+	defer s.sessions.close()
 	newLoop(s).run(ctx)
 	return nil
 }

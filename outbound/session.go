@@ -18,42 +18,110 @@ import (
 	"github.com/mailhost/mailhost/mailstore"
 )
 
-// session delivers an entry to one server: one SMTP session at addr
-// ("ip:port"), host being the server's name. final is false when the
-// session ended before the server said anything about the recipients (it
-// could not be reached, refused the session, or answered MAIL with a
-// temporary error): the caller tries the next server.
+// session delivers an entry to one server at addr ("ip:port"), host
+// being the server's name: on an idle session to it from the cache when
+// there is one, else on a new one. final is false when the session ended
+// before the server said anything about the recipients (it could not be
+// reached, refused the session or the relay's login, or answered MAIL
+// with a temporary error): the caller tries the next server.
 func (s *Sender) session(ctx context.Context, addr, host string, e mailstore.Outbound, body []byte, pending []string) (out outcome, final bool) {
-	out.host = host
-	c, conn, isTLS, err := s.connect(ctx, addr, host)
-	if err != nil {
-		out.deferAll(pending, classify(ctxErr(ctx, err), host))
+	key := sessionKey(addr, host)
+	if cs := s.sessions.get(key); cs != nil {
+		out, final, stale := s.transaction(ctx, cs, host, e, body, pending)
+		if !stale {
+			return out, final
+		}
+		s.log.Debug("idle session was closed by the server, opening a new one", "host", host, "addr", addr, "uses", cs.uses)
+	}
+	cs, isTLS, r := s.open(ctx, addr, host, key)
+	if r != nil {
+		out.host, out.tls = host, isTLS
+		out.deferAll(pending, *r)
 		return out, false
 	}
-	out.tls = isTLS
+	out, final, _ = s.transaction(ctx, cs, host, e, body, pending)
+	return out, final
+}
+
+// open opens a new session: connects, says EHLO, starts TLS when offered,
+// and logs in to the relay when Config.RelayUsername says so. It answers
+// the reply that defers the attempt when it cannot, and whether the
+// session had started TLS.
+func (s *Sender) open(ctx context.Context, addr, host, key string) (*clientSession, bool, *reply) {
+	c, nc, isTLS, err := s.connect(ctx, addr, host)
+	if err != nil {
+		r := classify(ctxErr(ctx, err), host)
+		return nil, false, &r
+	}
+	cs := &clientSession{c: c, nc: nc, isTLS: isTLS, key: key}
+	if s.cfg.Relay != "" && s.cfg.RelayUsername != "" {
+		if r, sane := s.login(ctx, cs, addr, host); r != nil {
+			if sane {
+				stop := context.AfterFunc(ctx, func() { nc.Close() })
+				quit(c)
+				stop()
+			}
+			c.Close()
+			return nil, isTLS, r
+		}
+	}
+	return cs, isTLS, nil
+}
+
+// ending is what becomes of a session after a transaction.
+type ending int
+
+const (
+	// drop: close the connection without a word; it broke, the server
+	// is closing it, or its state is not known.
+	drop ending = iota
+	// keep: the session is ready for MAIL; it goes back to the cache,
+	// or says QUIT if the cache does not take it.
+	keep
+)
+
+// transaction sends the entry on a session, and keeps the session or
+// ends it. stale: the session came from the cache and its first command
+// failed with a lost connection or 421 (RFC 5321 section 3.8: the server
+// closes idle sessions); nothing was learnt about the entry, and the
+// caller opens a new session rather than count that against it.
+func (s *Sender) transaction(ctx context.Context, cs *clientSession, host string, e mailstore.Outbound, body []byte, pending []string) (out outcome, final, stale bool) {
+	out.host, out.tls = host, cs.isTLS
+	reused := cs.uses > 0
+	cs.uses++
+	c := cs.c
 	// Closing the connection is how ctx (the lease, or Run stopping) cuts
 	// off a command under way.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { cs.nc.Close() })
+	end := drop
+	defer func() { s.finish(ctx, cs, stop, end) }()
 
 	needUTF8 := !isASCII(e.From) || !allASCII(pending)
 	if ok, _ := c.Extension("SMTPUTF8"); needUTF8 && !ok {
 		// RFC 6531 section 3.2: without SMTPUTF8 the server cannot take
-		// these addresses; downgrading them is not possible.
+		// these addresses; downgrading them is not possible. Nothing was
+		// said: the session is as it was.
 		out.settle(pending, reply{Code: 553, Enhanced: smtp.EnhancedCode{5, 6, 7}, Host: host,
 			Text: "non-ASCII address and the server does not support SMTPUTF8"})
-		quit(c)
-		return out, true
+		end = keep
+		return out, true, false
 	}
 	if err := c.Mail(e.From, &smtp.MailOptions{Size: int64(len(body)), UTF8: needUTF8}); err != nil {
+		if reused && ctx.Err() == nil && (lostConnection(err) || closing(err)) {
+			return out, false, true
+		}
 		r := classify(ctxErr(ctx, err), host)
 		out.settle(pending, r)
-		quit(c)
-		return out, r.permanent()
+		if isReply(err) && !closing(err) {
+			// A refused MAIL opens no transaction (RFC 5321 section
+			// 4.1.1.2).
+			end = keep
+		}
+		return out, r.permanent(), false
 	}
 
 	var accepted []string
+	closed := false
 	for i, rcpt := range pending {
 		err := c.Rcpt(rcpt, nil)
 		if err == nil {
@@ -61,29 +129,114 @@ func (s *Sender) session(ctx context.Context, addr, host string, e mailstore.Out
 			continue
 		}
 		r := classify(ctxErr(ctx, err), host)
-		var se *smtp.SMTPError
-		if !errors.As(err, &se) {
+		if !isReply(err) {
 			// The connection broke: what is not known yet is deferred.
 			out.deferAll(append(accepted, pending[i:]...), r)
-			return out, true
+			return out, true, false
 		}
+		closed = closed || closing(err)
 		out.settle([]string{rcpt}, r)
 	}
 	if len(accepted) == 0 {
-		quit(c)
-		return out, true
+		// MAIL opened a transaction that RSET ends (RFC 5321 section
+		// 4.1.1.5).
+		if !closed && s.rset(cs) == nil {
+			end = keep
+		}
+		return out, true, false
 	}
 
-	if err := s.data(c, conn, body); err != nil {
+	started, err := s.data(c, cs.nc, body)
+	if err != nil {
 		// After the final dot a lost connection leaves it unknown whether
 		// the server took the message; it is sent again, at the risk of a
 		// duplicate (RFC 5321 section 6.1: never lose it).
 		out.settle(accepted, classify(ctxErr(ctx, err), host))
-		return out, true
+		switch {
+		case !isReply(err) || closed || closing(err):
+		case started:
+			// The reply to the final dot ends the transaction.
+			end = keep
+		case s.rset(cs) == nil:
+			// DATA refused: the transaction may still be open.
+			end = keep
+		}
+		return out, true, false
 	}
 	out.delivered = accepted
-	quit(c)
-	return out, true
+	if !closed {
+		end = keep
+	}
+	return out, true, false
+}
+
+// finish ends a transaction's use of a session: back to the cache when it
+// is ready for another and ctx has not cut it off, else QUIT and close.
+// stop undoes the transaction's context.AfterFunc.
+func (s *Sender) finish(ctx context.Context, cs *clientSession, stop func() bool, end ending) {
+	if end == keep {
+		// stop is false once ctx has closed the connection.
+		if stop() && ctx.Err() == nil && s.sessions.put(cs) {
+			return
+		}
+		stop = context.AfterFunc(ctx, func() { cs.nc.Close() })
+		quit(cs.c)
+	}
+	stop()
+	cs.c.Close()
+}
+
+// rset ends an open transaction on a session (RFC 5321 section 4.1.1.5).
+// go-smtp's Client.Reset would also say EHLO again before the next
+// command, which costs a round trip and, on a relay session, comes after
+// AUTH, where not every server keeps the login; so RSET goes on the
+// connection directly, as STARTTLS does.
+func (s *Sender) rset(cs *clientSession) error {
+	_, _, err := command(cs.nc, "RSET", 250, s.cfg.CommandTimeout)
+	return err
+}
+
+// command sends cmd on a connection whose go-smtp client is between
+// commands and has read nothing beyond the last reply (the server sends
+// nothing unasked), and reads the reply one byte at a time, so that what
+// follows it (a TLS handshake after STARTTLS, the next reply) is left
+// unread. A reply other than expect is a *textproto.Error.
+func command(nc net.Conn, cmd string, expect int, timeout time.Duration) (int, string, error) {
+	nc.SetDeadline(time.Now().Add(timeout))
+	defer nc.SetDeadline(time.Time{})
+	if _, err := io.WriteString(nc, cmd+"\r\n"); err != nil {
+		return 0, "", err
+	}
+	r := textproto.NewReader(bufio.NewReaderSize(byteReader{nc}, 16))
+	return r.ReadResponse(expect)
+}
+
+// isReply: err is the server's SMTP reply, the session intact.
+func isReply(err error) bool {
+	var se *smtp.SMTPError
+	return errors.As(err, &se)
+}
+
+// closing: err is a 421 reply, the server closing the session (RFC 5321
+// section 3.8).
+func closing(err error) bool {
+	var se *smtp.SMTPError
+	return errors.As(err, &se) && se.Code == 421
+}
+
+// lostConnection: err says the connection was closed or reset, not that
+// it timed out (a server that stopped answering would make the caller
+// wait twice) nor that a reply was malformed.
+func lostConnection(err error) bool {
+	if isReply(err) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	var oe *net.OpError
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &oe)
 }
 
 // quitTimeout bounds the wait for the reply to QUIT: the outcome is known
@@ -97,24 +250,26 @@ func quit(c *smtp.Client) {
 }
 
 // data sends DATA and the message, and reads the reply to its end.
-func (s *Sender) data(c *smtp.Client, conn net.Conn, body []byte) error {
+// started: DATA was accepted (354), so an SMTP error is the reply to the
+// final dot.
+func (s *Sender) data(c *smtp.Client, nc net.Conn, body []byte) (started bool, err error) {
 	w, err := c.Data()
 	if err != nil {
-		return err
+		return false, err
 	}
 	// go-smtp bounds each command, but not the writing of the data.
-	conn.SetWriteDeadline(time.Now().Add(s.cfg.CommandTimeout))
+	nc.SetWriteDeadline(time.Now().Add(s.cfg.CommandTimeout))
 	if _, err := w.Write(body); err != nil {
-		return err
+		return true, err
 	}
 	if len(body) > 0 && body[len(body)-1] != '\n' {
 		// The end of data is CRLF.CRLF: a last line without its line
 		// end would swallow the dot.
 		if _, err := io.WriteString(w, "\r\n"); err != nil {
-			return err
+			return true, err
 		}
 	}
-	return w.Close()
+	return true, w.Close()
 }
 
 // connect dials addr, reads the greeting and says EHLO, then starts TLS
@@ -152,7 +307,10 @@ func (s *Sender) connect(ctx context.Context, addr, host string) (*smtp.Client, 
 		// greeting is played to it from here.
 		tlsC := smtp.NewClient(&greetedConn{Conn: tc, r: io.MultiReader(strings.NewReader("220 "+host+"\r\n"), tc)})
 		s.timeouts(tlsC)
-		if err = tlsC.Hello(s.hostname); err == nil {
+		stop := context.AfterFunc(ctx, func() { tc.Close() })
+		err = tlsC.Hello(s.hostname)
+		stop()
+		if err == nil {
 			return tlsC, tc, true, nil
 		}
 		tlsC.Close()
@@ -198,15 +356,8 @@ func (s *Sender) timeouts(c *smtp.Client) {
 func (s *Sender) startTLS(ctx context.Context, conn net.Conn, host string) (*tls.Conn, bool, error) {
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	conn.SetDeadline(time.Now().Add(s.cfg.CommandTimeout))
-	defer conn.SetDeadline(time.Time{})
-	if _, err := io.WriteString(conn, "STARTTLS\r\n"); err != nil {
-		return nil, false, err
-	}
-	// A reader of one byte at a time: whatever follows the reply belongs
-	// to the TLS handshake.
-	r := textproto.NewReader(bufio.NewReaderSize(byteReader{conn}, 16))
-	if _, _, err := r.ReadResponse(220); err != nil {
+	// Whatever follows the reply belongs to the TLS handshake.
+	if _, _, err := command(conn, "STARTTLS", 220, s.cfg.CommandTimeout); err != nil {
 		var pe *textproto.Error
 		if errors.As(err, &pe) {
 			s.log.Info("STARTTLS refused", "host", host, "reply", fmt.Sprintf("%d %s", pe.Code, oneLine(pe.Msg)))
