@@ -24,10 +24,12 @@ type Config struct {
 	// Mail listeners; an empty address turns a listener off.
 	SMTP, Submission, Submissions, IMAP, IMAPS string
 
-	Hostname          string
-	Relay             string
-	TLSCert, TLSKey   string
-	AllowInsecureAuth bool
+	Hostname string
+	Relay    string
+	// RelayUsername and RelayPassword log in to Relay; empty: no login.
+	RelayUsername, RelayPassword string
+	TLSCert, TLSKey              string
+	AllowInsecureAuth            bool
 
 	RetentionTime        string // HH:MM UTC, daily
 	MaxMessageBytes      int64
@@ -99,6 +101,8 @@ var Settings = []Setting{
 	{"imaps", "MAILHOST_IMAPS", "127.0.0.1:2993", "IMAP over implicit TLS listen address; empty turns it off", str(func(c *Config) *string { return &c.IMAPS })},
 	{"hostname", "MAILHOST_HOSTNAME", "", "the server's host name in SMTP greetings and Received headers; empty: the system host name", str(func(c *Config) *string { return &c.Hostname })},
 	{"relay", "MAILHOST_RELAY", "", "host:port of a smarthost for all outbound mail; empty: deliver to each domain's MX", str(func(c *Config) *string { return &c.Relay })},
+	{"relay_username", "MAILHOST_RELAY_USERNAME", "", "user name to log in to the relay with (SMTP AUTH PLAIN, or LOGIN), always over TLS unless the relay is on loopback; empty: no login", str(func(c *Config) *string { return &c.RelayUsername })},
+	{"relay_password", "MAILHOST_RELAY_PASSWORD", "", "password for relay_username; prefer the file or the environment to the flag, which other users can see", str(func(c *Config) *string { return &c.RelayPassword })},
 	{"tls_cert", "MAILHOST_TLS_CERT", "", "PEM certificate chain file; empty: a self-signed certificate made in the data directory", str(func(c *Config) *string { return &c.TLSCert })},
 	{"tls_key", "MAILHOST_TLS_KEY", "", "PEM private key file for tls_cert", str(func(c *Config) *string { return &c.TLSKey })},
 	{"allow_insecure_auth", "MAILHOST_ALLOW_INSECURE_AUTH", "false", "allow IMAP and submission logins without TLS (for tests only)", boolean(func(c *Config) *bool { return &c.AllowInsecureAuth })},
@@ -224,6 +228,13 @@ func (f *Flags) Load(getenv func(string) (string, bool)) (*Config, error) {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return nil, errors.New("tls_cert and tls_key go together: set both or neither")
+	}
+	if (c.RelayUsername == "") != (c.RelayPassword == "") {
+		return nil, errors.New("relay_username and relay_password go together: set both or neither")
+	}
+	if c.RelayUsername != "" && c.Relay == "" {
+		// Mail to MX hosts never logs in: the setting would do nothing.
+		return nil, errors.New("relay_username is set but relay is not")
 	}
 	return c, nil
 }

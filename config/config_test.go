@@ -82,6 +82,8 @@ func TestBadValues(t *testing.T) {
 		{"bad time flag", []string{"-retention-time", "25:99"}, nil, "-retention-time"},
 		{"bad int", []string{"-max-message-bytes", "x"}, nil, "-max-message-bytes"},
 		{"cert without key", []string{"-tls-cert", "a.pem"}, nil, "tls_key"},
+		{"relay user without password", []string{"-relay", "relay.test:587", "-relay-username", "u"}, nil, "relay_password"},
+		{"relay login without relay", nil, map[string]string{"MAILHOST_RELAY_USERNAME": "u", "MAILHOST_RELAY_PASSWORD": "p"}, "relay is not"},
 		{"missing file", nil, map[string]string{ConfigEnv: "/nonexistent.toml"}, "nonexistent"},
 	}
 	for _, tt := range tests {
