@@ -13,9 +13,9 @@
 // starting TLS and logging in again (RFC 5321 section 3.3: a session
 // carries any number of transactions). As Postfix bounds its connection
 // cache, a session carries at most SessionMessages messages, waits idle
-// at most SessionIdle, at most as many wait per server as the sessions
-// allowed at once to one destination, and at most Workers in all; the
-// rest say QUIT. See cache.go.
+// at most SessionIdle, and at most as many wait per server as the
+// sessions allowed at once to one destination; the rest say QUIT. See
+// cache.go.
 //
 // With RelayUsername set, sessions to the relay log in (RFC 4954) after
 // STARTTLS; see relayauth.go.
@@ -60,8 +60,8 @@ type Config struct {
 	Port int
 	// Workers is the most entries being sent at once (SMTP sessions, and
 	// local deliveries). Recording an attempt's outcome once it is sent
-	// takes no worker. As many sessions again may wait idle for the next
-	// message (SessionIdle). 0 means 8.
+	// takes no worker. Sessions waiting idle for their next message
+	// (SessionIdle) take no worker either. 0 means 8.
 	Workers int
 	// PerDestination is the most SMTP sessions at once to one destination
 	// domain. 0 means 4.
@@ -216,7 +216,7 @@ func New(cfg Config) *Sender {
 	if c.Relay != "" {
 		perServer = c.PerRelay
 	}
-	s.sessions = &sessionCache{idle: c.SessionIdle, maxUses: c.SessionMessages, perServer: perServer, maxIdle: c.Workers, log: s.log}
+	s.sessions = &sessionCache{idle: c.SessionIdle, maxUses: c.SessionMessages, perServer: perServer, log: s.log}
 	return s
 }
 

@@ -354,30 +354,6 @@ func TestSessionMessages(t *testing.T) {
 	}
 }
 
-// Sessions to many servers: at most Workers wait idle in all.
-func TestIdleSessionsBounded(t *testing.T) {
-	f := newFixture(t)
-	mx := newRelay(t, relayOptions{})
-	clk := newClock()
-	domains := []string{"one.test", "two.test", "three.test"}
-	for _, d := range domains {
-		f.queue(clk.Now(), f.submission("x@"+d), message(d))
-	}
-	e := f.start(clk, func(c *Config) {
-		c.Resolver = mxFor(domains...)
-		c.Port = mx.port
-		c.Workers = 2
-		c.SessionIdle = time.Minute
-	})
-	mx.waitMessages(t, 3)
-	f.waitEmpty()
-	waitFor(t, "the extra sessions to close", func() bool { return mx.open() <= 2 })
-	if n := e.sender.sessions.idleCount(); n > 2 {
-		t.Errorf("%d idle sessions, want at most 2 (Workers)", n)
-	}
-	stopClean(t, e, mx)
-}
-
 // A session whose transaction was refused is reused: RSET after the
 // refused recipients, nothing after a refused DATA; and the refusals
 // still count.
