@@ -43,9 +43,10 @@ const cacheQuitTimeout = time.Second
 // sessionCache keeps idle SMTP sessions by server for the next message,
 // as Postfix's connection cache does: most recently used first, so that
 // with a lull the extra sessions expire; each for at most idle, and at
-// most perServer of them per server (the sessions allowed at once to a
-// destination: more could never be in use together). A session that has
-// carried maxUses transactions is not kept.
+// most perServer of them per server (the sessions allowed at once to one
+// destination, PerRelay or PerDestination: for the relay, more could
+// never be in use together). A session that has carried maxUses
+// transactions is not kept.
 //
 // There is no bound on the idle sessions in all, as there is none in
 // Postfix: they are sessions to the servers used within the last idle
