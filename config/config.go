@@ -28,8 +28,10 @@ type Config struct {
 	Relay    string
 	// RelayUsername and RelayPassword log in to Relay; empty: no login.
 	RelayUsername, RelayPassword string
-	TLSCert, TLSKey              string
-	AllowInsecureAuth            bool
+	// RelayVerifyTLS requires TLS with a verified certificate to Relay.
+	RelayVerifyTLS    bool
+	TLSCert, TLSKey   string
+	AllowInsecureAuth bool
 
 	RetentionTime        string // HH:MM UTC, daily
 	MaxMessageBytes      int64
@@ -103,6 +105,7 @@ var Settings = []Setting{
 	{"relay", "MAILHOST_RELAY", "", "host:port of a smarthost for all outbound mail; empty: deliver to each domain's MX", str(func(c *Config) *string { return &c.Relay })},
 	{"relay_username", "MAILHOST_RELAY_USERNAME", "", "user name to log in to the relay with (SMTP AUTH PLAIN, or LOGIN), always over TLS unless the relay is on loopback; empty: no login", str(func(c *Config) *string { return &c.RelayUsername })},
 	{"relay_password", "MAILHOST_RELAY_PASSWORD", "", "password for relay_username; prefer the file or the environment to the flag, which other users can see", str(func(c *Config) *string { return &c.RelayPassword })},
+	{"relay_verify_tls", "MAILHOST_RELAY_VERIFY_TLS", "false", "require TLS to the relay with a certificate valid for its name (system roots), else defer the mail; set it for a relay with a public certificate, above all with a login", boolean(func(c *Config) *bool { return &c.RelayVerifyTLS })},
 	{"tls_cert", "MAILHOST_TLS_CERT", "", "PEM certificate chain file; empty: a self-signed certificate made in the data directory", str(func(c *Config) *string { return &c.TLSCert })},
 	{"tls_key", "MAILHOST_TLS_KEY", "", "PEM private key file for tls_cert", str(func(c *Config) *string { return &c.TLSKey })},
 	{"allow_insecure_auth", "MAILHOST_ALLOW_INSECURE_AUTH", "false", "allow IMAP and submission logins without TLS (for tests only)", boolean(func(c *Config) *bool { return &c.AllowInsecureAuth })},
@@ -231,6 +234,9 @@ func (f *Flags) Load(getenv func(string) (string, bool)) (*Config, error) {
 	}
 	if (c.RelayUsername == "") != (c.RelayPassword == "") {
 		return nil, errors.New("relay_username and relay_password go together: set both or neither")
+	}
+	if c.RelayVerifyTLS && c.Relay == "" {
+		return nil, errors.New("relay_verify_tls is set but relay is not")
 	}
 	if c.RelayUsername != "" && c.Relay == "" {
 		// Mail to MX hosts never logs in: the setting would do nothing.

@@ -18,7 +18,8 @@
 // cache.go.
 //
 // With RelayUsername set, sessions to the relay log in (RFC 4954) after
-// STARTTLS; see relayauth.go.
+// STARTTLS; see relayauth.go. With RelayVerifyTLS, they use TLS with a
+// verified certificate or nothing.
 package outbound
 
 import (
@@ -56,6 +57,15 @@ type Config struct {
 	// password is this server's configuration, not a reason to bounce
 	// every message. MX hosts are never logged in to. "": no login.
 	RelayUsername, RelayPassword string
+	// RelayVerifyTLS makes TLS to the relay mandatory and verified: the
+	// session must start TLS, and the relay's certificate must be valid
+	// for the relay's host name (or IP address) under TLS's RootCAs (nil:
+	// the system's). Otherwise the attempt is deferred, never sent in
+	// plain text. For a relay with a public certificate, and above all
+	// one given a password, which opportunistic TLS protects from
+	// eavesdroppers but not from an attacker in the path. false: the
+	// relay gets opportunistic TLS, as MX hosts do.
+	RelayVerifyTLS bool
 	// Port is the SMTP port of MX hosts. 0 means 25.
 	Port int
 	// Workers is the most entries being sent at once (SMTP sessions, and

@@ -89,6 +89,11 @@ func classify(err error, host string) reply {
 		return reply{Text: "timed out: " + err.Error(), Enhanced: smtp.EnhancedCode{4, 4, 2}, Host: host}
 	case errors.Is(err, context.Canceled):
 		return reply{Text: "interrupted", Enhanced: smtp.EnhancedCode{4, 3, 2}, Host: host}
+	case errors.Is(err, errTLSRequired):
+		// X.7.10, encryption needed (RFC 5248's registry); local: the
+		// operator's relay settings or the relay's certificate need
+		// looking at, and the attempt's log line is a warning.
+		return reply{Text: err.Error(), Enhanced: smtp.EnhancedCode{4, 7, 10}, Host: host, local: true}
 	}
 	// Connection failures, timeouts and protocol errors: the attempt says
 	// nothing about the recipients, so they are tried again (RFC 5321

@@ -290,11 +290,22 @@ func (s *Sender) connect(ctx context.Context, addr, host string) (*smtp.Client, 
 	if err != nil {
 		return nil, nil, false, err
 	}
+	// Every remote session goes to the relay when there is one.
+	verify := s.cfg.Relay != "" && s.cfg.RelayVerifyTLS
 	if ok, _ := c.Extension("STARTTLS"); !ok {
+		if verify {
+			quit(c)
+			c.Close()
+			return nil, nil, false, fmt.Errorf("relay %s offers no STARTTLS: %w", addr, errTLSRequired)
+		}
 		return c, conn, false, nil
 	}
-	tc, refused, err := s.startTLS(ctx, conn, host)
+	tc, refused, err := s.startTLS(ctx, conn, host, verify)
 	if refused {
+		if verify {
+			c.Close()
+			return nil, nil, false, fmt.Errorf("relay %s refused STARTTLS: %w", addr, errTLSRequired)
+		}
 		// 454 and the like (RFC 3207 section 4): the session goes on in
 		// plain text.
 		return c, conn, false, nil
@@ -318,6 +329,9 @@ func (s *Sender) connect(ctx context.Context, addr, host string) (*smtp.Client, 
 	conn.Close()
 	if ctx.Err() != nil {
 		return nil, nil, false, ctx.Err()
+	}
+	if verify {
+		return nil, nil, false, fmt.Errorf("relay %s: %w: %w", addr, errTLSRequired, err)
 	}
 	s.log.Info("TLS failed, trying without", "host", host, "addr", addr, "err", err)
 	c, conn, err = s.dial(ctx, addr)
@@ -353,7 +367,7 @@ func (s *Sender) timeouts(c *smtp.Client) {
 // answered something other than 220, and the plain session goes on.
 // go-smtp's client has read nothing beyond the EHLO reply, since the
 // server sends nothing unasked.
-func (s *Sender) startTLS(ctx context.Context, conn net.Conn, host string) (*tls.Conn, bool, error) {
+func (s *Sender) startTLS(ctx context.Context, conn net.Conn, host string, verify bool) (*tls.Conn, bool, error) {
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	// Whatever follows the reply belongs to the TLS handshake.
@@ -369,7 +383,13 @@ func (s *Sender) startTLS(ctx context.Context, conn net.Conn, host string) (*tls
 	if s.cfg.TLS != nil {
 		cfg = s.cfg.TLS.Clone()
 	}
-	if cfg.ServerName == "" && net.ParseIP(host) == nil {
+	switch {
+	case verify:
+		// An IP address as ServerName is checked against the
+		// certificate's IP addresses.
+		cfg.InsecureSkipVerify = false
+		cfg.ServerName = host
+	case cfg.ServerName == "" && net.ParseIP(host) == nil:
 		cfg.ServerName = host
 	}
 	tc := tls.Client(conn, cfg)
@@ -378,6 +398,10 @@ func (s *Sender) startTLS(ctx context.Context, conn net.Conn, host string) (*tls
 	}
 	return tc, false, nil
 }
+
+// errTLSRequired: Config.RelayVerifyTLS, and the relay's session could not
+// have TLS with a verified certificate.
+var errTLSRequired = errors.New("TLS with a verified certificate is required (relay_verify_tls)")
 
 // byteReader reads one byte at a time, so that a bufio.Reader over it
 // never reads ahead of what it returns.

@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	logins := credential.NewLogins(credential.LoginConfig{Accounts: st, Verifier: passwords, Now: o.Now})
 	sender := outbound.New(outbound.Config{
 		Store: st, Hostname: hostname, Resolver: resolver, Relay: cfg.Relay,
-		RelayUsername: cfg.RelayUsername, RelayPassword: cfg.RelayPassword,
+		RelayUsername: cfg.RelayUsername, RelayPassword: cfg.RelayPassword, RelayVerifyTLS: cfg.RelayVerifyTLS,
 		Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
 		Now: o.Now, Logger: log, SRS: srs,
 	})
