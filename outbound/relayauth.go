@@ -64,7 +64,12 @@ func (s *Sender) login(ctx context.Context, cs *clientSession, addr, host string
 	if got.hasEnhanced() {
 		enh = smtp.EnhancedCode{4, got.Enhanced[1], got.Enhanced[2]}
 	}
-	return fail(enh, "relay refused the login as %q (AUTH %s): %s; check relay_username and relay_password", user, mech, got.String()), !closing(err)
+	// The same login would be refused at the relay's other addresses,
+	// and relays often lock out an account, or ban an address, after a
+	// few failures: this attempt ends here.
+	r = fail(enh, "relay refused the login as %q (AUTH %s): %s; check relay_username and relay_password", user, mech, got.String())
+	r.everywhere = true
+	return r, !closing(err)
 }
 
 // clearTextLoginAllowed says whether a password may go in clear text to a

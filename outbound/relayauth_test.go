@@ -3,6 +3,7 @@ package outbound
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -197,5 +198,26 @@ func TestLoginRefusedInClearText(t *testing.T) {
 	waitFor(t, "the session to end", func() bool { return relay.open() == 0 })
 	if n := relay.count("AUTH"); n != 0 {
 		t.Errorf("%d AUTH commands, want none", n)
+	}
+}
+
+// A refused login ends the attempt: the relay's other addresses would
+// refuse it too, and relays lock out accounts that fail too often.
+func TestRelayAuthRefusedOncePerAttempt(t *testing.T) {
+	f := newFixture(t)
+	relay := newRelay(t, relayOptions{tls: selfSigned(t), mechs: []string{"PLAIN"}, user: relayUser, pass: relayPass})
+	clk := newClock()
+	f.queue(clk.Now(), f.submission("x@remote.test"), message("held back"))
+	e := f.start(clk, func(c *Config) {
+		relayAuth(relay, "wrong-password")(c)
+		c.Relay = fmt.Sprintf("relay.test:%d", relay.port)
+		c.Resolver = resolver{addrs: map[string][]net.IPAddr{"relay.test": {loopback[0], loopback[0], loopback[0]}}}
+	})
+	f.waitAttempts(1)
+	stopClean(t, e, relay)
+	relay.mu.Lock()
+	defer relay.mu.Unlock()
+	if len(relay.failed) != 1 || len(relay.logins) != 0 {
+		t.Errorf("logins refused %v, accepted %v; want one refused for the attempt, over 3 addresses", relay.failed, relay.logins)
 	}
 }

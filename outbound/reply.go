@@ -21,6 +21,9 @@ type reply struct {
 	// local: the failure is this server's (its store), not the
 	// destination's.
 	local bool
+	// everywhere: every server of the route would answer the same (the
+	// relay refused our login), so the attempt tries no other.
+	everywhere bool
 }
 
 func (r reply) permanent() bool { return r.Code >= 500 && r.Code <= 599 }

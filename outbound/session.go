@@ -22,8 +22,9 @@ import (
 // being the server's name: on an idle session to it from the cache when
 // there is one, else on a new one. final is false when the session ended
 // before the server said anything about the recipients (it could not be
-// reached, refused the session or the relay's login, or answered MAIL
-// with a temporary error): the caller tries the next server.
+// reached, refused the session, or answered MAIL with a temporary
+// error): the caller tries the next server. A refused relay login is
+// final: the relay's other addresses would refuse it too.
 func (s *Sender) session(ctx context.Context, addr, host string, e mailstore.Outbound, body []byte, pending []string) (out outcome, final bool) {
 	key := sessionKey(addr, host)
 	if cs := s.sessions.get(key); cs != nil {
@@ -37,7 +38,7 @@ func (s *Sender) session(ctx context.Context, addr, host string, e mailstore.Out
 	if r != nil {
 		out.host, out.tls = host, isTLS
 		out.deferAll(pending, *r)
-		return out, false
+		return out, r.everywhere
 	}
 	out, final, _ = s.transaction(ctx, cs, host, e, body, pending)
 	return out, final
