@@ -860,6 +860,18 @@ func (s *Bolt) AliasBySource(ctx context.Context, source string) (Alias, error) 
 	return a, err
 }
 
+// DomainWithID implements Mail.
+func (s *Bolt) DomainWithID(ctx context.Context, id int64) (Domain, error) {
+	var d Domain
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if !getJSON(tx.Bucket(bDomains), id8(id), &d) {
+			return ErrDomainNotFound
+		}
+		return nil
+	})
+	return d, err
+}
+
 // DomainByName implements Mail.
 func (s *Bolt) DomainByName(ctx context.Context, name string) (Domain, error) {
 	var d Domain

@@ -88,6 +88,9 @@ type Mail interface {
 	// DomainByName finds a hosted domain by name, whoever owns it.
 	// ErrDomainNotFound.
 	DomainByName(ctx context.Context, name string) (Domain, error)
+	// DomainWithID finds a hosted domain by id, whoever owns it (the
+	// queue's entries name their domain by id). ErrDomainNotFound.
+	DomainWithID(ctx context.Context, id int64) (Domain, error)
 	// Transfer is a domain's transfer counters for a month ("YYYY-MM"),
 	// zero when nothing was counted. ErrDomainNotFound.
 	Transfer(ctx context.Context, domainID int64, month string) (Transfer, error)

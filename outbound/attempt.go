@@ -3,6 +3,7 @@ package outbound
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -89,9 +90,11 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, rele
 	}
 
 	var out outcome
-	switch {
+	switch held := s.suspended(ctx, e); {
 	case len(pending) == 0:
 		// Recording an attempt that changes nothing removes the entry.
+	case held != nil:
+		out.deferAll(pending, *held)
 	default:
 		_, err := s.cfg.Store.DomainByName(ctx, e.Destination)
 		switch {
@@ -169,6 +172,31 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, rele
 		"reply", lastReply(out, bounced), "bounce_to", bounceTo, "host", out.host, "tls", out.tls,
 		"attempts", e.Attempts+1, "size_bytes", len(body), "duration_ms", time.Since(start).Milliseconds())
 	return recorded
+}
+
+// suspended answers the reply that holds an entry back when the domain
+// it is sent for (a user's submission, or a forward through its alias)
+// is suspended: decisions.md has a suspended domain send nothing, and an
+// operator who suspends a domain for abuse expects the mail it queued to
+// stop too. The entry is retried as if deferred, and goes once the domain
+// is resumed (at once with `mailhost queue flush`), or bounces when its
+// lifetime ends. nil: the entry may go (bounces, which no domain sends,
+// and entries of a domain deleted since, which are mail in flight).
+func (s *Sender) suspended(ctx context.Context, e mailstore.Outbound) *reply {
+	if e.DomainID == 0 || (e.Kind != mailstore.KindSubmission && e.Kind != mailstore.KindForward) {
+		return nil
+	}
+	d, err := s.cfg.Store.DomainWithID(ctx, e.DomainID)
+	switch {
+	case errors.Is(err, mailstore.ErrNotFound):
+		return nil
+	case err != nil:
+		r := localError("look up sender domain", err)
+		return &r
+	case d.Suspended:
+		return &reply{Text: fmt.Sprintf("domain %s is suspended: held until it is resumed", d.Name), Enhanced: smtp.EnhancedCode{4, 7, 1}}
+	}
+	return nil
 }
 
 // result sums up an attempt for the log.

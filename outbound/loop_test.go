@@ -1,11 +1,14 @@
 package outbound
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 // TestBacklogDoesNotHoldOthersBack: a backlog to one destination that
@@ -49,4 +52,45 @@ func TestBacklogDoesNotHoldOthersBack(t *testing.T) {
 	if n := mx.maxByDomain["slow.test"]; n != 1 {
 		t.Errorf("sessions at once to slow.test = %d, want 1 (PerDestination)", n)
 	}
+}
+
+// Mail a suspended domain queued (a submission, a forward) waits, as a
+// deferral, until the domain is resumed; bounces still go.
+func TestSuspendedDomainHeld(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	mx := newMX(t, nil)
+	clk := newClock()
+	f.queue(clk.Now(), f.submission("x@remote.test"), message("submitted"))
+	f.queue(clk.Now(), mailstore.Relay{Kind: mailstore.KindForward, DomainID: f.domain.ID, From: "someone@orig.test", To: []string{"y@remote.test"}}, message("forwarded"))
+	f.queue(clk.Now(), mailstore.Relay{Kind: mailstore.KindBounce, To: []string{"z@remote.test"}}, message("bounce"))
+	if _, err := f.st.SetSuspended(ctx, f.partner.ID, "a.test", true); err != nil {
+		t.Fatal(err)
+	}
+	e := f.start(clk, func(c *Config) { c.Resolver = mxFor("remote.test"); c.Port = mx.port })
+	if got := mx.waitMessages(t, 1)[0]; len(got.to) != 1 || got.to[0] != "z@remote.test" {
+		t.Fatalf("MX got a message to %v, want only the bounce to z@remote.test", got.to)
+	}
+	waitFor(t, "both held entries attempted", func() bool {
+		es := f.entries()
+		return len(es) == 2 && es[0].Attempts == 1 && es[1].Attempts == 1
+	})
+	for _, en := range f.entries() {
+		if !strings.Contains(en.LastError, "a.test is suspended") || !en.NextAttempt.After(clk.Now()) {
+			t.Errorf("entry %d: last error %q, next attempt %v; want held as suspended, retried later", en.ID, en.LastError, en.NextAttempt)
+		}
+	}
+	if n := len(mx.messages()); n != 1 {
+		t.Errorf("MX got %d messages while a.test was suspended, want only the bounce", n)
+	}
+
+	if _, err := f.st.SetSuspended(ctx, f.partner.ID, "a.test", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.FlushOutbound(ctx, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.sender.Wake()
+	mx.waitMessages(t, 3)
+	f.waitEmpty()
 }

@@ -758,6 +758,9 @@ func ctlDeleteDomain(t *testing.T, open Open) {
 			if _, err := c.s.DomainByName(c.ctx, tc.domain); !ctlIs(err, mailstore.ErrDomainNotFound) {
 				t.Errorf("DomainByName(%q) after delete = %v, want ErrDomainNotFound", tc.domain, err)
 			}
+			if _, err := c.s.DomainWithID(c.ctx, before.ID); !ctlIs(err, mailstore.ErrDomainNotFound) {
+				t.Errorf("DomainWithID(%d) after delete = %v, want ErrDomainNotFound", before.ID, err)
+			}
 		})
 	}
 

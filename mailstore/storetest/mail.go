@@ -15,6 +15,7 @@ import (
 
 // runMail checks the mail plane: delivery, folders, messages, retention.
 func runMail(t *testing.T, open Open) {
+	t.Run("domain_with_id", func(t *testing.T) { mailDomainWithID(t, open) })
 	t.Run("deliver", func(t *testing.T) { mailDeliver(t, open) })
 	t.Run("deliver_concurrent", func(t *testing.T) { mailDeliverConcurrent(t, open) })
 	t.Run("default_folders", func(t *testing.T) { mailDefaultFolders(t, open) })
@@ -819,5 +820,22 @@ func mailContextDone(t *testing.T, open Open) {
 	}
 	if _, err := m.s.Folder(m.ctx, u.ID, "X"); !errors.Is(err, mailstore.ErrFolderNotFound) {
 		t.Errorf("Folder(X) = %v, want not created", err)
+	}
+}
+
+// mailDomainWithID: the mail plane finds any partner's domain by id, as
+// it finds it by name; an unknown id is not found.
+func mailDomainWithID(t *testing.T, open Open) {
+	c := newCtl(t, open)
+	for _, p := range []string{"a", "b"} {
+		pid := c.partner(p).ID
+		d := c.domain(pid, p+".example", ctlStarter, 0, 0)
+		got, err := c.s.DomainWithID(c.ctx, d.ID)
+		if err != nil || ctlJSON(t, got) != ctlJSON(t, c.getDomain(pid, d.Name)) {
+			t.Errorf("DomainWithID(%d) = %+v, %v; want %s of partner %s", d.ID, got, err, d.Name, p)
+		}
+	}
+	if _, err := c.s.DomainWithID(c.ctx, 9999); !ctlIs(err, mailstore.ErrDomainNotFound) {
+		t.Errorf("DomainWithID(9999) = %v, want ErrDomainNotFound", err)
 	}
 }
