@@ -535,6 +535,28 @@ func (s *Bolt) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
 	return n, nil
 }
 
+// DeleteOutbound implements Queue.
+func (s *Bolt) DeleteOutbound(ctx context.Context, id int64) (Outbound, error) {
+	var o Outbound
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		q := newQueueTx(tx)
+		var ok bool
+		if o, ok = q.get(id); !ok {
+			return ErrOutboundNotFound
+		}
+		if err := q.remove(o); err != nil {
+			return err
+		}
+		t := newMailTx(tx)
+		t.ref(o.BlobID, -1)
+		return t.flushRefs()
+	})
+	if err != nil {
+		return Outbound{}, fmt.Errorf("delete outbound entry %d: %w", id, err)
+	}
+	return o, nil
+}
+
 // Transfer implements Mail.
 func (s *Bolt) Transfer(ctx context.Context, domainID int64, month string) (Transfer, error) {
 	var x Transfer

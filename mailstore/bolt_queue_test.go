@@ -413,3 +413,27 @@ func TestBoltMailboxesOldIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestBoltDeleteOutboundFreesBody: deleting the last entry that names a
+// body drops the body.
+func TestBoltDeleteOutboundFreesBody(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, _, u, _ := boltMailFixture(t, dir)
+	res, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("gone"), ReceivedAt: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), SenderDomainID: u.DomainID,
+		Relay: []mailstore.Relay{{Kind: mailstore.KindSubmission, DomainID: u.DomainID, From: u.Email, To: []string{"a@r.example", "b@s.example"}}}})
+	if err != nil || len(res.Queued) != 2 {
+		t.Fatalf("Deliver() = %+v, %v", res, err)
+	}
+	for _, id := range res.Queued {
+		if _, err := s.DeleteOutbound(ctx, id); err != nil {
+			t.Fatalf("DeleteOutbound(%d) = %v", id, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if e, b, r := rawQueue(t, dir); e != 0 || b != 0 || r != 0 {
+		t.Errorf("raw after deleting both entries = %d entries, %d blobs, %d refs; want none", e, b, r)
+	}
+}

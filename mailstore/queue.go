@@ -179,4 +179,11 @@ type Queue interface {
 	// An entry under a worker's lease is made due too, so it may go out
 	// twice, as after a crash.
 	FlushOutbound(ctx context.Context, now time.Time) (int, error)
+	// DeleteOutbound removes an entry, held or not, with its body when
+	// nothing else shares it, and answers it as it was: the operator's
+	// way to drop mail that must not go out (Postfix's postsuper -d). No
+	// bounce is sent and the transfer it was counted for stays counted.
+	// An attempt already under way may still deliver it; its outcome then
+	// finds the entry gone (ErrOutboundNotFound). ErrOutboundNotFound.
+	DeleteOutbound(ctx context.Context, id int64) (Outbound, error)
 }

@@ -96,6 +96,15 @@ func controlHandler(op Operator) http.Handler {
 		v, err := op.FlushQueue(r.Context())
 		reply(w, v, err)
 	})
+	mux.HandleFunc("DELETE /queue/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		if err != nil {
+			reply(w, nil, fmt.Errorf("queue entry %q: %w", r.PathValue("id"), mailstore.ErrOutboundNotFound))
+			return
+		}
+		v, err := op.DeleteQueued(r.Context(), id)
+		reply(w, v, err)
+	})
 	return mux
 }
 
@@ -209,6 +218,10 @@ func (o *socketOps) Queue(ctx context.Context, p mailstore.Page) (v QueueList, e
 
 func (o *socketOps) FlushQueue(ctx context.Context) (v Flushed, err error) {
 	return v, o.call(ctx, "POST", "/queue/flush", nil, &v)
+}
+
+func (o *socketOps) DeleteQueued(ctx context.Context, id int64) (v mailstore.Outbound, err error) {
+	return v, o.call(ctx, "DELETE", "/queue/"+strconv.FormatInt(id, 10), nil, &v)
 }
 
 // WithOperator runs fn with the Operator for the data directory: the

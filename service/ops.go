@@ -26,6 +26,9 @@ type Operator interface {
 	// FlushQueue makes every queued message that is not held for its
 	// domain's transfer cap due now, and wakes the delivery workers.
 	FlushQueue(ctx context.Context) (Flushed, error)
+	// DeleteQueued removes a queue entry (see mailstore's
+	// DeleteOutbound) and answers it as it was.
+	DeleteQueued(ctx context.Context, id int64) (mailstore.Outbound, error)
 }
 
 // QueueList is a page of the outbound queue.
@@ -181,6 +184,10 @@ func (o *storeOps) FlushQueue(ctx context.Context) (Flushed, error) {
 		o.wake()
 	}
 	return Flushed{Flushed: n}, nil
+}
+
+func (o *storeOps) DeleteQueued(ctx context.Context, id int64) (mailstore.Outbound, error) {
+	return o.store.DeleteOutbound(ctx, id)
 }
 
 func (o *storeOps) SetPartnerLimits(ctx context.Context, partner string, l mailstore.PartnerLimits) (mailstore.Partner, error) {

@@ -243,3 +243,53 @@ func TestSubmissionRelayForwardAndCap(t *testing.T) {
 }
 
 func mailstorePage(limit int) mailstore.Page { return mailstore.Page{Limit: limit} }
+
+// TestQueueDeleteOverSocket: a message the relay cannot take waits in the
+// queue; `mailhost queue delete` (the operator over the control socket)
+// drops it, and a second delete answers not found.
+func TestQueueDeleteOverSocket(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close() // nothing listens there: every attempt is deferred
+	dir := t.TempDir()
+	addrs, out, _ := startServer(t, dir, "MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", down)
+	key := keyRE.FindString(out.String())
+	api := "http://" + addrs.HTTP
+	for _, c := range []struct{ path, body string }{
+		{"/domains/", `{"name":"example.com"}`},
+		{"/users/", `{"domain_name":"example.com","email":"alice@example.com","password":"password123"}`},
+	} {
+		if code, body := call(t, "POST", api+c.path, key, c.body); code != 201 {
+			t.Fatalf("POST %s = %d %s", c.path, code, body)
+		}
+	}
+	msg := "From: alice@example.com\r\nTo: bob@remote.test\r\nSubject: stuck\r\n\r\nnever sent\r\n"
+	if err := submit(addrs.Submission, "alice@example.com", "password123", "alice@example.com", []string{"bob@remote.test"}, msg); err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	err = WithOperator(context.Background(), dir, func(op Operator) error {
+		ctx := context.Background()
+		q, err := op.Queue(ctx, mailstorePage(10))
+		if err != nil || q.Total != 1 {
+			return fmt.Errorf("queue = %+v, %v; want one entry", q, err)
+		}
+		id := q.Entries[0].ID
+		got, err := op.DeleteQueued(ctx, id)
+		if err != nil || got.ID != id || got.Destination != "remote.test" {
+			return fmt.Errorf("DeleteQueued(%d) = %+v, %v; want the entry to remote.test", id, got, err)
+		}
+		if q, err := op.Queue(ctx, mailstorePage(10)); err != nil || q.Total != 0 {
+			return fmt.Errorf("queue after delete = %+v, %v; want empty", q, err)
+		}
+		if _, err := op.DeleteQueued(ctx, id); !errors.Is(err, mailstore.ErrNotFound) {
+			return fmt.Errorf("DeleteQueued(%d) again = %v, want not found", id, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

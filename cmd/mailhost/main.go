@@ -32,6 +32,8 @@ Usage:
   mailhost retention run [flags]         run one retention pass now and print it
   mailhost queue list [flags]            list the outbound queue (JSON; -limit, -offset)
   mailhost queue flush [flags]           retry every queued message now
+  mailhost queue delete ENTRY_ID [flags] drop a queued message for one destination:
+                                         no bounce, not sent (JSON: the entry)
 
 PARTNER is a partner's name or id. Every command takes the configuration
 flags (mailhost serve -h lists them) and reads the same environment and
@@ -54,7 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	want := map[string]int{
 		"serve": 0, "partner create": 1, "partner list": 0, "partner limits": 1, "key create": 1,
 		"key list": 1, "key revoke": 1, "retention run": 0,
-		"queue list": 0, "queue flush": 0,
+		"queue list": 0, "queue flush": 0, "queue delete": 1,
 	}
 	nargs, ok := want[cmd]
 	if !ok {
@@ -144,6 +146,12 @@ func operate(ctx context.Context, op service.Operator, cmd string, pos []string,
 		v, err = op.Queue(ctx, page)
 	case "queue flush":
 		v, err = op.FlushQueue(ctx)
+	case "queue delete":
+		id, perr := strconv.ParseInt(pos[0], 10, 64)
+		if perr != nil {
+			return errors.New("ENTRY_ID must be a number (see mailhost queue list)")
+		}
+		v, err = op.DeleteQueued(ctx, id)
 	}
 	if err != nil {
 		return err

@@ -57,6 +57,12 @@ func TestCLI(t *testing.T) {
 	if code, out, _ := mh(t, "queue", "flush", "-data", dir); code != 0 || !strings.Contains(out, `"flushed": 0`) {
 		t.Errorf("queue flush = %d %q", code, out)
 	}
+	if code, _, errs := mh(t, "queue", "delete", "42", "-data", dir); code != 1 || !strings.Contains(errs, "not found") {
+		t.Errorf("queue delete of no entry = %d %q, want 1 and not found", code, errs)
+	}
+	if code, _, errs := mh(t, "queue", "delete", "x", "-data", dir); code != 1 || !strings.Contains(errs, "must be a number") {
+		t.Errorf("queue delete x = %d %q, want 1 and must be a number", code, errs)
+	}
 }
 
 func TestUsage(t *testing.T) {

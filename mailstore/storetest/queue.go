@@ -26,6 +26,7 @@ func runQueue(t *testing.T, open Open) {
 	t.Run("in_flight", func(t *testing.T) { queueInFlight(t, open) })
 	t.Run("entries_paging", func(t *testing.T) { queueEntriesPaging(t, open) })
 	t.Run("flush", func(t *testing.T) { queueFlush(t, open) })
+	t.Run("delete", func(t *testing.T) { queueDelete(t, open) })
 	t.Run("transfer_counting", func(t *testing.T) { queueTransferCounting(t, open) })
 	t.Run("transfer_cap", func(t *testing.T) { queueTransferCap(t, open) })
 	t.Run("release_held", func(t *testing.T) { queueReleaseHeld(t, open) })
