@@ -648,6 +648,52 @@ func queueFlush(t *testing.T, open Open) {
 	}
 }
 
+// queueDelete: DeleteOutbound drops one entry, held or not, leaves the
+// others of its message and their shared body, and answers not found for
+// an entry that is gone.
+func queueDelete(t *testing.T, open Open) {
+	q := newQT(t, open)
+	now := mailNow
+	ids := q.relay("shared body", now, q.a.ID, "x@r.example", "y@s.example")
+	if len(ids) != 2 {
+		t.Fatalf("relay to two domains queued %v, want two entries", ids)
+	}
+	q.setCap("b.example", 0)
+	held := q.relay("held", now, q.b.ID, "h@r.example")[0]
+
+	got, err := q.s.DeleteOutbound(q.ctx, ids[0])
+	if err != nil || got.ID != ids[0] || got.Destination != "r.example" {
+		t.Fatalf("DeleteOutbound(%d) = %+v, %v; want the entry to r.example", ids[0], got, err)
+	}
+	if _, err := q.s.DeleteOutbound(q.ctx, ids[0]); !ctlIs(err, mailstore.ErrOutboundNotFound) {
+		t.Errorf("DeleteOutbound(%d) again = %v, want ErrOutboundNotFound", ids[0], err)
+	}
+	if _, err := q.s.OutboundBody(q.ctx, ids[0]); !ctlIs(err, mailstore.ErrOutboundNotFound) {
+		t.Errorf("OutboundBody(deleted) = %v, want ErrOutboundNotFound", err)
+	}
+	if _, err := q.s.RecordAttempt(q.ctx, ids[0], mailstore.Attempt{Now: now, Delivered: []string{"x@r.example"}}); !ctlIs(err, mailstore.ErrOutboundNotFound) {
+		t.Errorf("RecordAttempt(deleted) = %v, want ErrOutboundNotFound", err)
+	}
+	if b := q.outBody(ids[1]); b != "shared body" {
+		t.Errorf("OutboundBody(the other entry) = %q, want the shared body", b)
+	}
+	if got := q.claim(now, time.Minute, 10); !slices.Equal(idsOf(got), ids[1:]) {
+		t.Errorf("ClaimOutbound() = %v, want only %v", idsOf(got), ids[1:])
+	}
+	if _, err := q.s.DeleteOutbound(q.ctx, held); err != nil {
+		t.Errorf("DeleteOutbound(held) = %v", err)
+	}
+	if _, err := q.s.DeleteOutbound(q.ctx, ids[1]); err != nil {
+		t.Errorf("DeleteOutbound(claimed) = %v", err)
+	}
+	if es := q.entries(); len(es) != 0 {
+		t.Errorf("OutboundEntries() after deleting all = %v, want none", idsOf(es))
+	}
+	if n, err := q.s.ReleaseHeld(q.ctx, now); err != nil || n != 0 {
+		t.Errorf("ReleaseHeld() after the held entry was deleted = %d, %v; want 0", n, err)
+	}
+}
+
 func queueDKIM(t *testing.T, open Open) {
 	c := newCtl(t, open)
 	p := c.partner("p")
