@@ -200,53 +200,32 @@ func (s *Bolt) ClaimOutbound(ctx context.Context, now time.Time, lease time.Dura
 		return nil, fmt.Errorf("claim outbound: limit %d, lease %v: %w", limit, lease, ErrInvalidArgument)
 	}
 	until := ceilSecond(now.Add(lease))
-	// An idle queue is polled every few seconds: look first in a read
-	// transaction, so that finding nothing due costs no commit and no
-	// fsync.
-	var anyDue bool
-	if err := s.db.View(func(tx *bolt.Tx) error {
-		k, _ := tx.Bucket(bQueueDue).Cursor().First()
-		anyDue = len(k) == 16 && binary.BigEndian.Uint64(k) <= nanoKey(now)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("claim outbound: %w", err)
-	}
-	if !anyDue {
-		return []Outbound{}, ctx.Err()
-	}
 	skip := make(map[string]bool, len(opt.Skip))
 	for _, d := range opt.Skip {
 		skip[d] = true
+	}
+	// An idle queue is polled every few seconds, and a queue whose due
+	// entries all go to skipped destinations is asked again at every new
+	// message: look first in a read transaction, so that finding nothing
+	// to claim costs no commit, no fsync and no wait for the writer.
+	var ids []int64
+	if err := s.db.View(func(tx *bolt.Tx) (err error) {
+		ids, err = newQueueTx(tx).claimable(now, limit, skip, opt.PerDestination)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("claim outbound: %w", err)
+	}
+	if len(ids) == 0 {
+		return []Outbound{}, ctx.Err()
 	}
 	var out []Outbound
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		out = []Outbound{}
 		q := newQueueTx(tx)
-		var ids []int64
-		taken := map[string]int{}
-		passed := 0
-		c := q.due.Cursor()
-		for k, v := c.First(); k != nil && len(ids) < limit && passed < ClaimScanLimit; k, v = c.Next() {
-			if len(k) != 16 || binary.BigEndian.Uint64(k) > nanoKey(now) {
-				break
-			}
-			id := int64(binary.BigEndian.Uint64(k[8:]))
-			if len(skip) > 0 || opt.PerDestination > 0 {
-				dest := string(v)
-				if len(v) == 0 {
-					o, ok := q.get(id)
-					if !ok {
-						return fmt.Errorf("queue_due names entry %d, which is missing", id)
-					}
-					dest = o.Destination
-				}
-				if skip[dest] || (opt.PerDestination > 0 && taken[dest] >= opt.PerDestination) {
-					passed++
-					continue
-				}
-				taken[dest]++
-			}
-			ids = append(ids, id)
+		// Again: another claim may have taken some since.
+		ids, err := q.claimable(now, limit, skip, opt.PerDestination)
+		if err != nil {
+			return err
 		}
 		for _, id := range ids {
 			o, ok := q.get(id)
@@ -268,6 +247,39 @@ func (s *Bolt) ClaimOutbound(ctx context.Context, now time.Time, lease time.Dura
 		return nil, fmt.Errorf("claim outbound: %w", err)
 	}
 	return out, nil
+}
+
+// claimable are the ids of up to limit entries due at now, earliest
+// first, passing over (at most ClaimScanLimit of) those to a skipped
+// destination or beyond perDestination of theirs.
+func (q *queueTx) claimable(now time.Time, limit int, skip map[string]bool, perDestination int) ([]int64, error) {
+	var ids []int64
+	taken := map[string]int{}
+	passed := 0
+	c := q.due.Cursor()
+	for k, v := c.First(); k != nil && len(ids) < limit && passed < ClaimScanLimit; k, v = c.Next() {
+		if len(k) != 16 || binary.BigEndian.Uint64(k) > nanoKey(now) {
+			break
+		}
+		id := int64(binary.BigEndian.Uint64(k[8:]))
+		if len(skip) > 0 || perDestination > 0 {
+			dest := string(v)
+			if len(v) == 0 {
+				o, ok := q.get(id)
+				if !ok {
+					return nil, fmt.Errorf("queue_due names entry %d, which is missing", id)
+				}
+				dest = o.Destination
+			}
+			if skip[dest] || (perDestination > 0 && taken[dest] >= perDestination) {
+				passed++
+				continue
+			}
+			taken[dest]++
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 // OutboundBody implements Queue.
