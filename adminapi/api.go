@@ -50,6 +50,10 @@ type Config struct {
 	// logins so that one bound holds for all. nil: a bound of its own
 	// (credential.NewVerifier(0)).
 	Passwords *credential.Verifier
+	// OnResume is called after a domain is resumed (also when it was not
+	// suspended: resume is safe to repeat), before the answer: the wiring
+	// sends the mail the domain queued while suspended. nil: nothing.
+	OnResume func(ctx context.Context, d mailstore.Domain)
 }
 
 // API is the management API; it implements http.Handler.
@@ -70,6 +74,7 @@ type API struct {
 	// keySlots bounds concurrent DKIM key generations, each a core busy
 	// for up to 200 ms, so a burst of domain creations leaves CPU to mail.
 	keySlots chan struct{}
+	onResume func(ctx context.Context, d mailstore.Domain)
 }
 
 // New returns the API for cfg.
@@ -85,6 +90,7 @@ func New(cfg Config) *API {
 		hostname:  cfg.Hostname,
 		genKeys:   cfg.GenerateDKIMKeys,
 		keySlots:  make(chan struct{}, 2),
+		onResume:  cfg.OnResume,
 	}
 	if a.log == nil {
 		a.log = slog.Default()

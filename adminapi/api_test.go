@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -684,3 +685,25 @@ func TestRestart(t *testing.T) {
 
 // statusText keeps net/http imported for the table above's readers.
 var _ = http.StatusOK
+
+// TestResumeHook: Config.OnResume hears of every resume (it is safe to
+// repeat), with the domain as resumed, and of no suspend.
+func TestResumeHook(t *testing.T) {
+	var resumed []string
+	e := newEnv(t, func(c *Config) {
+		c.OnResume = func(_ context.Context, d mailstore.Domain) {
+			if d.Suspended {
+				t.Errorf("OnResume(%s) with a suspended domain", d.Name)
+			}
+			resumed = append(resumed, d.Name)
+		}
+	})
+	must(t, "domain", e.a("POST", "/domains/", `{"name":"example.com"}`), 201)
+	for _, step := range []string{"suspend", "resume", "resume", "suspend"} {
+		must(t, step, e.a("POST", "/domains/example.com/"+step, ""), 200)
+	}
+	must(t, "resume unknown", e.a("POST", "/domains/nowhere.example/resume", ""), 404)
+	if want := []string{"example.com", "example.com"}; !slices.Equal(resumed, want) {
+		t.Errorf("OnResume heard %v, want %v", resumed, want)
+	}
+}

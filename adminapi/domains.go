@@ -237,6 +237,9 @@ func (a *API) setSuspended(w http.ResponseWriter, r *http.Request, c call, suspe
 	if err != nil {
 		return err
 	}
+	if !suspended && a.onResume != nil {
+		a.onResume(r.Context(), d)
+	}
 	writeJSON(w, http.StatusOK, toDomain(d))
 	return nil
 }

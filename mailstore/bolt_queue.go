@@ -547,6 +547,54 @@ func (s *Bolt) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
 	return n, nil
 }
 
+// FlushOutboundDomain implements Queue. It finds the domain's entries in
+// a read transaction (the entries due later are read, as queue_due does
+// not name domains), so that writers wait only for the re-filing.
+func (s *Bolt) FlushOutboundDomain(ctx context.Context, domainID int64, now time.Time) (int, error) {
+	var ids []int64
+	if err := s.view(ctx, func(tx *bolt.Tx) error {
+		q := newQueueTx(tx)
+		c := q.due.Cursor()
+		for k, _ := c.Seek(dueKey(now.Add(time.Nanosecond), 0)); k != nil; k, _ = c.Next() {
+			id := int64(binary.BigEndian.Uint64(k[8:]))
+			if o, ok := q.get(id); ok && o.DomainID == domainID {
+				ids = append(ids, id)
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("flush outbound of domain %d: %w", domainID, err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var n int
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		n = 0
+		q := newQueueTx(tx)
+		for _, id := range ids {
+			// Checked again: an attempt may have been recorded since.
+			o, ok := q.get(id)
+			if !ok || o.Held || o.DomainID != domainID || !o.NextAttempt.After(now) {
+				continue
+			}
+			if err := q.unindex(o); err != nil {
+				return err
+			}
+			o.NextAttempt = utc(now)
+			if err := q.put(o); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("flush outbound of domain %d: %w", domainID, err)
+	}
+	return n, nil
+}
+
 // DeleteOutbound implements Queue.
 func (s *Bolt) DeleteOutbound(ctx context.Context, id int64) (Outbound, error) {
 	var o Outbound

@@ -179,6 +179,13 @@ type Queue interface {
 	// An entry under a worker's lease is made due too, so it may go out
 	// twice, as after a crash.
 	FlushOutbound(ctx context.Context, now time.Time) (int, error)
+	// FlushOutboundDomain makes the entries sent for one domain (its
+	// submissions and forwards: DomainID) that are due after now due at
+	// now, and answers how many; held entries stay held. It is how a
+	// resumed domain's mail, deferred while it was suspended, goes at
+	// once. Its cost is that of the entries due after now, not of the
+	// whole queue.
+	FlushOutboundDomain(ctx context.Context, domainID int64, now time.Time) (int, error)
 	// DeleteOutbound removes an entry, held or not, with its body when
 	// nothing else shares it, and answers it as it was: the operator's
 	// way to drop mail that must not go out (Postfix's postsuper -d). No

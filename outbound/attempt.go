@@ -179,8 +179,8 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, rele
 // is suspended: decisions.md has a suspended domain send nothing, and an
 // operator who suspends a domain for abuse expects the mail it queued to
 // stop too. The entry is retried as if deferred, and goes once the domain
-// is resumed (at once with `mailhost queue flush`), or bounces when its
-// lifetime ends. nil: the entry may go (bounces, which no domain sends,
+// is resumed (the resume makes it due at once: FlushOutboundDomain), or
+// bounces when its lifetime ends. nil: the entry may go (bounces, which no domain sends,
 // and entries of a domain deleted since, which are mail in flight).
 func (s *Sender) suspended(ctx context.Context, e mailstore.Outbound) *reply {
 	if e.DomainID == 0 || (e.Kind != mailstore.KindSubmission && e.Kind != mailstore.KindForward) {

@@ -244,20 +244,22 @@ func TestSubmissionRelayForwardAndCap(t *testing.T) {
 
 func mailstorePage(limit int) mailstore.Page { return mailstore.Page{Limit: limit} }
 
-// TestQueueDeleteOverSocket: a message the relay cannot take waits in the
-// queue; `mailhost queue delete` (the operator over the control socket)
-// drops it, and a second delete answers not found.
-func TestQueueDeleteOverSocket(t *testing.T) {
+// stuckServer serves with a relay that cannot be reached, so that every
+// attempt is deferred, and has alice@example.com submit one message: it
+// waits in the queue. It answers the data directory, the API's address
+// and the partner's key.
+func stuckServer(t *testing.T) (dir, api, key string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	down := ln.Addr().String()
 	ln.Close() // nothing listens there: every attempt is deferred
-	dir := t.TempDir()
+	dir = t.TempDir()
 	addrs, out, _ := startServer(t, dir, "MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", down)
-	key := keyRE.FindString(out.String())
-	api := "http://" + addrs.HTTP
+	key = keyRE.FindString(out.String())
+	api = "http://" + addrs.HTTP
 	for _, c := range []struct{ path, body string }{
 		{"/domains/", `{"name":"example.com"}`},
 		{"/users/", `{"domain_name":"example.com","email":"alice@example.com","password":"password123"}`},
@@ -270,19 +272,38 @@ func TestQueueDeleteOverSocket(t *testing.T) {
 	if err := submit(addrs.Submission, "alice@example.com", "password123", "alice@example.com", []string{"bob@remote.test"}, msg); err != nil {
 		t.Fatalf("submit: %v", err)
 	}
-	err = WithOperator(context.Background(), dir, func(op Operator) error {
+	return dir, api, key
+}
+
+// queued is the queue of the server on dir, through the control socket.
+func queued(t *testing.T, dir string) QueueList {
+	t.Helper()
+	var q QueueList
+	err := WithOperator(context.Background(), dir, func(op Operator) (err error) {
+		q, err = op.Queue(context.Background(), mailstorePage(10))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// TestQueueDeleteOverSocket: `mailhost queue delete` (the operator over
+// the control socket) drops a waiting message, and a second delete
+// answers not found.
+func TestQueueDeleteOverSocket(t *testing.T) {
+	dir, _, _ := stuckServer(t)
+	q := queued(t, dir)
+	if q.Total != 1 {
+		t.Fatalf("queue = %+v, want one entry", q)
+	}
+	id := q.Entries[0].ID
+	err := WithOperator(context.Background(), dir, func(op Operator) error {
 		ctx := context.Background()
-		q, err := op.Queue(ctx, mailstorePage(10))
-		if err != nil || q.Total != 1 {
-			return fmt.Errorf("queue = %+v, %v; want one entry", q, err)
-		}
-		id := q.Entries[0].ID
 		got, err := op.DeleteQueued(ctx, id)
 		if err != nil || got.ID != id || got.Destination != "remote.test" {
 			return fmt.Errorf("DeleteQueued(%d) = %+v, %v; want the entry to remote.test", id, got, err)
-		}
-		if q, err := op.Queue(ctx, mailstorePage(10)); err != nil || q.Total != 0 {
-			return fmt.Errorf("queue after delete = %+v, %v; want empty", q, err)
 		}
 		if _, err := op.DeleteQueued(ctx, id); !errors.Is(err, mailstore.ErrNotFound) {
 			return fmt.Errorf("DeleteQueued(%d) again = %v, want not found", id, err)
@@ -291,5 +312,37 @@ func TestQueueDeleteOverSocket(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if q := queued(t, dir); q.Total != 0 {
+		t.Errorf("queue after delete = %+v, want empty", q)
+	}
+}
+
+// TestResumeRetriesAtOnce: resuming a domain sends what it queued at
+// once, rather than at its next retry (backoff from a minute to an hour):
+// here the deferred message is attempted again right after the resume.
+func TestResumeRetriesAtOnce(t *testing.T) {
+	dir, api, key := stuckServer(t)
+	deadline := time.Now().Add(10 * time.Second)
+	var q QueueList
+	for q = queued(t, dir); q.Total != 1 || q.Entries[0].Attempts != 1; q = queued(t, dir) {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue = %+v, want one entry attempted once", q)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !q.Entries[0].NextAttempt.After(time.Now().Add(30 * time.Second)) {
+		t.Fatalf("entry after its first attempt: next attempt %v, want about a minute away", q.Entries[0].NextAttempt)
+	}
+	for _, action := range []string{"suspend", "resume"} {
+		if code, body := call(t, "POST", api+"/domains/example.com/"+action, key, ""); code != 200 {
+			t.Fatalf("POST %s = %d %s", action, code, body)
+		}
+	}
+	for q = queued(t, dir); q.Total != 1 || q.Entries[0].Attempts < 2; q = queued(t, dir) {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue after resume = %+v, want the entry attempted again at once", q)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -139,6 +139,19 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		Now: o.Now, Logger: log, SRS: srs,
 	})
 	ops.(*storeOps).wake = sender.Wake
+	// A resumed domain's mail was deferred while it was suspended, with a
+	// backoff of up to an hour: it goes now.
+	onResume := func(ctx context.Context, d mailstore.Domain) {
+		n, err := st.FlushOutboundDomain(ctx, d.ID, o.Now())
+		if err != nil {
+			log.Error("release the queued mail of a resumed domain", "domain", d.Name, "err", err)
+			return
+		}
+		if n > 0 {
+			log.Info("released the queued mail of a resumed domain", "domain", d.Name, "entries", n)
+			sender.Wake()
+		}
+	}
 
 	var (
 		servers []server
@@ -213,7 +226,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		}
 		api := adminapi.New(adminapi.Config{
 			Store: st, Plans: policy.NewPlans(cfg.Plans), Logger: log, Now: o.Now, Hostname: hostname,
-			Passwords:           passwords,
+			Passwords: passwords, OnResume: onResume,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst,
 		})

@@ -26,6 +26,7 @@ func runQueue(t *testing.T, open Open) {
 	t.Run("in_flight", func(t *testing.T) { queueInFlight(t, open) })
 	t.Run("entries_paging", func(t *testing.T) { queueEntriesPaging(t, open) })
 	t.Run("flush", func(t *testing.T) { queueFlush(t, open) })
+	t.Run("flush_domain", func(t *testing.T) { queueFlushDomain(t, open) })
 	t.Run("delete", func(t *testing.T) { queueDelete(t, open) })
 	t.Run("transfer_counting", func(t *testing.T) { queueTransferCounting(t, open) })
 	t.Run("transfer_cap", func(t *testing.T) { queueTransferCap(t, open) })
@@ -645,6 +646,43 @@ func queueFlush(t *testing.T, open Open) {
 	empty := newQT(t, open)
 	if n, err := empty.s.FlushOutbound(empty.ctx, now); err != nil || n != 0 {
 		t.Errorf("FlushOutbound(empty queue) = %d, %v; want 0, nil", n, err)
+	}
+}
+
+// queueFlushDomain: FlushOutboundDomain makes one domain's deferred
+// entries due, and leaves other domains' entries, bounces and held
+// entries as they were.
+func queueFlushDomain(t *testing.T, open Open) {
+	q := newQT(t, open)
+	now := mailNow
+	later := now.Add(time.Hour)
+	due := q.relay("due", now.Add(-time.Minute), q.a.ID, "x@r.example")[0]
+	deferred := q.relay("deferred", now.Add(-2*time.Minute), q.a.ID, "x@r.example")[0]
+	q.record(deferred, mailstore.Attempt{Now: now, Deferred: "451 suspended", NextAttempt: later})
+	other := q.relay("other", now.Add(-3*time.Minute), q.b.ID, "x@r.example")[0]
+	q.record(other, mailstore.Attempt{Now: now, Deferred: "451 later", NextAttempt: later})
+	bounce := q.relay("bounce", now.Add(-4*time.Minute), 0, "x@r.example")[0]
+	q.record(bounce, mailstore.Attempt{Now: now, Deferred: "451 later", NextAttempt: later})
+	q.setCap("a.example", 0)
+	held := q.relay("held", now, q.a.ID, "x@r.example")[0]
+
+	n, err := q.s.FlushOutboundDomain(q.ctx, q.a.ID, now)
+	if err != nil || n != 1 {
+		t.Errorf("FlushOutboundDomain(a) = %d, %v; want 1 (its deferred entry)", n, err)
+	}
+	if got, want := idsOf(q.claim(now, time.Minute, 10)), []int64{due, deferred}; !slices.Equal(got, want) {
+		t.Errorf("ClaimOutbound() after the flush = %v, want %v (b's entry and the bounce still wait)", got, want)
+	}
+	if e := q.entry(held); !e.Held {
+		t.Errorf("held entry after FlushOutboundDomain = %+v, want still held", e)
+	}
+	for _, id := range []int64{other, bounce} {
+		if e := q.entry(id); !e.NextAttempt.Equal(later) {
+			t.Errorf("entry %d NextAttempt = %v, want %v (not a's)", id, e.NextAttempt, later)
+		}
+	}
+	if n, err := q.s.FlushOutboundDomain(q.ctx, 9999, now); err != nil || n != 0 {
+		t.Errorf("FlushOutboundDomain(unknown domain) = %d, %v; want 0, nil", n, err)
 	}
 }
 
