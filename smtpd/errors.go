@@ -31,6 +31,7 @@ var (
 	errBadSender          = errors.New("bad sender address")
 	errFromNotOwned       = errors.New("From: header address not owned by the user")
 	errBadHeader          = errors.New("no valid From: header")
+	errSendLimit          = errors.New("hourly sending limit reached")
 )
 
 // reply maps an error of a session to the SMTP reply sent for it; it is
@@ -102,6 +103,10 @@ func reply(err error) *smtp.SMTPError {
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Domain suspended, sending refused"}
 	case errors.Is(err, errBadSender):
 		return &smtp.SMTPError{Code: 501, EnhancedCode: smtp.EnhancedCode{5, 1, 7}, Message: "Bad sender address syntax"}
+	case errors.Is(err, errSendLimit):
+		// Temporary: the client keeps the message and sends it once the
+		// allowance has refilled.
+		return &smtp.SMTPError{Code: 450, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "Hourly sending limit reached, try again later"}
 	case errors.Is(err, errBadHeader):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Message needs a From: header with valid addresses"}
 

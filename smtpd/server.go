@@ -95,6 +95,11 @@ type Config struct {
 	AllowInsecureAuth bool
 	// Signer DKIM-signs submitted messages. nil: they go unsigned.
 	Signer Signer
+	// MaxRecipientsPerHour is the most recipients one mailbox may submit
+	// in an hour (a token bucket: a quiet mailbox may use it all at once);
+	// more are answered 450 4.7.1 at RCPT. It bounds what a stolen
+	// password can send. 0: no limit.
+	MaxRecipientsPerHour int
 
 	// MX only.
 
@@ -172,6 +177,8 @@ type Server struct {
 	hostname   string
 	smtp       *smtp.Server
 	conns      *connLimiter
+	// sendLimit applies MaxRecipientsPerHour; nil without one.
+	sendLimit *sendLimit
 
 	// mu guards closing.
 	mu      sync.Mutex
@@ -207,6 +214,9 @@ func newServer(cfg Config, submission bool) *Server {
 			h = "localhost"
 		}
 		s.hostname = h
+	}
+	if submission && cfg.MaxRecipientsPerHour > 0 {
+		s.sendLimit = newSendLimit(cfg.MaxRecipientsPerHour, s.now)
 	}
 	if s.cfg.MaxMessageBytes <= 0 {
 		s.cfg.MaxMessageBytes = DefaultMaxMessageBytes

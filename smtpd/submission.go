@@ -96,6 +96,14 @@ func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if err != nil {
 		return s.refuse(to, errBadRecipient)
 	}
+	if l := s.srv.sendLimit; l != nil {
+		// Taken before the recipient is resolved, and not given back if
+		// it is refused: probing addresses counts too.
+		if ok, wait := l.take(s.tx.user.ID); !ok {
+			return s.refuse(addr, fmt.Errorf("%s: %d recipients an hour, next in %v: %w",
+				s.tx.user.Email, s.srv.cfg.MaxRecipientsPerHour, wait.Round(time.Second), errSendLimit))
+		}
+	}
 	if err := s.recipient(addr); err != nil {
 		return s.refuse(addr, err)
 	}
