@@ -27,6 +27,7 @@ type sink struct {
 	dups    int                  // messages whose Message-ID had come already
 	unknown int                  // messages without a load Message-ID
 	rcpts   int                  // RCPT commands accepted
+	conns   int                  // SMTP sessions opened
 	first   time.Time            // first message's end of data
 	last    time.Time            // last new message's end of data
 }
@@ -57,7 +58,20 @@ func (k *sink) close() {
 }
 
 // NewSession implements smtp.Backend.
-func (k *sink) NewSession(*smtp.Conn) (smtp.Session, error) { return &sinkSession{k: k}, nil }
+func (k *sink) NewSession(*smtp.Conn) (smtp.Session, error) {
+	k.mu.Lock()
+	k.conns++
+	k.mu.Unlock()
+	return &sinkSession{k: k}, nil
+}
+
+// sessions is the number of SMTP sessions opened so far: with sessions
+// reused, far fewer than the messages.
+func (k *sink) sessions() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.conns
+}
 
 type sinkSession struct {
 	k   *sink

@@ -39,6 +39,8 @@ type sinkResult struct {
 	// BacklogAtLastSubmit is how many timed messages had not yet arrived
 	// when the last submission's 250 came.
 	BacklogAtLastSubmit int `json:"backlog_at_last_submit"`
+	// Sessions is how many SMTP sessions mailhost opened to the sink.
+	Sessions int `json:"sink_sessions"`
 	// FirstToLastSeconds is from the first timed submission (its MAIL) to
 	// the last timed message arriving; EndToEndRate is N over it.
 	FirstToLastSeconds float64 `json:"first_submit_to_last_arrival_seconds"`
@@ -229,10 +231,11 @@ func submit(ctx context.Context, o options, addrs []string, k *sink) (*submitRes
 			s.AfterRate = float64(backlog) / s.LagSeconds
 		}
 		s.Duplicates, s.Unknown, _ = k.odd()
+		s.Sessions = k.sessions()
 		fmt.Printf("sink: all %d messages arrived %.2fs after the first submission: %.0f msg/s end to end; drain %.0f msg/s (first to last arrival)\n",
 			o.submitN, s.FirstToLastSeconds, s.EndToEndRate, s.DrainRate)
-		fmt.Printf("sink: %.0f msg/s arrived while the queue filled; %d not yet arrived at the last 250, the last of them %.2fs after it (%.0f msg/s); %d duplicates, %d without a load Message-ID\n",
-			s.WhileFillingRate, s.BacklogAtLastSubmit, s.LagSeconds, s.AfterRate, s.Duplicates, s.Unknown)
+		fmt.Printf("sink: %.0f msg/s arrived while the queue filled; %d not yet arrived at the last 250, the last of them %.2fs after it (%.0f msg/s); %d duplicates, %d without a load Message-ID; %d SMTP sessions\n",
+			s.WhileFillingRate, s.BacklogAtLastSubmit, s.LagSeconds, s.AfterRate, s.Duplicates, s.Unknown, s.Sessions)
 	}
 	r.Server = ph.end("submission")
 	return r, nil
