@@ -235,7 +235,7 @@ func (s *Bolt) ClaimOutbound(ctx context.Context, now time.Time, lease time.Dura
 			if err := q.unindex(o); err != nil {
 				return err
 			}
-			o.NextAttempt = until
+			o.NextAttempt, o.Leased = until, true
 			if err := q.put(o); err != nil {
 				return err
 			}
@@ -366,6 +366,7 @@ func applyAttempt(o Outbound, a Attempt) Outbound {
 	}
 	o.Recipients = rcpts
 	o.Attempts++
+	o.Leased = false
 	switch {
 	case a.Deferred != "":
 		o.LastError = a.Deferred
@@ -547,23 +548,31 @@ func (s *Bolt) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
 	return n, nil
 }
 
-// FlushOutboundDomain implements Queue. It finds the domain's entries in
-// a read transaction (the entries due later are read, as queue_due does
-// not name domains), so that writers wait only for the re-filing.
-func (s *Bolt) FlushOutboundDomain(ctx context.Context, domainID int64, now time.Time) (int, error) {
+// ReleaseLeases implements Queue. Leased entries are found in a read
+// transaction (queue_due does not mark leases, so the entries due later
+// are read: once per start).
+func (s *Bolt) ReleaseLeases(ctx context.Context, now time.Time) (int, error) {
+	return s.refile(ctx, now, "release leases", func(o Outbound) bool { return o.Leased })
+}
+
+// refile makes the entries due after now that match due at now, and
+// answers how many: found in a read transaction, re-filed in a write one
+// (checked again, as attempts may have been recorded since), so that
+// writers wait only for the re-filing.
+func (s *Bolt) refile(ctx context.Context, now time.Time, what string, match func(Outbound) bool) (int, error) {
 	var ids []int64
 	if err := s.view(ctx, func(tx *bolt.Tx) error {
 		q := newQueueTx(tx)
 		c := q.due.Cursor()
 		for k, _ := c.Seek(dueKey(now.Add(time.Nanosecond), 0)); k != nil; k, _ = c.Next() {
 			id := int64(binary.BigEndian.Uint64(k[8:]))
-			if o, ok := q.get(id); ok && o.DomainID == domainID {
+			if o, ok := q.get(id); ok && match(o) {
 				ids = append(ids, id)
 			}
 		}
 		return nil
 	}); err != nil {
-		return 0, fmt.Errorf("flush outbound of domain %d: %w", domainID, err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	if len(ids) == 0 {
 		return 0, nil
@@ -573,15 +582,14 @@ func (s *Bolt) FlushOutboundDomain(ctx context.Context, domainID int64, now time
 		n = 0
 		q := newQueueTx(tx)
 		for _, id := range ids {
-			// Checked again: an attempt may have been recorded since.
 			o, ok := q.get(id)
-			if !ok || o.Held || o.DomainID != domainID || !o.NextAttempt.After(now) {
+			if !ok || o.Held || !match(o) || !o.NextAttempt.After(now) {
 				continue
 			}
 			if err := q.unindex(o); err != nil {
 				return err
 			}
-			o.NextAttempt = utc(now)
+			o.NextAttempt, o.Leased = utc(now), false
 			if err := q.put(o); err != nil {
 				return err
 			}
@@ -590,9 +598,16 @@ func (s *Bolt) FlushOutboundDomain(ctx context.Context, domainID int64, now time
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("flush outbound of domain %d: %w", domainID, err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	return n, nil
+}
+
+// FlushOutboundDomain implements Queue. The domain's entries are found
+// by reading those due later, as queue_due does not name domains.
+func (s *Bolt) FlushOutboundDomain(ctx context.Context, domainID int64, now time.Time) (int, error) {
+	return s.refile(ctx, now, fmt.Sprintf("flush outbound of domain %d", domainID),
+		func(o Outbound) bool { return o.DomainID == domainID })
 }
 
 // DeleteOutbound implements Queue.

@@ -88,6 +88,9 @@ type Outbound struct {
 	// queued once the cap was used). It is not claimed, and its bytes are
 	// not counted, until ReleaseHeld finds room.
 	Held bool `json:"held"`
+	// Leased: the entry was claimed and its attempt has not been
+	// recorded yet; NextAttempt is when the lease runs out.
+	Leased bool `json:"leased,omitempty"`
 }
 
 // Pending lists the addresses not yet delivered nor failed.
@@ -143,13 +146,22 @@ type Queue interface {
 	// ClaimOutbound returns up to limit entries that are not held and are
 	// due at now (NextAttempt <= now), earliest first, and in the same
 	// transaction moves each one's NextAttempt to now+lease (rounded up to
-	// the second; the entries returned carry it), so that no other worker
-	// takes it meanwhile and a crash retries it once the lease runs out (a
-	// message may go out twice, never zero times). limit and lease must be
+	// the second; the entries returned carry it, and Leased), so that no
+	// other worker takes it meanwhile and a crash retries it once the
+	// lease runs out, or at the next start with ReleaseLeases (a message
+	// may go out twice, never zero times). limit and lease must be
 	// positive, else ErrInvalidArgument. opt spreads a claim over
 	// destinations (see ClaimOptions). Its cost is that of what it claims
 	// and of at most ClaimScanLimit entries passed over, not of the queue.
 	ClaimOutbound(ctx context.Context, now time.Time, lease time.Duration, limit int, opt ClaimOptions) ([]Outbound, error)
+	// ReleaseLeases ends every lease: the entries claimed and not
+	// recorded become due at now, and answers how many. It is for a store
+	// that one process works at a time (the bbolt file is locked), called
+	// as its delivery workers start: no attempt of a process that crashed
+	// or stopped can still be under way, and its claimed entries go at
+	// once rather than when their leases run out. Its cost is that of the
+	// entries due after now.
+	ReleaseLeases(ctx context.Context, now time.Time) (int, error)
 	// OutboundBody is the message of a queue entry. ErrOutboundNotFound.
 	OutboundBody(ctx context.Context, id int64) ([]byte, error)
 	// RecordAttempt applies an attempt's outcome to an entry: recipients

@@ -94,3 +94,22 @@ func TestSuspendedDomainHeld(t *testing.T) {
 	mx.waitMessages(t, 3)
 	f.waitEmpty()
 }
+
+// Entries a former Run claimed (it was killed before it recorded them)
+// go at once when the next Run starts, not when their lease runs out.
+func TestRunReleasesFormerLeases(t *testing.T) {
+	f := newFixture(t)
+	clk := newClock()
+	mx := newMX(t, nil)
+	f.queue(clk.Now(), f.submission("x@remote.test"), message("claimed before a crash"))
+	got, err := f.st.ClaimOutbound(context.Background(), clk.Now(), DefaultLease, 10, mailstore.ClaimOptions{})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("ClaimOutbound() = %+v, %v", got, err)
+	}
+	e := f.start(clk, func(c *Config) { c.Resolver = mxFor("remote.test"); c.Port = mx.port })
+	mx.waitMessages(t, 1)
+	f.waitEmpty()
+	if !strings.Contains(e.logs.String(), "released the leases of a former run") {
+		t.Errorf("no log line for the released lease:\n%s", e.logs.String())
+	}
+}

@@ -256,15 +256,25 @@ var ErrRunning = errors.New("outbound: sender already running")
 // under way (their connections are closed), records what they had learnt
 // (an interrupted entry is due again at once, for the next Run), says
 // QUIT to the idle sessions it kept, and returns nil once every goroutine
-// and connection it started has ended. Entries it had
-// claimed and not started yet are due again when their Lease runs out.
-// The store must stay open until Run returns. Store failures are logged
-// and retried; they do not end Run.
+// and connection it started has ended. Entries it had claimed and not
+// started yet keep their lease. The store must stay open until Run
+// returns. Store failures are logged and retried; they do not end Run.
+//
+// Run takes itself for the only Sender working the store (a bbolt store
+// is one process's): it starts by ending every lease
+// (Store.ReleaseLeases), so that what a former Run had claimed, stopped or
+// killed in the middle, goes at once instead of after its lease.
 func (s *Sender) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
 	defer s.running.Store(false)
+	if n, err := s.cfg.Store.ReleaseLeases(ctx, s.now()); err != nil {
+		// Not fatal: the leases run out by themselves.
+		s.log.Error("release the leases of a former run", "err", err)
+	} else if n > 0 {
+		s.log.Info("released the leases of a former run", "entries", n)
+	}
 	s.sessions.open()
 	// The loop returns once every attempt has ended, so no session is in
 	// use when the cache closes.

@@ -28,6 +28,7 @@ func runQueue(t *testing.T, open Open) {
 	t.Run("flush", func(t *testing.T) { queueFlush(t, open) })
 	t.Run("flush_domain", func(t *testing.T) { queueFlushDomain(t, open) })
 	t.Run("delete", func(t *testing.T) { queueDelete(t, open) })
+	t.Run("release_leases", func(t *testing.T) { queueReleaseLeases(t, open) })
 	t.Run("transfer_counting", func(t *testing.T) { queueTransferCounting(t, open) })
 	t.Run("transfer_cap", func(t *testing.T) { queueTransferCap(t, open) })
 	t.Run("release_held", func(t *testing.T) { queueReleaseHeld(t, open) })
@@ -852,5 +853,48 @@ func queueContextDone(t *testing.T, open Open) {
 	}
 	if keys, err := q.s.DKIMKeys(q.ctx, q.a.ID); err != nil || len(keys) != 0 {
 		t.Errorf("DKIMKeys() after EnsureDKIMKeys with a done context = %+v, %v; want none", keys, err)
+	}
+}
+
+// queueReleaseLeases: a claim marks its entries leased until their
+// attempt is recorded; ReleaseLeases makes the leased entries due at once
+// and leaves deferred and held ones as they were.
+func queueReleaseLeases(t *testing.T, open Open) {
+	q := newQT(t, open)
+	now := mailNow
+	leased := q.relay("leased", now.Add(-2*time.Minute), q.a.ID, "x@r.example")[0]
+	recorded := q.relay("recorded", now.Add(-time.Minute), q.a.ID, "y@r.example")[0]
+	got := q.claim(now, time.Hour, 10)
+	if len(got) != 2 || !got[0].Leased || !got[1].Leased {
+		t.Fatalf("ClaimOutbound() = %+v, want both entries, leased", got)
+	}
+	if e := q.entry(leased); !e.Leased {
+		t.Errorf("stored entry after its claim = %+v, want leased", e)
+	}
+	q.record(recorded, mailstore.Attempt{Now: now, Deferred: "451 later", NextAttempt: now.Add(time.Hour)})
+	if e := q.entry(recorded); e.Leased {
+		t.Errorf("entry after its attempt was recorded = %+v, want not leased", e)
+	}
+	q.setCap("b.example", 0)
+	held := q.relay("held", now, q.b.ID, "h@r.example")[0]
+
+	n, err := q.s.ReleaseLeases(q.ctx, now)
+	if err != nil || n != 1 {
+		t.Fatalf("ReleaseLeases() = %d, %v; want 1", n, err)
+	}
+	if e := q.entry(leased); e.Leased || !e.NextAttempt.Equal(now) {
+		t.Errorf("leased entry after ReleaseLeases = %+v, want due at %v, not leased", e, now)
+	}
+	if e := q.entry(recorded); !e.NextAttempt.Equal(now.Add(time.Hour)) {
+		t.Errorf("deferred entry after ReleaseLeases = %+v, want still due in an hour", e)
+	}
+	if e := q.entry(held); !e.Held {
+		t.Errorf("held entry after ReleaseLeases = %+v, want still held", e)
+	}
+	if got := idsOf(q.claim(now, time.Minute, 10)); !slices.Equal(got, []int64{leased}) {
+		t.Errorf("ClaimOutbound() after ReleaseLeases = %v, want [%d]", got, leased)
+	}
+	if n, err := q.s.ReleaseLeases(q.ctx, now.Add(30*time.Second)); err != nil || n != 1 {
+		t.Errorf("ReleaseLeases() during the new claim's lease = %d, %v; want 1", n, err)
 	}
 }

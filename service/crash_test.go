@@ -1,0 +1,169 @@
+package service
+
+import (
+	"bufio"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+)
+
+const (
+	queueCrashDirEnv   = "MAILHOST_QUEUE_CRASH_DIR"
+	queueCrashRelayEnv = "MAILHOST_QUEUE_CRASH_RELAY"
+)
+
+// TestQueueCrashHelper is the child of TestQueueCrash: the whole service
+// on the data directory and relay its parent names. It prints what the
+// first start prints (the key), then "ADDRS <http> <submission>", and runs
+// until killed.
+func TestQueueCrashHelper(t *testing.T) {
+	dir := os.Getenv(queueCrashDirEnv)
+	if dir == "" {
+		t.Skip("only run by TestQueueCrash")
+	}
+	addrs, out, _ := startServer(t, dir, "MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", os.Getenv(queueCrashRelayEnv))
+	fmt.Print(out.String())
+	fmt.Println("ADDRS", addrs.HTTP, addrs.Submission)
+	select {}
+}
+
+// startCrashChild starts TestQueueCrashHelper and answers its process,
+// its API and submission addresses, and what it printed before them.
+func startCrashChild(t *testing.T, dir, relay string) (*exec.Cmd, string, string, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestQueueCrashHelper$")
+	cmd.Env = append(os.Environ(), queueCrashDirEnv+"="+dir, queueCrashRelayEnv+"="+relay)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	var printed strings.Builder
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "ADDRS" {
+			go func() { // keep the pipe drained
+				for sc.Scan() {
+				}
+			}()
+			return cmd, "http://" + f[1], f[2], printed.String()
+		}
+		printed.WriteString(sc.Text() + "\n")
+	}
+	t.Fatalf("the child printed no addresses: %q", printed.String())
+	return nil, "", "", ""
+}
+
+// TestQueueCrash kills the server (SIGKILL) while four clients submit
+// mail for the relay, restarts it on the same data directory, and checks
+// that every message answered 250 reaches the relay: queued and synced
+// before the 250, and sent after the restart if it had not gone before.
+// A message may arrive twice (sent, then killed before the outcome was
+// recorded), never zero times.
+func TestQueueCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	relay := startSink(t)
+	dir := t.TempDir()
+	cmd, api, submission, printed := startCrashChild(t, dir, relay.addr)
+	key := keyRE.FindString(printed)
+	for _, c := range []struct{ path, body string }{
+		{"/domains/", `{"name":"example.com"}`},
+		{"/users/", `{"domain_name":"example.com","email":"alice@example.com","password":"password123"}`},
+	} {
+		if code, body := call(t, "POST", api+c.path, key, c.body); code != 201 {
+			t.Fatalf("POST %s = %d %s", c.path, code, body)
+		}
+	}
+
+	var (
+		mu    sync.Mutex
+		acked []string // recipients of the messages answered 250
+		wg    sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := smtp.DialStartTLS(submission, &tls.Config{InsecureSkipVerify: true})
+			if err != nil {
+				t.Errorf("client %d: %v", w, err)
+				return
+			}
+			defer c.Close()
+			if err := c.Auth(sasl.NewPlainClient("", "alice@example.com", "password123")); err != nil {
+				t.Errorf("client %d: AUTH: %v", w, err)
+				return
+			}
+			for i := 0; ; i++ {
+				rcpt := fmt.Sprintf("r%d-%d@remote.test", w, i)
+				msg := fmt.Sprintf("From: alice@example.com\r\nTo: %s\r\nSubject: crash %d %d\r\n\r\n%s\r\n", rcpt, w, i, strings.Repeat("body line\r\n", 1+i%40))
+				if err := c.SendMail("alice@example.com", []string{rcpt}, strings.NewReader(msg)); err != nil {
+					return // the server was killed
+				}
+				mu.Lock()
+				acked = append(acked, rcpt)
+				mu.Unlock()
+			}
+		}()
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 60 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	wg.Wait()
+	if len(acked) == 0 {
+		t.Fatal("no message was accepted before the kill")
+	}
+	relay.mu.Lock()
+	before := len(relay.msgs)
+	relay.mu.Unlock()
+
+	startCrashChild(t, dir, relay.addr)
+	got := map[string]int{}
+	missing := acked
+	for deadline := time.Now().Add(20 * time.Second); len(missing) > 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		relay.mu.Lock()
+		clear(got)
+		for _, m := range relay.msgs {
+			for _, to := range m.To {
+				got[to]++
+			}
+		}
+		relay.mu.Unlock()
+		missing = nil
+		for _, r := range acked {
+			if got[r] == 0 {
+				missing = append(missing, r)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("%d of %d messages answered 250 never reached the relay: %v", len(missing), len(acked), missing[:min(5, len(missing))])
+	}
+	dups := 0
+	for _, r := range acked {
+		dups += got[r] - 1
+	}
+	t.Logf("%d messages answered 250; %d had reached the relay at the kill; all arrived after the restart, %d twice", len(acked), before, dups)
+}
