@@ -139,6 +139,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		Now: o.Now, Logger: log, SRS: srs,
 	})
 	ops.(*storeOps).wake = sender.Wake
+	// One bound on message data in memory for the MX and submission.
+	memory := smtpd.NewMemoryBudget(cfg.MessageMemoryMB << 20)
 	// A resumed domain's mail was deferred while it was suspended, with a
 	// backoff of up to an hour: it goes now.
 	onResume := func(ctx context.Context, d mailstore.Domain) {
@@ -252,7 +254,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		}
 		mx := smtpd.Config{
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
-			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake,
+			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP), SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
 		}
 		if cfg.InboundChecks {
@@ -268,7 +270,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if cfg.Submission != "" || cfg.Submissions != "" {
 		s := smtpd.NewSubmission(smtpd.Config{
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
-			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake,
+			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			MaxRecipientsPerHour: int(cfg.SendLimitPerHour),
 			Signer:               mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},

@@ -103,6 +103,11 @@ func reply(err error) *smtp.SMTPError {
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Domain suspended, sending refused"}
 	case errors.Is(err, errBadSender):
 		return &smtp.SMTPError{Code: 501, EnhancedCode: smtp.EnhancedCode{5, 1, 7}, Message: "Bad sender address syntax"}
+	case errors.Is(err, errNoMemory):
+		// RFC 5321's 452 "insufficient system storage", X.3.1 "mail
+		// system full" (RFC 3463): the client keeps the message and
+		// tries again.
+		return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 3, 1}, Message: "Insufficient system storage, try again later"}
 	case errors.Is(err, errSendLimit):
 		// Temporary: the client keeps the message and sends it once the
 		// allowance has refilled.

@@ -64,6 +64,10 @@ type Config struct {
 	// SIZE (RFC 1870); a larger one is refused with 552 5.3.4. 0 means
 	// 50 MiB.
 	MaxMessageBytes int64
+	// Memory bounds the message data held in memory at once, by this
+	// server and the others given the same budget; a message that finds
+	// no room within 30 s is answered 452 4.3.1. nil: no bound.
+	Memory *MemoryBudget
 	// MaxRecipients is the most recipients of one message; more are
 	// answered 452 4.5.3 (RFC 5321 section 4.5.3.1.8). 0 means 100.
 	MaxRecipients int

@@ -314,7 +314,8 @@ func (s *session) Data(r io.Reader) error {
 	}
 	start := time.Now()
 	at := s.srv.now()
-	msg, err := s.readMessage(r, tx.id)
+	msg, release, err := s.readMessage(r, tx.id, tx.size)
+	defer release()
 	if err != nil {
 		return err
 	}
@@ -341,22 +342,29 @@ func (s *session) Data(r io.Reader) error {
 	return s.deliver(tx, mailstore.Delivery{Body: body, ReceivedAt: at, MailboxIDs: tx.mailboxIDs(), Relay: tx.relay}, start)
 }
 
-// readMessage reads the message data, with a read deadline per read.
-func (s *session) readMessage(r io.Reader, id string) ([]byte, error) {
+// readMessage reads the message data, with a read deadline per read,
+// within Config.Memory; release gives its room back once the message is
+// stored or refused (the caller defers it, also on error). announced is
+// the size MAIL announced (0: none).
+func (s *session) readMessage(r io.Reader, id string, announced int64) (msg []byte, release func(), err error) {
 	// go-smtp stops DATA and BDAT at MaxMessageBytes with 552 5.3.4; the
 	// limit here is only a second guard.
 	max := s.srv.cfg.MaxMessageBytes
 	var buf bytes.Buffer
-	var rd io.Reader = &deadlineReader{r: r, conn: s.conn.Conn(), timeout: s.srv.cfg.ReadTimeout}
-	if _, err := buf.ReadFrom(io.LimitReader(rd, max+1)); err != nil {
-		s.log.Info("message not received", "id", id, "err", err)
-		return nil, reply(err)
+	br := newBudgetReader(s.ctx, &deadlineReader{r: r, conn: s.conn.Conn(), timeout: s.srv.cfg.ReadTimeout}, s.srv.cfg.Memory, min(announced, max))
+	if _, err := buf.ReadFrom(io.LimitReader(br, max+1)); err != nil {
+		if errors.Is(err, errNoMemory) {
+			s.log.Warn("message not received: the memory budget is used", "id", id, "read_bytes", br.read, "announced_bytes", announced)
+		} else {
+			s.log.Info("message not received", "id", id, "err", err)
+		}
+		return nil, br.release, reply(err)
 	}
 	if int64(buf.Len()) > max {
 		s.log.Info("message not received", "id", id, "err", "over the size limit")
-		return nil, smtp.ErrDataTooLarge
+		return nil, br.release, smtp.ErrDataTooLarge
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), br.release, nil
 }
 
 // deliver makes the one store.Deliver call of a message and logs it.

@@ -149,7 +149,8 @@ func (s *submission) Data(r io.Reader) error {
 	}
 	start := time.Now()
 	at := s.srv.now()
-	msg, err := s.readMessage(r, tx.id)
+	msg, release, err := s.readMessage(r, tx.id, tx.size)
+	defer release()
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,82 @@
+package smtpd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMemoryBudget(t *testing.T) {
+	ctx := context.Background()
+	b := NewMemoryBudget(2 * budgetStep)
+	b.wait = 50 * time.Millisecond
+	read := func(br *budgetReader) error {
+		_, err := io.Copy(io.Discard, br)
+		return err
+	}
+
+	a := newBudgetReader(ctx, bytes.NewReader(make([]byte, budgetStep+1)), b, 0)
+	if err := read(a); err != nil || a.held != 2*budgetStep {
+		t.Fatalf("reading one step and a byte = %v, holding %d; want nil, two steps", err, a.held)
+	}
+	c := newBudgetReader(ctx, strings.NewReader("x"), b, 0)
+	if err := read(c); !errors.Is(err, errNoMemory) {
+		t.Errorf("reading while the budget is used = %v, want errNoMemory after the wait", err)
+	}
+	c.release()
+	a.release()
+	d := newBudgetReader(ctx, strings.NewReader("x"), b, 0)
+	if err := read(d); err != nil {
+		t.Errorf("reading once room was given back = %v", err)
+	}
+	d.release()
+
+	// An announced size is taken at once, whole.
+	e := newBudgetReader(ctx, strings.NewReader("small"), b, budgetStep+10)
+	if e.held != 2*budgetStep {
+		t.Errorf("room taken for SIZE=%d: %d, want two steps", budgetStep+10, e.held)
+	}
+	f := newBudgetReader(ctx, strings.NewReader("x"), b, budgetStep)
+	if err := read(f); !errors.Is(err, errNoMemory) {
+		t.Errorf("SIZE= over the room left = %v, want errNoMemory", err)
+	}
+	e.release()
+	f.release()
+
+	// A message larger than the whole budget never fits.
+	g := newBudgetReader(ctx, bytes.NewReader(make([]byte, 3*budgetStep)), b, 0)
+	if err := read(g); !errors.Is(err, errNoMemory) {
+		t.Errorf("a message larger than the budget = %v, want errNoMemory", err)
+	}
+	g.release()
+	if !b.sem.TryAcquire(2 * budgetStep) {
+		t.Errorf("room was not all given back")
+	}
+}
+
+// TestMXMemoryBudget: with the budget used by other messages, a message
+// waits, then is answered 452 4.3.1; once there is room it is stored.
+func TestMXMemoryBudget(t *testing.T) {
+	budget := NewMemoryBudget(budgetStep)
+	budget.wait = 100 * time.Millisecond
+	e := newEnv(t, func(c *Config) { c.Memory = budget })
+	hog := newBudgetReader(context.Background(), bytes.NewReader(make([]byte, budgetStep)), budget, 0)
+	if _, err := io.Copy(io.Discard, hog); err != nil {
+		t.Fatal(err)
+	}
+	err := e.send(t, "s@remote.test", []string{"bob@a.test"}, message("waits", "body"))
+	if got := smtpCode(err); got != "452 4.3.1" {
+		t.Errorf("delivery while the budget is used = %v, want 452 4.3.1", err)
+	}
+	hog.release()
+	if err := e.send(t, "s@remote.test", []string{"bob@a.test"}, message("fits", "body")); err != nil {
+		t.Errorf("delivery with room = %v", err)
+	}
+	if n := len(e.inbox(t, "bob@a.test")); n != 1 {
+		t.Errorf("bob has %d messages, want 1", n)
+	}
+}
