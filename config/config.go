@@ -29,7 +29,10 @@ type Config struct {
 	// RelayUsername and RelayPassword log in to Relay; empty: no login.
 	RelayUsername, RelayPassword string
 	// RelayVerifyTLS requires TLS with a verified certificate to Relay.
-	RelayVerifyTLS    bool
+	RelayVerifyTLS bool
+	// MTASTS applies destinations' MTA-STS policies to mail sent to MX
+	// hosts.
+	MTASTS            bool
 	TLSCert, TLSKey   string
 	AllowInsecureAuth bool
 
@@ -108,6 +111,7 @@ var Settings = []Setting{
 	{"relay_username", "MAILHOST_RELAY_USERNAME", "", "user name to log in to the relay with (SMTP AUTH PLAIN, or LOGIN), always over TLS unless the relay is on loopback; empty: no login", str(func(c *Config) *string { return &c.RelayUsername })},
 	{"relay_password", "MAILHOST_RELAY_PASSWORD", "", "password for relay_username; prefer the file or the environment to the flag, which other users can see", str(func(c *Config) *string { return &c.RelayPassword })},
 	{"relay_verify_tls", "MAILHOST_RELAY_VERIFY_TLS", "false", "require TLS to the relay with a certificate valid for its name (system roots), else defer the mail; set it for a relay with a public certificate, above all with a login", boolean(func(c *Config) *bool { return &c.RelayVerifyTLS })},
+	{"mta_sts", "MAILHOST_MTA_STS", "true", "apply each destination domain's MTA-STS policy (RFC 8461) to mail sent to its MX hosts: with mode enforce, only the MX hosts it names, over TLS with a certificate valid for their names (system roots), else the mail waits; no effect with relay", boolean(func(c *Config) *bool { return &c.MTASTS })},
 	{"tls_cert", "MAILHOST_TLS_CERT", "", "PEM certificate chain file; empty: a self-signed certificate made in the data directory", str(func(c *Config) *string { return &c.TLSCert })},
 	{"tls_key", "MAILHOST_TLS_KEY", "", "PEM private key file for tls_cert", str(func(c *Config) *string { return &c.TLSKey })},
 	{"allow_insecure_auth", "MAILHOST_ALLOW_INSECURE_AUTH", "false", "allow IMAP and submission logins without TLS (for tests only)", boolean(func(c *Config) *bool { return &c.AllowInsecureAuth })},

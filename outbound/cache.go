@@ -33,8 +33,18 @@ type clientSession struct {
 // a session is reused only for the name whose TLS server name it checked
 // (when Config.TLS verifies) and that the attempt's log and bounces name.
 // MX hosts shared by many domains are still shared, as they go by one
-// name.
-func sessionKey(addr, host string) string { return addr + " " + host }
+// name. verified sessions, opened with a certificate checked for host
+// (an MTA-STS "enforce" destination, or RelayVerifyTLS), are kept apart
+// from opportunistic ones: a session that may be in plain text or with
+// an unchecked certificate must never carry mail that requires better,
+// and keeping the two apart costs only a second idle session to an MX
+// host that both kinds of domains share.
+func sessionKey(addr, host string, verified bool) string {
+	if verified {
+		return addr + " " + host + " verified"
+	}
+	return addr + " " + host
+}
 
 // cacheQuitTimeout bounds the wait for the reply to the QUIT of a session
 // that leaves the cache: no message waits on it.

@@ -191,11 +191,19 @@ func (f *fixture) waitInbox(email string, n int) [][]byte {
 	return got
 }
 
-// resolver answers from maps: MX records by domain, addresses by host.
-// A name in neither is not found.
+// resolver answers from maps: MX records by domain, addresses by host,
+// TXT records by name. A name in none is not found.
 type resolver struct {
 	mx    map[string][]*net.MX
 	addrs map[string][]net.IPAddr
+	txt   map[string][]string
+}
+
+func (r resolver) LookupTXT(ctx context.Context, name string) ([]string, error) {
+	if t, ok := r.txt[name]; ok {
+		return t, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
 }
 
 func (r resolver) LookupMX(ctx context.Context, name string) ([]*net.MX, error) {

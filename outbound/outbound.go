@@ -23,6 +23,15 @@
 // With RelayUsername set, sessions to the relay log in (RFC 4954) after
 // STARTTLS; see relayauth.go. With RelayVerifyTLS, they use TLS with a
 // verified certificate or nothing.
+//
+// With MTASTS, mail to MX hosts follows the destination's MTA-STS policy
+// (RFC 8461; mtasts.go): the policy is found through DNS
+// ("_mta-sts.<domain>" TXT), fetched over HTTPS and kept in memory for its
+// max_age. In "enforce" mode only the MX hosts the policy names are
+// tried, each with TLS and a certificate valid for its name; anything
+// less defers the mail (4.7.5), never sends it in plain text. Sessions
+// opened that way are cached apart from opportunistic ones (cache.go).
+// Mail to the relay is not affected.
 package outbound
 
 import (
@@ -31,6 +40,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"sync/atomic"
 	"time"
@@ -47,7 +57,8 @@ type Config struct {
 	// Hostname is the name said in EHLO and the Reporting-MTA of bounces,
 	// which come from MAILER-DAEMON@Hostname. "" means os.Hostname.
 	Hostname string
-	// Resolver finds MX hosts and addresses. nil: net.DefaultResolver.
+	// Resolver finds MX hosts, addresses and MTA-STS TXT records. nil:
+	// net.DefaultResolver.
 	Resolver Resolver
 	// Relay, "host:port", when set, takes every message for a remote
 	// domain instead of that domain's MX hosts (a smarthost). "": MX.
@@ -69,6 +80,18 @@ type Config struct {
 	// eavesdroppers but not from an attacker in the path. false: the
 	// relay gets opportunistic TLS, as MX hosts do.
 	RelayVerifyTLS bool
+	// MTASTS applies the MTA-STS policies (RFC 8461) of destination
+	// domains to delivery over MX: an "enforce" policy limits the MX
+	// hosts tried to those it names and requires TLS with a certificate
+	// valid for the host's name under TLS's RootCAs (nil: the system's),
+	// else defers the mail. No effect with Relay set. false: MX hosts get
+	// opportunistic TLS whatever their domain publishes.
+	MTASTS bool
+	// MTASTSClient fetches MTA-STS policies; redirects are never
+	// followed whatever it says (RFC 8461 section 3.3). nil: a client
+	// that verifies certificates under TLS's RootCAs (nil: the system's)
+	// and resolves names with Resolver.
+	MTASTSClient *http.Client
 	// Port is the SMTP port of MX hosts. 0 means 25.
 	Port int
 	// Workers is the most entries being sent at once (SMTP sessions, and
@@ -119,7 +142,9 @@ type Config struct {
 	// TLS is the client configuration for STARTTLS; ServerName is set to
 	// the host's name when empty. nil means opportunistic TLS: no
 	// certificate verification (see connect). Either way a failed TLS
-	// handshake falls back to plain text.
+	// handshake falls back to plain text, except where RelayVerifyTLS or
+	// an MTA-STS "enforce" policy requires a verified certificate, which
+	// is checked under its RootCAs.
 	TLS *tls.Config
 	// Now is the queue's clock: claims, attempt times, backoff and
 	// lifetime. nil: time.Now. Network deadlines always use the real
@@ -153,10 +178,11 @@ const (
 )
 
 // Resolver looks up the DNS records delivery needs; *net.Resolver
-// satisfies it.
+// satisfies it. LookupTXT finds MTA-STS records.
 type Resolver interface {
 	LookupMX(ctx context.Context, name string) ([]*net.MX, error)
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+	LookupTXT(ctx context.Context, name string) ([]string, error)
 }
 
 // SRS is the Sender Rewriting Scheme; *mailauth.SRS satisfies it.
@@ -184,6 +210,10 @@ type Sender struct {
 	running atomic.Bool
 	// sessions are the idle SMTP sessions, open while Run runs.
 	sessions *sessionCache
+	// sts holds the MTA-STS policies of destinations; stsClient fetches
+	// them.
+	sts       *stsCache
+	stsClient *http.Client
 }
 
 // New makes a Sender from cfg; nothing happens until Run.
@@ -230,6 +260,14 @@ func New(cfg Config) *Sender {
 		perServer = c.PerRelay
 	}
 	s.sessions = &sessionCache{idle: c.SessionIdle, maxUses: c.SessionMessages, perServer: perServer, log: s.log}
+	s.sts = &stsCache{max: stsMaxDomains}
+	if c.MTASTSClient != nil {
+		hc := *c.MTASTSClient
+		s.stsClient = &hc
+	} else {
+		s.stsClient = s.newSTSClient()
+	}
+	s.stsClient.CheckRedirect = noRedirects
 	return s
 }
 

@@ -189,7 +189,7 @@ func TestLoginRefusedInClearText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := &clientSession{c: c, nc: nc, key: sessionKey(relay.addr, "relay.example.net")}
+	cs := &clientSession{c: c, nc: nc, key: sessionKey(relay.addr, "relay.example.net", false)}
 	r, sane := s.login(ctx, cs, "192.0.2.1:587", "relay.example.net")
 	hangUp(cs, time.Second)
 	if r == nil || r.permanent() || r.Enhanced != (smtp.EnhancedCode{4, 7, 10}) || !sane || !strings.Contains(r.Text, "clear text") {

@@ -30,13 +30,35 @@ type host struct {
 // else to the destination domain's MX hosts in order of preference, each
 // of a host's addresses in turn, until a server gives answers about the
 // recipients (RFC 5321 section 5.1). A host that cannot be reached, or
-// refuses the session, passes the attempt on to the next.
+// refuses the session, passes the attempt on to the next. Over MX, the
+// domain's MTA-STS policy (mtasts.go) may narrow the hosts and require
+// verified TLS to them.
 func (s *Sender) deliverRemote(ctx context.Context, e mailstore.Outbound, body []byte, pending []string) outcome {
 	var out outcome
 	hosts, r := s.route(ctx, e.Destination)
 	if r != nil {
 		out.settle(pending, *r)
 		return out
+	}
+	// need is why sessions must have TLS with a verified certificate,
+	// and the error that says so; nil: opportunistic TLS.
+	var need error
+	switch {
+	case s.cfg.Relay != "":
+		// MTA-STS is about a domain's MX hosts, not our smarthost.
+		if s.cfg.RelayVerifyTLS {
+			need = errTLSRequired
+		}
+	case s.cfg.MTASTS:
+		var enforce bool
+		hosts, enforce, r = s.applySTS(s.stsPolicy(ctx, e.Destination), e.Destination, hosts)
+		if r != nil {
+			out.deferAll(pending, *r)
+			return out
+		}
+		if enforce {
+			need = errSTSRequired
+		}
 	}
 	out.deferAll(pending, reply{Text: "no host to try", Enhanced: smtp.EnhancedCode{4, 4, 0}})
 	for _, h := range hosts {
@@ -47,7 +69,7 @@ func (s *Sender) deliverRemote(ctx context.Context, e mailstore.Outbound, body [
 			continue
 		}
 		for _, ip := range addrs {
-			o, final := s.session(ctx, net.JoinHostPort(ip, strconv.Itoa(h.port)), h.name, e, body, pending)
+			o, final := s.session(ctx, net.JoinHostPort(ip, strconv.Itoa(h.port)), h.name, need, e, body, pending)
 			if final || ctx.Err() != nil {
 				return o
 			}

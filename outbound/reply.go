@@ -92,6 +92,12 @@ func classify(err error, host string) reply {
 		return reply{Text: "timed out: " + err.Error(), Enhanced: smtp.EnhancedCode{4, 4, 2}, Host: host}
 	case errors.Is(err, context.Canceled):
 		return reply{Text: "interrupted", Enhanced: smtp.EnhancedCode{4, 3, 2}, Host: host}
+	case errors.Is(err, errSTSRequired):
+		// X.7.5, cryptographic failure (RFC 3463): the MX host has no
+		// TLS, or no certificate valid for its name. Not local: the
+		// destination's server (or an attacker in the path) is at
+		// fault; RFC 8461 section 5 says the mail waits.
+		return reply{Text: err.Error(), Enhanced: smtp.EnhancedCode{4, 7, 5}, Host: host}
 	case errors.Is(err, errTLSRequired):
 		// X.7.10, encryption needed (RFC 5248's registry); local: the
 		// operator's relay settings or the relay's certificate need

@@ -24,9 +24,10 @@ import (
 // before the server said anything about the recipients (it could not be
 // reached, refused the session, or answered MAIL with a temporary
 // error): the caller tries the next server. A refused relay login is
-// final: the relay's other addresses would refuse it too.
-func (s *Sender) session(ctx context.Context, addr, host string, e mailstore.Outbound, body []byte, pending []string) (out outcome, final bool) {
-	key := sessionKey(addr, host)
+// final: the relay's other addresses would refuse it too. need, when not
+// nil, requires TLS with a certificate valid for host (see connect).
+func (s *Sender) session(ctx context.Context, addr, host string, need error, e mailstore.Outbound, body []byte, pending []string) (out outcome, final bool) {
+	key := sessionKey(addr, host, need != nil)
 	if cs := s.sessions.get(key); cs != nil {
 		out, final, stale := s.transaction(ctx, cs, host, e, body, pending)
 		if !stale {
@@ -34,7 +35,7 @@ func (s *Sender) session(ctx context.Context, addr, host string, e mailstore.Out
 		}
 		s.log.Debug("idle session was closed by the server, opening a new one", "host", host, "addr", addr, "uses", cs.uses)
 	}
-	cs, isTLS, r := s.open(ctx, addr, host, key)
+	cs, isTLS, r := s.open(ctx, addr, host, key, need)
 	if r != nil {
 		out.host, out.tls = host, isTLS
 		out.deferAll(pending, *r)
@@ -48,8 +49,8 @@ func (s *Sender) session(ctx context.Context, addr, host string, e mailstore.Out
 // and logs in to the relay when Config.RelayUsername says so. It answers
 // the reply that defers the attempt when it cannot, and whether the
 // session had started TLS.
-func (s *Sender) open(ctx context.Context, addr, host, key string) (*clientSession, bool, *reply) {
-	c, nc, isTLS, err := s.connect(ctx, addr, host)
+func (s *Sender) open(ctx context.Context, addr, host, key string, need error) (*clientSession, bool, *reply) {
+	c, nc, isTLS, err := s.connect(ctx, addr, host, need)
 	if err != nil {
 		r := classify(ctxErr(ctx, err), host)
 		return nil, false, &r
@@ -286,18 +287,28 @@ func (s *Sender) data(c *smtp.Client, nc net.Conn, body []byte) (started bool, e
 // cipher, a broken server) falls back to a new plain-text session to the
 // same address, as if STARTTLS had not been offered: delivering in the
 // clear is what happens with every server that offers no TLS at all.
-func (s *Sender) connect(ctx context.Context, addr, host string) (*smtp.Client, net.Conn, bool, error) {
+//
+// need, when not nil, is the reason TLS must be verified instead
+// (errTLSRequired: Config.RelayVerifyTLS; errSTSRequired: the MX
+// domain's MTA-STS policy says enforce): no STARTTLS, a refused one or a
+// certificate not valid for host fails the session with an error that
+// wraps need, and nothing goes in plain text.
+func (s *Sender) connect(ctx context.Context, addr, host string, need error) (*smtp.Client, net.Conn, bool, error) {
 	c, conn, err := s.dial(ctx, addr)
 	if err != nil {
 		return nil, nil, false, err
 	}
+	verify := need != nil
 	// Every remote session goes to the relay when there is one.
-	verify := s.cfg.Relay != "" && s.cfg.RelayVerifyTLS
+	server := "MX"
+	if s.cfg.Relay != "" {
+		server = "relay"
+	}
 	if ok, _ := c.Extension("STARTTLS"); !ok {
 		if verify {
 			quit(c)
 			c.Close()
-			return nil, nil, false, fmt.Errorf("relay %s offers no STARTTLS: %w", addr, errTLSRequired)
+			return nil, nil, false, fmt.Errorf("%s %s offers no STARTTLS: %w", server, addr, need)
 		}
 		return c, conn, false, nil
 	}
@@ -305,7 +316,7 @@ func (s *Sender) connect(ctx context.Context, addr, host string) (*smtp.Client, 
 	if refused {
 		if verify {
 			c.Close()
-			return nil, nil, false, fmt.Errorf("relay %s refused STARTTLS: %w", addr, errTLSRequired)
+			return nil, nil, false, fmt.Errorf("%s %s refused STARTTLS: %w", server, addr, need)
 		}
 		// 454 and the like (RFC 3207 section 4): the session goes on in
 		// plain text.
@@ -332,7 +343,7 @@ func (s *Sender) connect(ctx context.Context, addr, host string) (*smtp.Client, 
 		return nil, nil, false, ctx.Err()
 	}
 	if verify {
-		return nil, nil, false, fmt.Errorf("relay %s: %w: %w", addr, errTLSRequired, err)
+		return nil, nil, false, fmt.Errorf("%s %s: %w: %w", server, addr, need, err)
 	}
 	s.log.Info("TLS failed, trying without", "host", host, "addr", addr, "err", err)
 	c, conn, err = s.dial(ctx, addr)

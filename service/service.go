@@ -135,7 +135,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	sender := outbound.New(outbound.Config{
 		Store: st, Hostname: hostname, Resolver: resolver, Relay: cfg.Relay,
 		RelayUsername: cfg.RelayUsername, RelayPassword: cfg.RelayPassword, RelayVerifyTLS: cfg.RelayVerifyTLS,
-		Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
+		MTASTS: cfg.MTASTS, Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
 		Now: o.Now, Logger: log, SRS: srs,
 	})
 	ops.(*storeOps).wake = sender.Wake
