@@ -2,8 +2,11 @@ package service
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -20,26 +23,36 @@ const (
 	queueCrashRelayEnv = "MAILHOST_QUEUE_CRASH_RELAY"
 )
 
-// TestQueueCrashHelper is the child of TestQueueCrash: the whole service
-// on the data directory and relay its parent names. It prints what the
-// first start prints (the key), then "ADDRS <http> <submission>", and runs
-// until killed.
-func TestQueueCrashHelper(t *testing.T) {
-	dir := os.Getenv(queueCrashDirEnv)
-	if dir == "" {
-		t.Skip("only run by TestQueueCrash")
+// TestMain runs the test binary as TestQueueCrash's child when the
+// environment says so: the whole service on the data directory and relay
+// its parent names. It prints what the first start prints (the key), then
+// "ADDRS <http> <submission>", and runs until killed.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(queueCrashDirEnv); dir != "" {
+		os.Exit(queueCrashChild(dir, os.Getenv(queueCrashRelayEnv)))
 	}
-	addrs, out, _ := startServer(t, dir, "MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", os.Getenv(queueCrashRelayEnv))
-	fmt.Print(out.String())
-	fmt.Println("ADDRS", addrs.HTTP, addrs.Submission)
-	select {}
+	os.Exit(m.Run())
 }
 
-// startCrashChild starts TestQueueCrashHelper and answers its process,
+func queueCrashChild(dir, relay string) int {
+	cfg, err := testConfig(dir, "MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", relay)
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	err = Run(context.Background(), cfg, Options{
+		Stdout: os.Stdout, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Ready: func(a Addrs) { fmt.Println("ADDRS", a.HTTP, a.Submission) },
+	})
+	fmt.Println("ERR", err)
+	return 1
+}
+
+// startCrashChild starts the crash child (TestMain) and answers its process,
 // its API and submission addresses, and what it printed before them.
 func startCrashChild(t *testing.T, dir, relay string) (*exec.Cmd, string, string, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestQueueCrashHelper$")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), queueCrashDirEnv+"="+dir, queueCrashRelayEnv+"="+relay)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

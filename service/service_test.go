@@ -21,20 +21,7 @@ import (
 // returns its addresses, what it printed, and a stop function.
 func startServer(t *testing.T, dir string, env ...string) (Addrs, *bytes.Buffer, func()) {
 	t.Helper()
-	cfg, err := config.Register(flag.NewFlagSet("t", flag.ContinueOnError)).Load(func(k string) (string, bool) {
-		m := map[string]string{
-			"MAILHOST_DATA": dir, "MAILHOST_HTTP": "127.0.0.1:0", "MAILHOST_SMTP": "127.0.0.1:0",
-			"MAILHOST_IMAP": "127.0.0.1:0", "MAILHOST_IMAPS": "127.0.0.1:0",
-			"MAILHOST_SUBMISSION": "", "MAILHOST_SUBMISSIONS": "", "MAILHOST_HOSTNAME": "mx.test",
-			// Tests stay off the network: no SPF/DKIM/DMARC lookups.
-			"MAILHOST_INBOUND_CHECKS": "false",
-		}
-		for i := 0; i+1 < len(env); i += 2 {
-			m[env[i]] = env[i+1]
-		}
-		v, ok := m[k]
-		return v, ok
-	})
+	cfg, err := testConfig(dir, env...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +54,25 @@ func startServer(t *testing.T, dir string, env ...string) (Addrs, *bytes.Buffer,
 	}
 	t.Cleanup(stop)
 	return addrs, out, stop
+}
+
+// testConfig is the tests' configuration: random loopback ports in dir,
+// no submission, no network lookups; env overrides, as name, value pairs.
+func testConfig(dir string, env ...string) (*config.Config, error) {
+	return config.Register(flag.NewFlagSet("t", flag.ContinueOnError)).Load(func(k string) (string, bool) {
+		m := map[string]string{
+			"MAILHOST_DATA": dir, "MAILHOST_HTTP": "127.0.0.1:0", "MAILHOST_SMTP": "127.0.0.1:0",
+			"MAILHOST_IMAP": "127.0.0.1:0", "MAILHOST_IMAPS": "127.0.0.1:0",
+			"MAILHOST_SUBMISSION": "", "MAILHOST_SUBMISSIONS": "", "MAILHOST_HOSTNAME": "mx.test",
+			// Tests stay off the network: no SPF/DKIM/DMARC lookups.
+			"MAILHOST_INBOUND_CHECKS": "false",
+		}
+		for i := 0; i+1 < len(env); i += 2 {
+			m[env[i]] = env[i+1]
+		}
+		v, ok := m[k]
+		return v, ok
+	})
 }
 
 var keyRE = regexp.MustCompile(`mhk_[0-9a-f]{12}_[A-Za-z0-9_-]+`)

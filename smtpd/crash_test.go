@@ -21,14 +21,17 @@ import (
 
 const crashDirEnv = "MAILHOST_SMTPD_CRASH_DIR"
 
-// TestCrashHelper is the child of TestCrash: it serves SMTP over the store
-// in $MAILHOST_SMTPD_CRASH_DIR, prints "ADDR host:port" and runs until
-// killed.
-func TestCrashHelper(t *testing.T) {
-	dir := os.Getenv(crashDirEnv)
-	if dir == "" {
-		t.Skip("only run by TestCrash")
+// TestMain runs the test binary as TestCrash's child when
+// $MAILHOST_SMTPD_CRASH_DIR says so: it serves SMTP over the store there,
+// prints "ADDR host:port" and runs until killed.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashDirEnv); dir != "" {
+		crashChild(dir)
 	}
+	os.Exit(m.Run())
+}
+
+func crashChild(dir string) {
 	st, err := mailstore.Open(context.Background(), dir, mailstore.Options{LockTimeout: 5 * time.Second})
 	if err != nil {
 		fmt.Println("ERR", err)
@@ -57,7 +60,7 @@ func TestCrash(t *testing.T) {
 	requireMailPlane(t, f.st)
 	f.st.Close()
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
