@@ -45,6 +45,7 @@ type Config struct {
 	APIRateBurst         int
 	RefuseInboundOverCap bool
 	QueueLifetime        time.Duration
+	QueueDelayWarning    time.Duration
 	QueueWorkers         int64
 	MaxConnsPerIP        int64
 	SendLimitPerHour     int64
@@ -151,6 +152,14 @@ var Settings = []Setting{
 			return fmt.Errorf("want a duration of at least 1m, such as 120h, got %q", v)
 		}
 		c.QueueLifetime = d
+		return nil
+	}},
+	{"queue_delay_warning", "MAILHOST_QUEUE_DELAY_WARNING", "4h", "how long after it was queued a message still deferred gets its sender one delay notice (Go duration; 0 = never)", func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("want a duration such as 4h, or 0 for none, got %q", v)
+		}
+		c.QueueDelayWarning = d
 		return nil
 	}},
 	{"queue_workers", "MAILHOST_QUEUE_WORKERS", "20", "outbound delivery workers: SMTP sessions at once to remote servers (at most 4 to one domain; all of them to the relay)", integer(func(c *Config) *int64 { return &c.QueueWorkers }, 1)},

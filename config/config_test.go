@@ -85,6 +85,7 @@ func TestBadValues(t *testing.T) {
 		{"relay user without password", []string{"-relay", "relay.test:587", "-relay-username", "u"}, nil, "relay_password"},
 		{"relay login without relay", nil, map[string]string{"MAILHOST_RELAY_USERNAME": "u", "MAILHOST_RELAY_PASSWORD": "p"}, "relay is not"},
 		{"memory under the message size", []string{"-message-memory-mb", "10", "-max-message-bytes", "20000000"}, nil, "message_memory_mb"},
+		{"negative delay warning", []string{"-queue-delay-warning", "-1h"}, nil, "-queue-delay-warning"},
 		{"relay TLS without relay", []string{"-relay-verify-tls", "true"}, nil, "relay is not"},
 		{"missing file", nil, map[string]string{ConfigEnv: "/nonexistent.toml"}, "nonexistent"},
 	}

@@ -367,6 +367,7 @@ func applyAttempt(o Outbound, a Attempt) Outbound {
 	o.Recipients = rcpts
 	o.Attempts++
 	o.Leased = false
+	o.Warned = o.Warned || a.Warned
 	switch {
 	case a.Deferred != "":
 		o.LastError = a.Deferred

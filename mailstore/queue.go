@@ -91,6 +91,8 @@ type Outbound struct {
 	// Leased: the entry was claimed and its attempt has not been
 	// recorded yet; NextAttempt is when the lease runs out.
 	Leased bool `json:"leased,omitempty"`
+	// Warned: its sender was sent a delay notice (Attempt.Warned).
+	Warned bool `json:"warned,omitempty"`
 }
 
 // Pending lists the addresses not yet delivered nor failed.
@@ -116,6 +118,9 @@ type Attempt struct {
 	// LastError; with no Deferred, the first failure's reply does.
 	Deferred    string
 	NextAttempt time.Time
+	// Warned: the attempt sent the sender a delay notice; the entry
+	// keeps it (Outbound.Warned), so that there is one notice per entry.
+	Warned bool
 }
 
 // ClaimOptions keep one destination's backlog from holding back the

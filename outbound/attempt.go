@@ -152,6 +152,7 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, rele
 	if len(out.deferred) > 0 {
 		a.Deferred = out.reason.describe()
 		a.NextAttempt = next
+		a.Warned = s.warn(rctx, e, body, out, now, interrupted)
 	}
 
 	_, err = s.cfg.Store.RecordAttempt(rctx, e.ID, a)
@@ -172,6 +173,34 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, rele
 		"reply", lastReply(out, bounced), "bounce_to", bounceTo, "host", out.host, "tls", out.tls,
 		"attempts", e.Attempts+1, "size_bytes", len(body), "duration_ms", time.Since(start).Milliseconds())
 	return recorded
+}
+
+// warn sends the sender a delay notice (RFC 3464, Action: delayed) for
+// the recipients an attempt deferred, once per entry, when the entry was
+// queued DelayWarning ago or more: a sender whose mail waits for hours
+// learns it is late, and until when it will be tried, rather than
+// assuming it arrived. None for a bounce or a null sender, nor when the
+// attempt was cut off by a shutdown. It answers whether it sent one; a
+// notice that could not be stored is tried at the next attempt.
+func (s *Sender) warn(ctx context.Context, e mailstore.Outbound, body []byte, out outcome, now time.Time, interrupted bool) bool {
+	if s.cfg.DelayWarning < 0 || e.Warned || interrupted || now.Sub(e.QueuedAt) < s.cfg.DelayWarning {
+		return false
+	}
+	var delayed []failure
+	for _, rcpt := range out.deferred {
+		delayed = append(delayed, failure{rcpt: rcpt, reply: out.why[rcpt], delayed: true})
+	}
+	to, err := s.bounce(ctx, e, body, delayed, now)
+	if err != nil {
+		s.log.Error("queue delay notice", "id", e.ID, "to", e.From, "err", err)
+		return false
+	}
+	if to != "" {
+		s.log.Info("delay notice sent", "id", e.ID, "to", to, "rcpts", len(delayed))
+	}
+	// Also when none could go (a bounce, a null sender, nowhere to
+	// send it): there is nothing to try again.
+	return true
 }
 
 // suspended answers the reply that holds an entry back when the domain
@@ -237,6 +266,9 @@ type failure struct {
 	// expired: the recipient was still deferred at the end of the
 	// entry's lifetime; reply is the last temporary answer.
 	expired bool
+	// delayed: not a failure yet; the recipient is deferred and a delay
+	// notice tells the sender so (Config.DelayWarning).
+	delayed bool
 }
 
 // stored is the failure as the queue records it.

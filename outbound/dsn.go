@@ -18,7 +18,8 @@ import (
 const maxReturnedHeaders = 64 << 10
 
 // bounce queues a delivery status notification (RFC 3464) for the failed
-// recipients of an entry, to its envelope sender, with an empty envelope
+// recipients of an entry (or, when they are marked delayed, a delay
+// notice for deferred ones: see warn), to its envelope sender, with an empty envelope
 // sender of its own (RFC 5321 section 4.5.5) so that nothing bounces it.
 // There is none for a bounce, nor for a message with an empty sender. It
 // is delivered with Store.Deliver: into the sender's mailboxes when the
@@ -88,7 +89,13 @@ func (s *Sender) dsn(e mailstore.Outbound, to string, body []byte, failed []fail
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\r\n", args...) }
 	w("From: Mail Delivery System <MAILER-DAEMON@%s>", s.hostname)
 	w("To: <%s>", to)
-	w("Subject: Undelivered Mail Returned to Sender")
+	delayed := len(failed) > 0 && failed[0].delayed
+	until := e.QueuedAt.Add(s.cfg.Lifetime).UTC().Format(time.RFC1123Z)
+	if delayed {
+		w("Subject: Delayed Mail (still being retried)")
+	} else {
+		w("Subject: Undelivered Mail Returned to Sender")
+	}
 	w("Date: %s", date)
 	w("Message-ID: <%d.%s@%s>", now.Unix(), randomHex(8), s.hostname)
 	// RFC 3834 section 5: made automatically, in answer to a message.
@@ -106,12 +113,20 @@ func (s *Sender) dsn(e mailstore.Outbound, to string, body []byte, failed []fail
 	w("")
 	w("This is the mail system at %s.", s.hostname)
 	w("")
-	w("Your message could not be delivered to one or more recipients.")
-	w("It was queued at %s.", e.QueuedAt.UTC().Format(time.RFC1123Z))
+	if delayed {
+		w("Your message has not been delivered yet to one or more recipients.")
+		w("It was queued at %s; it will be tried again until %s.", e.QueuedAt.UTC().Format(time.RFC1123Z), until)
+		w("There is nothing to do: you will hear again only if it fails for good.")
+	} else {
+		w("Your message could not be delivered to one or more recipients.")
+		w("It was queued at %s.", e.QueuedAt.UTC().Format(time.RFC1123Z))
+	}
 	w("")
 	for _, f := range failed {
 		if f.expired {
 			w("<%s>: delivery time expired; the last attempt said: %s", f.rcpt, f.reply.describe())
+		} else if f.delayed {
+			w("<%s>: delayed; the last attempt said: %s", f.rcpt, f.reply.describe())
 		} else {
 			w("<%s>: %s", f.rcpt, f.reply.describe())
 		}
@@ -135,7 +150,11 @@ func (s *Sender) dsn(e mailstore.Outbound, to string, body []byte, failed []fail
 		r := f.reply
 		w("")
 		w("Final-Recipient: %s; %s", addrType, f.rcpt)
-		w("Action: failed")
+		if f.delayed {
+			w("Action: delayed")
+		} else {
+			w("Action: failed")
+		}
 		if f.expired {
 			// RFC 3463 X.4.7, "delivery time expired": a persistent
 			// transient failure.
@@ -152,11 +171,18 @@ func (s *Sender) dsn(e mailstore.Outbound, to string, body []byte, failed []fail
 			w("Diagnostic-Code: X-Mailhost; %s", clip(r.String()))
 		}
 		w("Last-Attempt-Date: %s", date)
+		if f.delayed {
+			w("Will-Retry-Until: %s", until)
+		}
 	}
 	w("")
 
 	w("--%s", boundary)
-	w("Content-Description: Undelivered message headers")
+	if delayed {
+		w("Content-Description: Delayed message headers")
+	} else {
+		w("Content-Description: Undelivered message headers")
+	}
 	w("Content-Type: text/rfc822-headers")
 	w("")
 	b.Write(headersOf(body))

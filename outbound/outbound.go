@@ -111,6 +111,11 @@ type Config struct {
 	// recipients still pending after the first attempt past it fail with
 	// "delivery time expired" and are bounced. 0 means 120h (5 days).
 	Lifetime time.Duration
+	// DelayWarning is how long after an entry was queued an attempt that
+	// defers it sends the sender a delay notice (RFC 3464, Action:
+	// delayed), once per entry. 0 means 4 hours (sendmail's default);
+	// negative: never.
+	DelayWarning time.Duration
 	// RetryMin is the wait after the first deferred attempt; each further
 	// attempt doubles it, up to RetryMax. 0 means 1 minute and 1 hour.
 	RetryMin, RetryMax time.Duration
@@ -166,6 +171,7 @@ const (
 	DefaultWorkers         = 8
 	DefaultPerDestination  = 4
 	DefaultLifetime        = 120 * time.Hour
+	DefaultDelayWarning    = 4 * time.Hour
 	DefaultRetryMin        = time.Minute
 	DefaultRetryMax        = time.Hour
 	DefaultLease           = 15 * time.Minute
@@ -247,6 +253,9 @@ func New(cfg Config) *Sender {
 	setDefault(&c.RetryMax, DefaultRetryMax)
 	if c.RetryMax < c.RetryMin {
 		c.RetryMax = c.RetryMin
+	}
+	if c.DelayWarning == 0 { // negative stays: no notices
+		c.DelayWarning = DefaultDelayWarning
 	}
 	setDefault(&c.Lease, DefaultLease)
 	setDefault(&c.PollInterval, DefaultPollInterval)

@@ -136,7 +136,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		Store: st, Hostname: hostname, Resolver: resolver, Relay: cfg.Relay,
 		RelayUsername: cfg.RelayUsername, RelayPassword: cfg.RelayPassword, RelayVerifyTLS: cfg.RelayVerifyTLS,
 		MTASTS: cfg.MTASTS, Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
-		Now: o.Now, Logger: log, SRS: srs,
+		DelayWarning: delayWarning(cfg.QueueDelayWarning),
+		Now:          o.Now, Logger: log, SRS: srs,
 	})
 	ops.(*storeOps).wake = sender.Wake
 	// One bound on message data in memory for the MX and submission.
@@ -350,4 +351,13 @@ type checker struct{ c *mailauth.Checker }
 func (c checker) Check(ctx context.Context, ip net.IP, helo, mailFrom string, msg []byte) string {
 	h, _ := c.c.Check(ctx, mailauth.Input{IP: ip, HELO: helo, MailFrom: mailFrom, Message: msg})
 	return h
+}
+
+// delayWarning is outbound's DelayWarning for queue_delay_warning, whose
+// 0 means none where outbound's means its default.
+func delayWarning(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

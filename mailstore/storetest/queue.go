@@ -29,6 +29,7 @@ func runQueue(t *testing.T, open Open) {
 	t.Run("flush_domain", func(t *testing.T) { queueFlushDomain(t, open) })
 	t.Run("delete", func(t *testing.T) { queueDelete(t, open) })
 	t.Run("release_leases", func(t *testing.T) { queueReleaseLeases(t, open) })
+	t.Run("warned", func(t *testing.T) { queueWarned(t, open) })
 	t.Run("transfer_counting", func(t *testing.T) { queueTransferCounting(t, open) })
 	t.Run("transfer_cap", func(t *testing.T) { queueTransferCap(t, open) })
 	t.Run("release_held", func(t *testing.T) { queueReleaseHeld(t, open) })
@@ -896,5 +897,25 @@ func queueReleaseLeases(t *testing.T, open Open) {
 	}
 	if n, err := q.s.ReleaseLeases(q.ctx, now.Add(30*time.Second)); err != nil || n != 1 {
 		t.Errorf("ReleaseLeases() during the new claim's lease = %d, %v; want 1", n, err)
+	}
+}
+
+// queueWarned: an attempt that sent a delay notice marks its entry
+// warned, and later attempts keep the mark.
+func queueWarned(t *testing.T, open Open) {
+	q := newQT(t, open)
+	now := mailNow
+	id := q.relay("slow", now, q.a.ID, "x@r.example")[0]
+	q.record(id, mailstore.Attempt{Now: now, Deferred: "451 later", NextAttempt: now.Add(time.Hour)})
+	if e := q.entry(id); e.Warned {
+		t.Errorf("entry after an attempt without a notice = %+v, want not warned", e)
+	}
+	q.record(id, mailstore.Attempt{Now: now, Deferred: "451 later", NextAttempt: now.Add(time.Hour), Warned: true})
+	if e := q.entry(id); !e.Warned {
+		t.Errorf("entry after an attempt that warned = %+v, want warned", e)
+	}
+	q.record(id, mailstore.Attempt{Now: now, Deferred: "451 later", NextAttempt: now.Add(2 * time.Hour)})
+	if e := q.entry(id); !e.Warned {
+		t.Errorf("entry after a later attempt = %+v, want still warned", e)
 	}
 }
