@@ -123,7 +123,7 @@ var Settings = []Setting{
 		c.RetentionTime = v
 		return nil
 	}},
-	{"message_memory_mb", "MAILHOST_MESSAGE_MEMORY_MB", "256", "the most message data, in MB, SMTP holds in memory at once over all sessions; a message that finds no room within 30 s is answered 452 4.3.1 (at least max_message_bytes)", integer(func(c *Config) *int64 { return &c.MessageMemoryMB }, 1)},
+	{"message_memory_mb", "MAILHOST_MESSAGE_MEMORY_MB", "256", "the most message data, in MB, SMTP and IMAP APPEND hold in memory at once over all sessions; a message that finds no room within 30 s is answered 452 4.3.1 (IMAP: NO [UNAVAILABLE]); at least max_message_bytes", integer(func(c *Config) *int64 { return &c.MessageMemoryMB }, 1)},
 	{"max_message_bytes", "MAILHOST_MAX_MESSAGE_BYTES", "52428800", "largest message accepted over SMTP and IMAP APPEND, in bytes", integer(func(c *Config) *int64 { return &c.MaxMessageBytes }, 1024)},
 	{"default_max_mailboxes", "MAILHOST_DEFAULT_MAX_MAILBOXES", "1000", "mailbox count limit of a new domain when its create call names none; 0 = unlimited", integer(func(c *Config) *int64 { return &c.DefaultMaxMailboxes }, 0)},
 	{"default_max_aliases", "MAILHOST_DEFAULT_MAX_ALIASES", "1000", "alias count limit of a new domain when its create call names none; 0 = unlimited", integer(func(c *Config) *int64 { return &c.DefaultMaxAliases }, 0)},

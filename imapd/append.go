@@ -32,6 +32,14 @@ func (s *session) Append(mailbox string, r imap.LiteralReader, options *imap.App
 	if mb.UsedBytes+size > mb.QuotaBytes() {
 		return nil, s.fail("append", mailstore.ErrOverQuota)
 	}
+	if s.srv.cfg.Reserve != nil {
+		release, err := s.srv.cfg.Reserve(s.ctx, size)
+		if err != nil {
+			s.srv.log.Warn("append refused: the memory budget is used", "user", s.user.Email, "size_bytes", size)
+			return nil, &imap.Error{Type: imap.StatusResponseTypeNo, Code: imap.ResponseCodeUnavailable, Text: "Server busy, try again later"}
+		}
+		defer release()
+	}
 	body := make([]byte, size)
 	if _, err := io.ReadFull(r, body); err != nil {
 		return nil, fmt.Errorf("append: read literal: %w", err)

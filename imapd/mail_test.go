@@ -3,8 +3,10 @@ package imapd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -616,5 +618,40 @@ func drain(ch chan uint32) {
 		default:
 			return
 		}
+	}
+}
+
+// TestAppendMemoryBudget: an APPEND takes room for its size from the
+// shared memory budget (Config.Reserve) and gives it back; without room
+// it is answered NO [UNAVAILABLE] and the session goes on.
+func TestAppendMemoryBudget(t *testing.T) {
+	var mu sync.Mutex
+	var reserved, released int64
+	full := false
+	e := newEnv(t, envOptions{reserve: func(_ context.Context, n int64) (func(), error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if full {
+			return nil, errors.New("no room")
+		}
+		reserved += n
+		return func() { mu.Lock(); released += n; mu.Unlock() }, nil
+	}})
+	e.requireMail()
+	c := e.login(nil)
+	if _, err := appendMsg(c, "Drafts", msgPlain, nil); err != nil {
+		t.Fatalf("APPEND with room: %v", err)
+	}
+	mu.Lock()
+	if reserved != int64(len(msgPlain)) || released != reserved {
+		t.Errorf("reserved %d, released %d; want %d both", reserved, released, len(msgPlain))
+	}
+	full = true
+	mu.Unlock()
+	if _, err := appendMsg(c, "Drafts", msgPlain, nil); imapCode(err) != imap.ResponseCodeUnavailable {
+		t.Errorf("APPEND without room = %v, want NO [UNAVAILABLE]", err)
+	}
+	if _, err := c.Select("Drafts", nil).Wait(); err != nil {
+		t.Errorf("SELECT after the refused APPEND: %v", err)
 	}
 }

@@ -61,6 +61,12 @@ type Config struct {
 	// MaxMessageBytes bounds an APPEND (advertised as APPENDLIMIT). 0
 	// means 64 MiB.
 	MaxMessageBytes int64
+	// Reserve, when set, takes room for an APPEND's message in the memory
+	// budget the SMTP servers share (smtpd.MemoryBudget.Reserve), so that
+	// many large APPENDs at once wait rather than run the machine out of
+	// memory; it answers an error when there is no room in time, and
+	// the APPEND is answered NO [UNAVAILABLE]. nil: no bound.
+	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
 	// PollInterval is how often an idling client's folder is re-read even
 	// without a Watch signal. 0 means 30 seconds.
 	PollInterval time.Duration

@@ -37,6 +37,22 @@ func NewMemoryBudget(bytes int64) *MemoryBudget {
 	return &MemoryBudget{sem: semaphore.NewWeighted(bytes), size: bytes, wait: budgetWait}
 }
 
+// Reserve takes room for bytes (a message whose size is known, as an IMAP
+// APPEND's) within the budget's wait, and answers how to give it back; an
+// error when there was no room in time (errors.Is errNoMemory's text:
+// "no room for the message in memory"). Other servers than SMTP's share
+// the budget through it.
+func (b *MemoryBudget) Reserve(ctx context.Context, bytes int64) (release func(), err error) {
+	if bytes > b.size {
+		return nil, errNoMemory
+	}
+	br := &budgetReader{b: b, ctx: ctx}
+	if err := br.take(max(bytes, 1)); err != nil {
+		return nil, err
+	}
+	return br.release, nil
+}
+
 // errNoMemory: the message did not get room in the budget in time.
 var errNoMemory = errors.New("no room for the message in memory")
 

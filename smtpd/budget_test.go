@@ -80,3 +80,27 @@ func TestMXMemoryBudget(t *testing.T) {
 		t.Errorf("bob has %d messages, want 1", n)
 	}
 }
+
+// TestMemoryBudgetReserve: Reserve takes room for a known size, waits
+// for it up to the budget's wait, and gives it back.
+func TestMemoryBudgetReserve(t *testing.T) {
+	b := NewMemoryBudget(2 * budgetStep)
+	b.wait = 50 * time.Millisecond
+	ctx := context.Background()
+	release, err := b.Reserve(ctx, budgetStep+1)
+	if err != nil {
+		t.Fatalf("Reserve(a step and a byte) = %v", err)
+	}
+	if _, err := b.Reserve(ctx, 1); !errors.Is(err, errNoMemory) {
+		t.Errorf("Reserve(1) with the budget used = %v, want errNoMemory", err)
+	}
+	release()
+	r2, err := b.Reserve(ctx, 1)
+	if err != nil {
+		t.Fatalf("Reserve(1) once given back = %v", err)
+	}
+	r2()
+	if _, err := b.Reserve(ctx, 3*budgetStep); !errors.Is(err, errNoMemory) {
+		t.Errorf("Reserve(more than the budget) = %v, want errNoMemory", err)
+	}
+}
