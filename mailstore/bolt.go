@@ -16,7 +16,7 @@ import (
 
 // schemaVersion is the layout version this binary writes. Open upgrades an
 // older file, one migration per version, each in its own transaction.
-const schemaVersion = 2
+const schemaVersion = 3
 
 // Bucket layout. Every lookup the API and the mail plane make is a key or a
 // prefix seek in one of these; nothing scans another partner's data.
@@ -43,9 +43,14 @@ const schemaVersion = 2
 // Schema 2 adds the outbound queue and DKIM keys (bolt_queue.go):
 //
 //	queue             id -> Outbound
-//	queue_due         nextAttempt (unix nanos, 8)|id -> "" (entries not held)
+//	queue_due         nextAttempt (unix nanos, 8)|id -> destination (entries not held)
 //	queue_held        domainID|id -> "" (entries held by their domain's cap)
 //	dkim              domainID -> []DKIMKey
+//
+// Schema 3 indexes the queue by domain (the queue_due values, since the
+// same release, name each entry's destination domain):
+//
+//	queue_domain      domainID|id -> "" (every entry; 0 for bounces)
 //
 // The mail plane's buckets are described in bolt_mail.go.
 var (
@@ -181,6 +186,19 @@ var migrations = []func(*bolt.Tx) error{
 			}
 		}
 		return nil
+	},
+	func(tx *bolt.Tx) error { // 2 -> 3: the queue indexed by domain
+		idx, err := tx.CreateBucketIfNotExists(bQueueDomain)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bQueue).ForEach(func(k, v []byte) error {
+			var o Outbound
+			if err := json.Unmarshal(v, &o); err != nil {
+				return fmt.Errorf("queue entry %x: %w", k, err)
+			}
+			return idx.Put(pair(o.DomainID, o.ID), nil)
+		})
 	},
 }
 

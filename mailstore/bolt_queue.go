@@ -43,6 +43,10 @@ var (
 	bQueueDue  = []byte("queue_due")
 	bQueueHeld = []byte("queue_held")
 	bDKIM      = []byte("dkim")
+	// bQueueDomain indexes every entry by the domain it is sent for
+	// (DomainID; 0 for bounces), so that a domain's entries are found
+	// without reading the others' (FlushOutboundDomain). Schema 3.
+	bQueueDomain = []byte("queue_domain")
 )
 
 // queueBuckets are the buckets schema 2 adds.
@@ -82,14 +86,15 @@ func ceilSecond(t time.Time) time.Time {
 
 // queueTx works the queue's buckets within one transaction.
 type queueTx struct {
-	entries, due, held *bolt.Bucket
+	entries, due, held, byDomain *bolt.Bucket
 }
 
 func newQueueTx(tx *bolt.Tx) *queueTx {
 	return &queueTx{
-		entries: tx.Bucket(bQueue),
-		due:     tx.Bucket(bQueueDue),
-		held:    tx.Bucket(bQueueHeld),
+		entries:  tx.Bucket(bQueue),
+		due:      tx.Bucket(bQueueDue),
+		held:     tx.Bucket(bQueueHeld),
+		byDomain: tx.Bucket(bQueueDomain),
 	}
 }
 
@@ -118,6 +123,9 @@ func (q *queueTx) put(o Outbound) error {
 	if err := b.Put(k, v); err != nil {
 		return err
 	}
+	if err := q.byDomain.Put(pair(o.DomainID, o.ID), nil); err != nil {
+		return err
+	}
 	return putJSON(q.entries, id8(o.ID), o)
 }
 
@@ -131,6 +139,9 @@ func (q *queueTx) unindex(o Outbound) error {
 // reference.
 func (q *queueTx) remove(o Outbound) error {
 	if err := q.unindex(o); err != nil {
+		return err
+	}
+	if err := q.byDomain.Delete(pair(o.DomainID, o.ID)); err != nil {
 		return err
 	}
 	return q.entries.Delete(id8(o.ID))
@@ -322,6 +333,9 @@ func (s *Bolt) RecordAttempt(ctx context.Context, id int64, a Attempt) (Outbound
 		out = o
 		if len(o.Pending()) > 0 {
 			return q.put(o)
+		}
+		if err := q.byDomain.Delete(pair(o.DomainID, o.ID)); err != nil {
+			return err
 		}
 		if err := q.entries.Delete(id8(o.ID)); err != nil {
 			return err
@@ -551,23 +565,32 @@ func (s *Bolt) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
 
 // ReleaseLeases implements Queue. Leased entries are found in a read
 // transaction (queue_due does not mark leases, so the entries due later
-// are read: once per start).
+// are read: once per start, not per request).
 func (s *Bolt) ReleaseLeases(ctx context.Context, now time.Time) (int, error) {
-	return s.refile(ctx, now, "release leases", func(o Outbound) bool { return o.Leased })
+	return s.refile(ctx, now, "release leases", (*queueTx).dueLater, func(o Outbound) bool { return o.Leased })
 }
 
-// refile makes the entries due after now that match due at now, and
-// answers how many: found in a read transaction, re-filed in a write one
+// dueLater are the ids of the entries due after now, from queue_due.
+func (q *queueTx) dueLater(now time.Time) []int64 {
+	var ids []int64
+	c := q.due.Cursor()
+	for k, _ := c.Seek(dueKey(now.Add(time.Nanosecond), 0)); k != nil; k, _ = c.Next() {
+		ids = append(ids, int64(binary.BigEndian.Uint64(k[8:])))
+	}
+	return ids
+}
+
+// refile makes the entries among candidates that are due after now, not
+// held, and match, due at now, and answers how many: found in a read
+// transaction, re-filed in a write one
 // (checked again, as attempts may have been recorded since), so that
 // writers wait only for the re-filing.
-func (s *Bolt) refile(ctx context.Context, now time.Time, what string, match func(Outbound) bool) (int, error) {
+func (s *Bolt) refile(ctx context.Context, now time.Time, what string, candidates func(*queueTx, time.Time) []int64, match func(Outbound) bool) (int, error) {
 	var ids []int64
 	if err := s.view(ctx, func(tx *bolt.Tx) error {
 		q := newQueueTx(tx)
-		c := q.due.Cursor()
-		for k, _ := c.Seek(dueKey(now.Add(time.Nanosecond), 0)); k != nil; k, _ = c.Next() {
-			id := int64(binary.BigEndian.Uint64(k[8:]))
-			if o, ok := q.get(id); ok && match(o) {
+		for _, id := range candidates(q, now) {
+			if o, ok := q.get(id); ok && !o.Held && o.NextAttempt.After(now) && match(o) {
 				ids = append(ids, id)
 			}
 		}
@@ -604,10 +627,19 @@ func (s *Bolt) refile(ctx context.Context, now time.Time, what string, match fun
 	return n, nil
 }
 
-// FlushOutboundDomain implements Queue. The domain's entries are found
-// by reading those due later, as queue_due does not name domains.
+// FlushOutboundDomain implements Queue. It walks the domain's keys in
+// queue_domain: other domains' entries are not read.
 func (s *Bolt) FlushOutboundDomain(ctx context.Context, domainID int64, now time.Time) (int, error) {
-	return s.refile(ctx, now, fmt.Sprintf("flush outbound of domain %d", domainID),
+	ofDomain := func(q *queueTx, _ time.Time) []int64 {
+		var ids []int64
+		prefix := id8(domainID)
+		c := q.byDomain.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			ids = append(ids, int64(binary.BigEndian.Uint64(k[8:])))
+		}
+		return ids
+	}
+	return s.refile(ctx, now, fmt.Sprintf("flush outbound of domain %d", domainID), ofDomain,
 		func(o Outbound) bool { return o.DomainID == domainID })
 }
 

@@ -265,7 +265,7 @@ func TestBoltUpgradeSchema1(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range []string{"queue", "queue_due", "queue_held", "dkim"} {
+		for _, b := range []string{"queue", "queue_due", "queue_held", "dkim", "queue_domain"} {
 			if err := tx.DeleteBucket([]byte(b)); err != nil {
 				return err
 			}
@@ -279,8 +279,8 @@ func TestBoltUpgradeSchema1(t *testing.T) {
 	writeSchema(t, path, 1)
 
 	openBolt(t, dir).Close()
-	if got := readSchema(t, path); got != 2 {
-		t.Errorf("schema after upgrade = %d, want 2", got)
+	if got := readSchema(t, path); got != 3 {
+		t.Errorf("schema after upgrade = %d, want 3", got)
 	}
 	s = openBolt(t, dir)
 	defer s.Close()
@@ -435,5 +435,51 @@ func TestBoltDeleteOutboundFreesBody(t *testing.T) {
 	}
 	if e, b, r := rawQueue(t, dir); e != 0 || b != 0 || r != 0 {
 		t.Errorf("raw after deleting both entries = %d entries, %d blobs, %d refs; want none", e, b, r)
+	}
+}
+
+// TestBoltUpgradeSchema2: a schema 2 file with queued mail gains the
+// queue's index by domain, filled from the entries it holds, so that a
+// resume finds the domain's deferred mail.
+func TestBoltUpgradeSchema2(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, mailstore.FileName)
+	s, _, u, _ := boltMailFixture(t, dir)
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	res, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("deferred"), ReceivedAt: at, SenderDomainID: u.DomainID,
+		Relay: []mailstore.Relay{{Kind: mailstore.KindSubmission, DomainID: u.DomainID, From: u.Email, To: []string{"x@r.example"}}}})
+	if err != nil || len(res.Queued) != 1 {
+		t.Fatalf("Deliver() = %+v, %v", res, err)
+	}
+	id := res.Queued[0]
+	if _, err := s.RecordAttempt(ctx, id, mailstore.Attempt{Now: at, Deferred: "451 suspended", NextAttempt: at.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("queue_domain")) })
+	db.Close()
+	if err != nil {
+		t.Fatalf("make a schema 2 file: %v", err)
+	}
+	writeSchema(t, path, 2)
+
+	openBolt(t, dir).Close()
+	if got := readSchema(t, path); got != 3 {
+		t.Errorf("schema after upgrade = %d, want 3", got)
+	}
+	s = openBolt(t, dir)
+	defer s.Close()
+	if n, err := s.FlushOutboundDomain(ctx, u.DomainID, at); err != nil || n != 1 {
+		t.Errorf("FlushOutboundDomain() after upgrade = %d, %v; want the entry queued under schema 2", n, err)
+	}
+	if got, err := s.ClaimOutbound(ctx, at, time.Minute, 10, mailstore.ClaimOptions{}); err != nil || len(got) != 1 || got[0].ID != id {
+		t.Errorf("ClaimOutbound() after the flush = %+v, %v; want entry %d", got, err, id)
 	}
 }

@@ -555,6 +555,12 @@ func TestShutdown(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Run took %v to stop", d)
 	}
+	// An attempt's goroutine may still be returning from its last send
+	// to the loop when Run returns: give it a moment, not more.
+	deadline := time.Now().Add(time.Second)
+	for senderGoroutines() != "" && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if g := senderGoroutines(); g != "" {
 		t.Errorf("goroutines left after Run:\n%s", g)
 	}
