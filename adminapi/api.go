@@ -65,7 +65,7 @@ type API struct {
 	maxMbx  int64
 	maxAls  int64
 	mux     *http.ServeMux
-	limiter *limiter
+	limiter *policy.Limiter
 	// passwords bounds concurrent argon2id hashes (19 MiB each), so a
 	// burst of mailbox creations cannot exhaust memory.
 	passwords *credential.Verifier
@@ -117,7 +117,8 @@ func New(cfg Config) *API {
 	if burst <= 0 {
 		burst = 100
 	}
-	a.limiter = newLimiter(rate, burst)
+	// One request per key, rate a second after a burst.
+	a.limiter = policy.NewLimiter(rate, burst)
 	a.mux = http.NewServeMux()
 	a.routes(a.mux.HandleFunc)
 	return a

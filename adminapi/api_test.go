@@ -11,6 +11,7 @@ import (
 
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
 )
 
 func TestOpenEndpoints(t *testing.T) {
@@ -624,7 +625,7 @@ func TestRateLimit(t *testing.T) {
 	must(t, "another key", e.b("GET", "/plans", ""), 200)
 
 	t.Run("bucket", func(t *testing.T) {
-		l := newLimiter(10, 2)
+		l := policy.NewLimiter(10, 2)
 		t0 := testNow
 		steps := []struct {
 			at    time.Duration
@@ -632,7 +633,11 @@ func TestRateLimit(t *testing.T) {
 			retry int
 		}{{0, true, 0}, {0, true, 0}, {0, false, 1}, {100 * time.Millisecond, true, 0}, {100 * time.Millisecond, false, 1}, {time.Hour, true, 0}, {time.Hour, true, 0}, {time.Hour, false, 1}}
 		for i, s := range steps {
-			retry, ok := l.take(1, t0.Add(s.at))
+			ok, wait := l.Take(1, t0.Add(s.at))
+			retry := 0
+			if !ok {
+				retry = retryAfter(wait)
+			}
 			if ok != s.ok || retry != s.retry {
 				t.Errorf("step %d: take() = %d, %v, want %d, %v", i, retry, ok, s.retry, s.ok)
 			}

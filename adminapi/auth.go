@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mailhost/mailhost/credential"
@@ -33,8 +32,8 @@ func (a *API) authed(fn apiFunc) http.HandlerFunc {
 			return
 		}
 		st.partnerID = c.partnerID
-		if wait, ok := a.limiter.take(keyID, a.now()); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(wait))
+		if ok, wait := a.limiter.Take(keyID, a.now()); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
 			writeError(w, r, errTooMany)
 			return
 		}
@@ -81,42 +80,8 @@ func (a *API) authenticate(r *http.Request) (call, int64, error) {
 	return call{partnerID: k.PartnerID}, k.ID, nil
 }
 
-// limiter is a token bucket per API key, in memory: each key may send
-// burst requests at once and rate per second after that.
-type limiter struct {
-	rate  float64
-	burst float64
-	// mu guards buckets.
-	mu      sync.Mutex
-	buckets map[int64]*bucket
-}
-
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-func newLimiter(rate float64, burst int) *limiter {
-	return &limiter{rate: rate, burst: float64(burst), buckets: map[int64]*bucket{}}
-}
-
-// take spends one token of key's bucket; when there is none it answers
-// false and the whole seconds until there will be one.
-func (l *limiter) take(key int64, now time.Time) (retryAfter int, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b, found := l.buckets[key]
-	if !found {
-		b = &bucket{tokens: l.burst, last: now}
-		l.buckets[key] = b
-	}
-	if d := now.Sub(b.last).Seconds(); d > 0 {
-		b.tokens = math.Min(l.burst, b.tokens+d*l.rate)
-		b.last = now
-	}
-	if b.tokens >= 1 {
-		b.tokens--
-		return 0, true
-	}
-	return max(1, int(math.Ceil((1-b.tokens)/l.rate))), false
+// retryAfter is a Limiter's wait as Retry-After says it: whole seconds,
+// at least one.
+func retryAfter(wait time.Duration) int {
+	return max(1, int(math.Ceil(wait.Seconds())))
 }

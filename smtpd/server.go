@@ -42,6 +42,7 @@ import (
 
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
 )
 
 // Config configures a Server. Zero values are replaced by the defaults
@@ -181,8 +182,9 @@ type Server struct {
 	hostname   string
 	smtp       *smtp.Server
 	conns      *connLimiter
-	// sendLimit applies MaxRecipientsPerHour; nil without one.
-	sendLimit *sendLimit
+	// sendLimit applies MaxRecipientsPerHour, by mailbox id; nil
+	// without one.
+	sendLimit *policy.Limiter
 
 	// mu guards closing.
 	mu      sync.Mutex
@@ -220,7 +222,8 @@ func newServer(cfg Config, submission bool) *Server {
 		s.hostname = h
 	}
 	if submission && cfg.MaxRecipientsPerHour > 0 {
-		s.sendLimit = newSendLimit(cfg.MaxRecipientsPerHour, s.now)
+		// A quiet mailbox may use the hour's allowance at once.
+		s.sendLimit = policy.NewLimiter(float64(cfg.MaxRecipientsPerHour)/3600, cfg.MaxRecipientsPerHour)
 	}
 	if s.cfg.MaxMessageBytes <= 0 {
 		s.cfg.MaxMessageBytes = DefaultMaxMessageBytes

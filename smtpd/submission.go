@@ -99,7 +99,7 @@ func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if l := s.srv.sendLimit; l != nil {
 		// Taken before the recipient is resolved, and not given back if
 		// it is refused: probing addresses counts too.
-		if ok, wait := l.take(s.tx.user.ID); !ok {
+		if ok, wait := l.Take(s.tx.user.ID, s.srv.now()); !ok {
 			return s.refuse(addr, fmt.Errorf("%s: %d recipients an hour, next in %v: %w",
 				s.tx.user.Email, s.srv.cfg.MaxRecipientsPerHour, wait.Round(time.Second), errSendLimit))
 		}
