@@ -135,12 +135,18 @@ func (q *queueTx) unindex(o Outbound) error {
 	return b.Delete(k)
 }
 
-// remove deletes an entry and its index key; the caller drops its blob
+// remove deletes an entry and its index keys; the caller drops its blob
 // reference.
 func (q *queueTx) remove(o Outbound) error {
 	if err := q.unindex(o); err != nil {
 		return err
 	}
+	return q.drop(o)
+}
+
+// drop deletes an entry already unindexed from queue_due or queue_held,
+// with its queue_domain key.
+func (q *queueTx) drop(o Outbound) error {
 	if err := q.byDomain.Delete(pair(o.DomainID, o.ID)); err != nil {
 		return err
 	}
@@ -334,10 +340,7 @@ func (s *Bolt) RecordAttempt(ctx context.Context, id int64, a Attempt) (Outbound
 		if len(o.Pending()) > 0 {
 			return q.put(o)
 		}
-		if err := q.byDomain.Delete(pair(o.DomainID, o.ID)); err != nil {
-			return err
-		}
-		if err := q.entries.Delete(id8(o.ID)); err != nil {
+		if err := q.drop(o); err != nil {
 			return err
 		}
 		t := newMailTx(tx)
@@ -632,11 +635,7 @@ func (s *Bolt) refile(ctx context.Context, now time.Time, what string, candidate
 func (s *Bolt) FlushOutboundDomain(ctx context.Context, domainID int64, now time.Time) (int, error) {
 	ofDomain := func(q *queueTx, _ time.Time) []int64 {
 		var ids []int64
-		prefix := id8(domainID)
-		c := q.byDomain.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			ids = append(ids, int64(binary.BigEndian.Uint64(k[8:])))
-		}
+		eachChild(q.byDomain, domainID, 0, func(id []byte) { ids = append(ids, int64(binary.BigEndian.Uint64(id))) })
 		return ids
 	}
 	return s.refile(ctx, now, fmt.Sprintf("flush outbound of domain %d", domainID), ofDomain,
