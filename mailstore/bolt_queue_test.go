@@ -138,6 +138,36 @@ func TestBoltQueueBlobRefs(t *testing.T) {
 	}
 }
 
+// rawUpdate changes a closed store's file directly, in one bbolt
+// transaction: the tests make it look as an earlier version wrote it.
+func rawUpdate(t *testing.T, dir, what string, fn func(*bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, mailstore.FileName), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(fn)
+	if cerr := db.Close(); err != nil || cerr != nil {
+		t.Fatalf("%s: %v, %v", what, err, cerr)
+	}
+}
+
+// emptyValues sets every value of the buckets to empty, as before they
+// held anything.
+func emptyValues(tx *bolt.Tx, buckets ...string) error {
+	for _, name := range buckets {
+		b := tx.Bucket([]byte(name))
+		var keys [][]byte
+		b.ForEach(func(k, _ []byte) error { keys = append(keys, bytes.Clone(k)); return nil })
+		for _, k := range keys {
+			if err := b.Put(k, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // TestBoltQueueRestart: the queue, held entries, leases, transfer figures
 // and DKIM keys survive a restart, and work on from where they were.
 func TestBoltQueueRestart(t *testing.T) {
@@ -260,11 +290,7 @@ func TestBoltUpgradeSchema1(t *testing.T) {
 	}
 	// Make it the file schema 1 wrote: the same buckets but those of the
 	// queue and DKIM keys, and version 1.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	rawUpdate(t, dir, "make a schema 1 file", func(tx *bolt.Tx) error {
 		for _, b := range []string{"queue", "queue_due", "queue_held", "dkim", "queue_domain"} {
 			if err := tx.DeleteBucket([]byte(b)); err != nil {
 				return err
@@ -272,10 +298,6 @@ func TestBoltUpgradeSchema1(t *testing.T) {
 		}
 		return nil
 	})
-	db.Close()
-	if err != nil {
-		t.Fatalf("make a schema 1 file: %v", err)
-	}
 	writeSchema(t, path, 1)
 
 	openBolt(t, dir).Close()
@@ -339,30 +361,15 @@ func TestBoltClaimSpreadOldIndex(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := bolt.Open(filepath.Join(dir, mailstore.FileName), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("queue_due"))
-		var keys [][]byte
-		b.ForEach(func(k, v []byte) error {
+	rawUpdate(t, dir, "rewriting queue_due", func(tx *bolt.Tx) error {
+		tx.Bucket([]byte("queue_due")).ForEach(func(k, v []byte) error {
 			if len(v) == 0 {
 				t.Errorf("queue_due value of %x is empty, want the destination", k)
 			}
-			keys = append(keys, bytes.Clone(k))
 			return nil
 		})
-		for _, k := range keys {
-			if err := b.Put(k, nil); err != nil {
-				return err
-			}
-		}
-		return nil
+		return emptyValues(tx, "queue_due")
 	})
-	if cerr := db.Close(); err != nil || cerr != nil {
-		t.Fatalf("rewriting queue_due = %v, %v", err, cerr)
-	}
 	s = openBolt(t, dir)
 	defer s.Close()
 	got, err := s.ClaimOutbound(ctx, now.Add(time.Minute), time.Minute, 10, mailstore.ClaimOptions{Skip: []string{"slow.example"}})
@@ -384,26 +391,9 @@ func TestBoltMailboxesOldIndex(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := bolt.Open(filepath.Join(dir, mailstore.FileName), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range []string{"partner_mailboxes", "domain_mailboxes"} {
-			b := tx.Bucket([]byte(name))
-			var keys [][]byte
-			b.ForEach(func(k, _ []byte) error { keys = append(keys, bytes.Clone(k)); return nil })
-			for _, k := range keys {
-				if err := b.Put(k, nil); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+	rawUpdate(t, dir, "emptying the index values", func(tx *bolt.Tx) error {
+		return emptyValues(tx, "partner_mailboxes", "domain_mailboxes")
 	})
-	if cerr := db.Close(); err != nil || cerr != nil {
-		t.Fatalf("emptying the index values = %v, %v", err, cerr)
-	}
 	s = openBolt(t, dir)
 	defer s.Close()
 	for _, domainID := range []int64{0, u.DomainID} {
@@ -459,15 +449,7 @@ func TestBoltUpgradeSchema2(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("queue_domain")) })
-	db.Close()
-	if err != nil {
-		t.Fatalf("make a schema 2 file: %v", err)
-	}
+	rawUpdate(t, dir, "make a schema 2 file", func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("queue_domain")) })
 	writeSchema(t, path, 2)
 
 	openBolt(t, dir).Close()
