@@ -176,10 +176,21 @@ func (o *socketOps) call(ctx context.Context, method, path string, in, out any) 
 		case http.StatusBadRequest:
 			base = mailstore.ErrInvalidArgument
 		}
-		return fmt.Errorf("%s: %w", e.Error, base)
+		return remoteError{msg: e.Error, base: base}
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
+
+// remoteError is the server's error text as the CLI prints it, which
+// already names the kind of failure ("outbound entry not found"), and the
+// store error it stands for, for errors.Is.
+type remoteError struct {
+	msg  string
+	base error
+}
+
+func (e remoteError) Error() string { return e.msg }
+func (e remoteError) Unwrap() error { return e.base }
 
 func (o *socketOps) CreatePartner(ctx context.Context, name string) (v NewKey, err error) {
 	return v, o.call(ctx, "POST", "/partners", map[string]string{"name": name}, &v)

@@ -305,8 +305,13 @@ func TestQueueDeleteOverSocket(t *testing.T) {
 		if err != nil || got.ID != id || got.Destination != "remote.test" {
 			return fmt.Errorf("DeleteQueued(%d) = %+v, %v; want the entry to remote.test", id, got, err)
 		}
-		if _, err := op.DeleteQueued(ctx, id); !errors.Is(err, mailstore.ErrNotFound) {
+		_, err = op.DeleteQueued(ctx, id)
+		if !errors.Is(err, mailstore.ErrNotFound) {
 			return fmt.Errorf("DeleteQueued(%d) again = %v, want not found", id, err)
+		}
+		// What the CLI prints: the entry and the reason, once.
+		if want := fmt.Sprintf("delete outbound entry %d: outbound entry not found", id); err.Error() != want {
+			return fmt.Errorf("DeleteQueued(%d) again says %q, want %q", id, err, want)
 		}
 		return nil
 	})

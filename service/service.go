@@ -140,6 +140,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		Now:          o.Now, Logger: log, SRS: srs,
 	})
 	ops.(*storeOps).wake = sender.Wake
+	// Where remote mail goes is worth a line at start: an operator who set
+	// a relay (or forgot one) sees it without reading the configuration.
+	if cfg.Relay != "" {
+		log.Info("outbound queue", "via", "relay", "relay", cfg.Relay, "workers", cfg.QueueWorkers)
+	} else {
+		log.Info("outbound queue", "via", "mx", "workers", cfg.QueueWorkers)
+	}
 	// One bound on message data in memory for the MX and submission.
 	memory := smtpd.NewMemoryBudget(cfg.MessageMemoryMB << 20)
 	// A resumed domain's mail was deferred while it was suspended, with a
