@@ -12,7 +12,7 @@
 #   Postfix submission 127.0.0.1:32587  a second Postfix instance: STARTTLS
 #                  required, AUTH through Dovecot's auth socket, sender
 #                  must be the login's own address, OpenDKIM as milter,
-#                  everything relayed to [127.0.0.1]:41626 (the load
+#                  everything relayed to [127.0.0.1]:32626 (the load
 #                  tool's sink; PF_SINK_PORT)
 #   OpenDKIM       two milters, unix sockets $STATE/opendkim/{rsa,ed}.sock:
 #                  every message from bench.test signed twice, RSA-2048 and
@@ -70,7 +70,7 @@ DC_ETC=$STATE/dovecot-etc
 DC_RUN=$STATE/dovecot-run
 # The outbound side (setup-outbound).
 SUB_PORT=${PF_SUB_PORT:-32587}
-SINK_PORT=${PF_SINK_PORT:-41626}
+SINK_PORT=${PF_SINK_PORT:-32626}
 PF_OUT_ETC=$STATE/postfix-out-etc
 PF_OUT_QUEUE=$STATE/postfix-out-queue
 PF_OUT_DATA=$STATE/postfix-out-data
