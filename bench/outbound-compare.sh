@@ -125,6 +125,11 @@ bench/postfix-dovecot.sh setup-outbound
 	echo "opendkim: $(dpkg-query -W -f '${Version}' opendkim)"
 	echo "openssl: $(openssl version)"
 	echo "settings: REPS=$REPS N=$N SIZE=$SIZE C=$C"
+	echo "load before the signature benchmarks: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "go test -bench (one signature, Go's crypto, as mailhost):"
+	go test -run '^$' -bench . -benchtime 2s ./bench/signbench | grep '^Benchmark'
+	echo "openssl speed -seconds 2 rsa2048 ed25519 (OpenSSL, as OpenDKIM):"
+	openssl speed -seconds 2 rsa2048 ed25519 2>/dev/null | grep -E 'sign/s|^rsa 2048|EdDSA'
 } | tee "$OUT/machine.txt"
 
 for ((r = 1; r <= REPS; r++)); do
