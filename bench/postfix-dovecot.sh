@@ -7,6 +7,21 @@
 #   Dovecot LMTP   127.0.0.1:32424  Postfix hands every message to it
 #   dnsmasq DNS    127.0.0.1:32053  answers NXDOMAIN for *.test at once
 #
+# With setup-outbound (bench/outbound-compare.sh), also the outbound side:
+#
+#   Postfix submission 127.0.0.1:32587  a second Postfix instance: STARTTLS
+#                  required, AUTH through Dovecot's auth socket, sender
+#                  must be the login's own address, OpenDKIM as milter,
+#                  everything relayed to [127.0.0.1]:32626 (the load
+#                  tool's sink; PF_SINK_PORT)
+#   OpenDKIM       two milters, unix sockets $STATE/opendkim/{rsa,ed}.sock:
+#                  every message from bench.test signed twice, RSA-2048 and
+#                  Ed25519 (RFC 8463), relaxed/relaxed, as mailhost does.
+#                  Two processes because Debian's OpenDKIM (2.11.0~beta2)
+#                  signs with one SignatureAlgorithm per instance: given
+#                  both keys (MultipleSignatures) and rsa-sha256, the
+#                  Ed25519 key fails with "EVP_PKEY_get1_RSA() failed".
+#
 # The resolver is for mailhost (MAILHOST_DNS=127.0.0.1:32053): it checks
 # SPF, DKIM and DMARC of inbound mail, four or five DNS queries a message,
 # and this machine's own resolver drops queries when a few dozen are in
@@ -29,6 +44,8 @@
 #
 # Usage (as root):
 #   bench/postfix-dovecot.sh setup     install the packages, write the config, start (idempotent)
+#   bench/postfix-dovecot.sh setup-outbound  setup, plus the submission instance and OpenDKIM
+#   bench/postfix-dovecot.sh outpids   print the submission master, the two OpenDKIMs' and Dovecot's process ids
 #   bench/postfix-dovecot.sh start     start both (one already running reloads its configuration)
 #   bench/postfix-dovecot.sh stop      stop both
 #   bench/postfix-dovecot.sh clean     empty every mailbox and the Postfix queue (servers keep running)
@@ -51,6 +68,13 @@ PF_QUEUE=$STATE/postfix-queue
 PF_DATA=$STATE/postfix-data
 DC_ETC=$STATE/dovecot-etc
 DC_RUN=$STATE/dovecot-run
+# The outbound side (setup-outbound).
+SUB_PORT=${PF_SUB_PORT:-32587}
+SINK_PORT=${PF_SINK_PORT:-32626}
+PF_OUT_ETC=$STATE/postfix-out-etc
+PF_OUT_QUEUE=$STATE/postfix-out-queue
+PF_OUT_DATA=$STATE/postfix-out-data
+DKIM=$STATE/opendkim
 MAIL=$STATE/mail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -65,6 +89,10 @@ install_packages() {
 	command -v swaks >/dev/null || missing+=(swaks)
 	command -v openssl >/dev/null || missing+=(openssl)
 	command -v dnsmasq >/dev/null || missing+=(dnsmasq-base)
+	if [ "${OUTBOUND:-}" = 1 ]; then
+		command -v opendkim >/dev/null || missing+=(opendkim)
+		command -v opendkim-genkey >/dev/null || missing+=(opendkim-tools)
+	fi
 	[ ${#missing[@]} -eq 0 ] && return
 	log "installing ${missing[*]}"
 	# "No configuration": the package must not write /etc/postfix/main.cf
@@ -113,10 +141,21 @@ EOF
 	# Every service from Debian's master.cf that this setup uses, without
 	# chroot (the queue is not under /var/spool/postfix) and with the SMTP
 	# listener on loopback at its own port.
-	cat >"$PF_ETC/master.cf" <<EOF
+	master_cf "$SMTP_PORT" >"$PF_ETC/master.cf"
+	: >"$PF_ETC/vmailbox"
+	for ((i = 0; i < USERS; i++)); do
+		echo "user$i@$DOMAIN $DOMAIN/user$i/" >>"$PF_ETC/vmailbox"
+	done
+	postfix -c "$PF_ETC" set-permissions create-missing >/dev/null 2>&1 || true
+	postfix -c "$PF_ETC" check
+}
+
+# master_cf PORT prints a master.cf with smtpd on 127.0.0.1:PORT.
+master_cf() {
+	cat <<EOF
 # Written by bench/postfix-dovecot.sh.
 # service        type  private unpriv chroot wakeup maxproc command
-127.0.0.1:$SMTP_PORT inet n    -      n      -      -       smtpd
+127.0.0.1:$1 inet n    -      n      -      -       smtpd
 pickup           unix  n       -      n      60     1       pickup
 cleanup          unix  n       -      n      -      0       cleanup
 qmgr             unix  n       -      n      300    1       qmgr
@@ -138,12 +177,115 @@ anvil            unix  -       -      n      -      1       anvil
 scache           unix  -       -      n      -      1       scache
 postlog          unix-dgram n  -      n      -      1       postlogd
 EOF
-	: >"$PF_ETC/vmailbox"
+}
+
+# write_postfix_out writes the outbound instance: submission with
+# STARTTLS (required) and AUTH through Dovecot, the sender checked
+# against the login, OpenDKIM as milter, everything to the sink.
+write_postfix_out() {
+	mkdir -p "$PF_OUT_ETC" "$PF_OUT_QUEUE" "$PF_OUT_DATA"
+	: >"$PF_OUT_ETC/dynamicmaps.cf"
+	cat >"$PF_OUT_ETC/main.cf" <<EOF
+# Written by bench/postfix-dovecot.sh setup-outbound; rewritten on every setup.
+compatibility_level = 3.6
+config_directory = $PF_OUT_ETC
+queue_directory = $PF_OUT_QUEUE
+data_directory = $PF_OUT_DATA
+mail_owner = postfix
+setgid_group = postdrop
+myhostname = postfix-out.bench.local
+mydomain = bench.local
+myorigin = \$myhostname
+mydestination =
+local_recipient_maps =
+alias_maps =
+alias_database =
+inet_protocols = ipv4
+inet_interfaces = loopback-only
+mynetworks =
+smtpd_banner = \$myhostname ESMTP
+biff = no
+maillog_file = $STATE/postfix-out.log
+# Submission, as mailhost's: STARTTLS before anything (the same ECDSA
+# P-256 certificate as Dovecot's), AUTH PLAIN checked by Dovecot (argon2id,
+# the same users), only for a sender that is the login's own address.
+smtpd_tls_security_level = encrypt
+smtpd_tls_auth_only = yes
+smtpd_tls_cert_file = $DC_ETC/cert.pem
+smtpd_tls_key_file = $DC_ETC/key.pem
+smtpd_sasl_auth_enable = yes
+smtpd_sasl_type = dovecot
+smtpd_sasl_path = $DC_RUN/auth-postfix
+smtpd_sender_login_maps = texthash:$PF_OUT_ETC/senders
+smtpd_sender_restrictions = reject_sender_login_mismatch
+smtpd_relay_restrictions = permit_sasl_authenticated, reject
+# DKIM: the two OpenDKIMs sign in the SMTP session, before the queue
+# file is fsynced and 250 sent (mailhost signs before its queue commit).
+smtpd_milters = unix:$DKIM/rsa.sock, unix:$DKIM/ed.sock
+non_smtpd_milters =
+milter_default_action = tempfail
+# Everything to the load tool's sink, plain SMTP unless it offers
+# STARTTLS (it does not; mailhost's queue does the same). Postfix's
+# defaults otherwise: the queue file fsynced before 250, up to 20
+# concurrent deliveries to the one destination, connections to it
+# cached and reused (smtp_connection_cache_on_demand).
+relayhost = [127.0.0.1]:$SINK_PORT
+smtp_tls_security_level = may
+# No notices to the postmaster: they would go to the sink as well.
+notify_classes =
+EOF
+	{
+		master_cf "$SUB_PORT"
+		echo "tlsmgr           unix  -       -      n      1000?  1       tlsmgr"
+	} >"$PF_OUT_ETC/master.cf"
+	: >"$PF_OUT_ETC/senders"
 	for ((i = 0; i < USERS; i++)); do
-		echo "user$i@$DOMAIN $DOMAIN/user$i/" >>"$PF_ETC/vmailbox"
+		echo "user$i@$DOMAIN user$i@$DOMAIN" >>"$PF_OUT_ETC/senders"
 	done
-	postfix -c "$PF_ETC" set-permissions create-missing >/dev/null 2>&1 || true
-	postfix -c "$PF_ETC" check
+	postfix -c "$PF_OUT_ETC" set-permissions create-missing >/dev/null 2>&1 || true
+	postfix -c "$PF_OUT_ETC" check
+}
+
+# write_opendkim writes the configuration and keys of two OpenDKIM
+# milters for the bench domain, one per algorithm: RSA-2048
+# (opendkim-genkey) and Ed25519 (openssl), so that every message gets
+# both signatures, as mailhost gives it.
+write_opendkim() {
+	mkdir -p "$DKIM"
+	if [ ! -s "$DKIM/rsa.private" ]; then
+		opendkim-genkey --bits=2048 --domain=$DOMAIN --selector=rsa --directory="$DKIM"
+	fi
+	if [ ! -s "$DKIM/ed.private" ]; then
+		openssl genpkey -algorithm ed25519 -out "$DKIM/ed.private"
+	fi
+	cat >"$DKIM/keytable" <<EOF
+rsa._domainkey.$DOMAIN $DOMAIN:rsa:$DKIM/rsa.private
+ed._domainkey.$DOMAIN $DOMAIN:ed:$DKIM/ed.private
+EOF
+	local k alg
+	for k in rsa ed; do
+		alg=rsa-sha256
+		[ $k = ed ] && alg=ed25519-sha256
+		echo "*@$DOMAIN $k._domainkey.$DOMAIN" >"$DKIM/$k.signingtable"
+		cat >"$DKIM/$k.conf" <<EOF
+# Written by bench/postfix-dovecot.sh setup-outbound.
+Mode s
+Socket local:$DKIM/$k.sock
+UMask 000
+PidFile $DKIM/$k.pid
+UserID opendkim:opendkim
+Background yes
+Syslog no
+Canonicalization relaxed/relaxed
+SignatureAlgorithm $alg
+KeyTable file:$DKIM/keytable
+SigningTable refile:$DKIM/$k.signingtable
+OversignHeaders From
+EOF
+	done
+	chown -R opendkim:opendkim "$DKIM"
+	chmod 600 "$DKIM"/*.private
+	chmod 755 "$DKIM"
 }
 
 write_dovecot() {
@@ -216,6 +358,14 @@ service lmtp {
 protocol lmtp {
   postmaster_address = postmaster@$DOMAIN
 }
+# For Postfix's submission (setup-outbound): AUTH checked by Dovecot.
+service auth {
+  unix_listener auth-postfix {
+    mode = 0660
+    user = postfix
+    group = postfix
+  }
+}
 EOF
 	mkdir -p "$STATE/dovecot-state"
 	doveconf -c "$DC_ETC/dovecot.conf" -n >/dev/null
@@ -224,6 +374,9 @@ EOF
 dns_pid() { cat "$STATE/dnsmasq.pid" 2>/dev/null || true; }
 pf_pid() { cat "$PF_QUEUE/pid/master.pid" 2>/dev/null | tr -d ' ' || true; }
 dc_pid() { cat "$DC_RUN/master.pid" 2>/dev/null || true; }
+out_pid() { cat "$PF_OUT_QUEUE/pid/master.pid" 2>/dev/null | tr -d ' ' || true; }
+dkim_pid() { cat "$DKIM/$1.pid" 2>/dev/null || true; }
+outbound() { [ -s "$PF_OUT_ETC/main.cf" ]; }
 alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 
 start() {
@@ -250,18 +403,49 @@ start() {
 			--local=/test/ --user=root --pid-file="$STATE/dnsmasq.pid" \
 			--log-facility="$STATE/dnsmasq.log" </dev/null >/dev/null 2>&1
 	fi
+	if outbound; then start_outbound; fi
 	# Wait for the listeners.
 	for _ in $(seq 50); do
-		if (exec 3<>/dev/tcp/127.0.0.1/$SMTP_PORT) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/$IMAP_PORT) 2>/dev/null; then
+		if (exec 3<>/dev/tcp/127.0.0.1/$SMTP_PORT) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/$IMAP_PORT) 2>/dev/null &&
+			{ ! outbound || { (exec 3<>/dev/tcp/127.0.0.1/$SUB_PORT) 2>/dev/null && [ -S "$DKIM/rsa.sock" ] && [ -S "$DKIM/ed.sock" ]; }; }; then
 			return
 		fi
 		sleep 0.1
 	done
-	log "listeners did not come up; see $STATE/postfix.log and $STATE/dovecot.log"
+	log "listeners did not come up; see $STATE/postfix.log, $STATE/postfix-out.log and $STATE/dovecot.log"
 	exit 1
 }
 
+start_outbound() {
+	local k
+	for k in rsa ed; do
+		if alive "$(dkim_pid $k)"; then log "opendkim ($k) already running"; else
+			rm -f "$DKIM/$k.sock"
+			opendkim -x "$DKIM/$k.conf" -P "$DKIM/$k.pid" </dev/null >>"$STATE/opendkim.log" 2>&1
+		fi
+	done
+	if alive "$(out_pid)"; then
+		log "postfix (submission) already running, reloading"
+		postfix -c "$PF_OUT_ETC" reload </dev/null >>"$STATE/postfix-out.log" 2>&1
+	else
+		postfix -c "$PF_OUT_ETC" start </dev/null >>"$STATE/postfix-out.log" 2>&1
+	fi
+}
+
+stop_outbound() {
+	if alive "$(out_pid)"; then postfix -c "$PF_OUT_ETC" stop </dev/null >>"$STATE/postfix-out.log" 2>&1; fi
+	local k
+	for k in rsa ed; do
+		if alive "$(dkim_pid $k)"; then
+			kill "$(dkim_pid $k)"
+			for _ in $(seq 50); do alive "$(dkim_pid $k)" || break; sleep 0.1; done
+		fi
+	done
+	return 0
+}
+
 stop() {
+	stop_outbound
 	if alive "$(pf_pid)"; then postfix -c "$PF_ETC" stop </dev/null >>"$STATE/postfix.log" 2>&1; fi
 	if alive "$(dc_pid)"; then doveadm -c "$DC_ETC/dovecot.conf" stop; fi
 	if alive "$(dns_pid)"; then kill "$(dns_pid)"; fi
@@ -273,6 +457,7 @@ stop() {
 # queue is flushed by deleting everything in it.
 clean() {
 	postsuper -c "$PF_ETC" -d ALL >/dev/null 2>&1 || true
+	if outbound; then postsuper -c "$PF_OUT_ETC" -d ALL >/dev/null 2>&1 || true; fi
 	rm -rf "${MAIL:?}/$DOMAIN"
 	# Let the auth cache go too: every run's first logins should be cold.
 	alive "$(dc_pid)" && doveadm -c "$DC_ETC/dovecot.conf" auth cache flush >/dev/null 2>&1 || true
@@ -281,6 +466,10 @@ clean() {
 status() {
 	echo "postfix master: $(pf_pid || echo -)  dovecot master: $(dc_pid || echo -)  dnsmasq: $(dns_pid || echo -)"
 	echo "queued: $(find "$PF_QUEUE"/{incoming,active,deferred} -type f 2>/dev/null | wc -l)"
+	if outbound; then
+		echo "postfix submission master: $(out_pid || echo -)  opendkim: $(dkim_pid rsa || echo -) $(dkim_pid ed || echo -)"
+		echo "queued for the sink: $(find "$PF_OUT_QUEUE"/{incoming,active,deferred} -type f 2>/dev/null | wc -l)"
+	fi
 	echo "stored: $(find "$MAIL" -path '*/Maildir/new/*' -o -path '*/Maildir/cur/*' -type f 2>/dev/null | wc -l)"
 }
 
@@ -292,6 +481,16 @@ setup)
 	start
 	log "ready: SMTP 127.0.0.1:$SMTP_PORT, IMAP 127.0.0.1:$IMAP_PORT, user0..user$((USERS - 1))@$DOMAIN, DNS 127.0.0.1:$DNS_PORT"
 	;;
+setup-outbound)
+	OUTBOUND=1 install_packages
+	write_postfix
+	write_dovecot # first: the submission instance uses its certificate
+	write_postfix_out
+	write_opendkim
+	start
+	log "ready: submission 127.0.0.1:$SUB_PORT (STARTTLS, AUTH) relaying to 127.0.0.1:$SINK_PORT, OpenDKIM $DKIM/{rsa,ed}.sock"
+	;;
+outpids) echo "$(out_pid) $(dkim_pid rsa) $(dkim_pid ed) $(dc_pid)" ;;
 start) start ;;
 stop) stop ;;
 clean) clean ;;

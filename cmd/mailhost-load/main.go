@@ -31,7 +31,9 @@
 // Given -pid, each phase also reports the server's peak resident size
 // during that phase (the kernel's high-water mark, reset at the start of the
 // phase through /proc/PID/clear_refs; without permission to reset it, the
-// highest resident size sampled every 10 ms) and the server's CPU time.
+// highest resident size sampled every 10 ms) and the server's CPU time;
+// given -cpu-tree PIDS, the CPU time of those processes' trees, for
+// servers made of many processes.
 // -json FILE appends the figures as one JSON object per run.
 //
 // Every loop is bounded in count and time (-timeout), and the tool talks only
@@ -44,6 +46,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -61,6 +64,7 @@ type options struct {
 	fetch                        bool
 	logins, loginClients         int
 	pid                          int
+	cpuTrees                     []int
 	starttls                     bool
 	jsonFile, label              string
 	timeout                      time.Duration
@@ -92,6 +96,16 @@ func main() {
 	flag.IntVar(&o.logins, "logins", 1000, "IMAP logins to time (0 skips)")
 	flag.IntVar(&o.loginClients, "login-clients", 4, "concurrent IMAP login clients")
 	flag.IntVar(&o.pid, "pid", 0, "server process id, to report its peak resident size and CPU time per phase")
+	flag.Func("cpu-tree", "comma-separated process ids: report per phase the CPU of these processes and all their descendants, exited ones included (for multi-process servers)", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			pid, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || pid <= 0 {
+				return fmt.Errorf("bad process id %q", f)
+			}
+			o.cpuTrees = append(o.cpuTrees, pid)
+		}
+		return nil
+	})
 	flag.BoolVar(&o.starttls, "starttls", true, "use STARTTLS for IMAP (any certificate accepted)")
 	flag.StringVar(&o.jsonFile, "json", "", "append the results to this file as one JSON object")
 	flag.StringVar(&o.label, "label", "", "free text copied into the JSON results (server name, run number)")
@@ -181,7 +195,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	if o.n > 0 {
-		ph := startPhase(o.pid)
+		ph := startPhase(o.pid, o.cpuTrees)
 		d, err := deliver(ctx, o, addrs)
 		if err != nil {
 			return err
@@ -224,7 +238,7 @@ func run(ctx context.Context, o options) error {
 		res.Submit = r
 	}
 	if o.imapAddr != "" && o.fetch {
-		ph := startPhase(o.pid)
+		ph := startPhase(o.pid, o.cpuTrees)
 		f, err := fetchAll(o, addrs[0])
 		if err != nil {
 			return err
@@ -233,7 +247,7 @@ func run(ctx context.Context, o options) error {
 		res.Fetch = &f
 	}
 	if o.imapAddr != "" && o.logins > 0 {
-		ph := startPhase(o.pid)
+		ph := startPhase(o.pid, o.cpuTrees)
 		l, err := logins(ctx, o, addrs)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,8 @@ const clockTicks = 100
 // phase watches the server process and this one over one phase of the run.
 type phase struct {
 	pid     int
+	trees   []int         // -cpu-tree roots
+	tree0   time.Duration // their trees' CPU at the start
 	start   time.Time
 	cpu0    time.Duration // server CPU at the start
 	self0   time.Duration // this process's CPU at the start
@@ -32,9 +35,14 @@ type phase struct {
 
 // startPhase resets pid's resident-size high-water mark (writing 5 to
 // /proc/PID/clear_refs, Linux 4.0+, needs the right to ptrace it) and, as a
-// fallback and a check, samples its resident size every 10 ms.
-func startPhase(pid int) *phase {
-	p := &phase{pid: pid, start: time.Now(), self0: selfCPU(), stop: make(chan struct{})}
+// fallback and a check, samples its resident size every 10 ms. The CPU of
+// the process trees rooted at trees (-cpu-tree) is read at the start and
+// at the end.
+func startPhase(pid int, trees []int) *phase {
+	p := &phase{pid: pid, trees: trees, start: time.Now(), self0: selfCPU(), stop: make(chan struct{})}
+	if len(trees) > 0 {
+		p.tree0, _, _ = treeCPU(trees)
+	}
 	if pid <= 0 {
 		return p
 	}
@@ -63,21 +71,29 @@ func startPhase(pid int) *phase {
 }
 
 // end prints and answers what the server and this process used in the
-// phase; nil without a server pid.
+// phase; nil without a server pid or -cpu-tree.
 func (p *phase) end(name string) *serverResult {
 	el := time.Since(p.start)
 	self := selfCPU() - p.self0
+	r := &serverResult{ClientCPUSeconds: self.Seconds(), Seconds: el.Seconds()}
+	if len(p.trees) > 0 {
+		if cpu, n, err := treeCPU(p.trees); err == nil {
+			r.TreeCPUSeconds, r.TreeProcesses = (cpu - p.tree0).Seconds(), n
+			fmt.Printf("%s: CPU of the process trees %v (%d processes at the end, exited children included): %.2fs\n",
+				name, p.trees, n, r.TreeCPUSeconds)
+		}
+	}
 	if p.pid <= 0 {
 		fmt.Printf("%s: load tool CPU %.2fs in %.2fs\n", name, self.Seconds(), el.Seconds())
+		if len(p.trees) > 0 {
+			return r
+		}
 		return nil
 	}
 	close(p.stop)
 	p.sampled.Wait()
-	r := &serverResult{
-		StartRSSMB: float64(p.rss0) / 1024, PeakRSSMB: float64(p.peak) / 1024, PeakFrom: "sampled every 10ms",
-		PeakAnonMB: float64(p.peakAnon) / 1024, PeakFileMB: float64(p.peakFile) / 1024,
-		ClientCPUSeconds: self.Seconds(), Seconds: el.Seconds(),
-	}
+	r.StartRSSMB, r.PeakRSSMB, r.PeakFrom = float64(p.rss0)/1024, float64(p.peak)/1024, "sampled every 10ms"
+	r.PeakAnonMB, r.PeakFileMB = float64(p.peakAnon)/1024, float64(p.peakFile)/1024
 	if p.hwmOK {
 		if kb, err := procStatus(p.pid, "VmHWM"); err == nil {
 			r.PeakRSSMB, r.PeakFrom = float64(kb)/1024, "VmHWM"
@@ -142,6 +158,68 @@ func procCPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("bad /proc/%d/stat", pid)
 	}
 	return time.Duration(u+k) * time.Second / clockTicks, nil
+}
+
+// treeCPU is the CPU time (user plus system) of the processes roots and
+// all their descendants: each live one's own time plus the times of its
+// children that have exited and been waited for (fields 16 and 17 of
+// /proc/PID/stat, cutime and cstime), so that the short-lived workers of
+// a multi-process server (Postfix's smtpd, cleanup, smtp) count once they
+// are gone. A process counted live at one reading and reaped at the next
+// moves into its parent's figure, so differences between readings hold.
+// It also answers how many processes the trees hold now.
+func treeCPU(roots []int) (time.Duration, int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, 0, err
+	}
+	type proc struct {
+		ppid int
+		cpu  int64 // ticks: utime + stime + cutime + cstime
+	}
+	procs := map[int]proc{}
+	kids := map[int][]int{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone since ReadDir
+		}
+		s := string(raw)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 15 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		var ticks int64
+		for _, v := range f[11:15] { // utime stime cutime cstime
+			n, _ := strconv.ParseInt(v, 10, 64)
+			ticks += n
+		}
+		procs[pid] = proc{ppid: ppid, cpu: ticks}
+		kids[ppid] = append(kids[ppid], pid)
+	}
+	seen := map[int]bool{}
+	todo := slices.Clone(roots)
+	var ticks int64
+	for len(todo) > 0 {
+		pid := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		p, ok := procs[pid]
+		if !ok || seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		ticks += p.cpu
+		todo = append(todo, kids[pid]...)
+	}
+	if len(seen) == 0 {
+		return 0, 0, fmt.Errorf("no process of %v is running", roots)
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, len(seen), nil
 }
 
 func selfCPU() time.Duration {

@@ -82,9 +82,14 @@ type serverResult struct {
 	// heap and stacks, and file-backed pages, which for mailhost are
 	// bbolt's memory map of its data file (reclaimable page cache that
 	// grows with the file, and that bbolt touches whole when it opens it).
-	PeakAnonMB       float64 `json:"peak_rss_anon_mb"`
-	PeakFileMB       float64 `json:"peak_rss_file_mb"`
-	CPUSeconds       float64 `json:"cpu_seconds"`
+	PeakAnonMB float64 `json:"peak_rss_anon_mb"`
+	PeakFileMB float64 `json:"peak_rss_file_mb"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// TreeCPUSeconds is the CPU of the -cpu-tree process trees, exited
+	// children included (Postfix, OpenDKIM and Dovecot are many
+	// processes); TreeProcesses how many they held at the end.
+	TreeCPUSeconds   float64 `json:"tree_cpu_seconds,omitempty"`
+	TreeProcesses    int     `json:"tree_processes,omitempty"`
 	ClientCPUSeconds float64 `json:"load_tool_cpu_seconds"`
 	Seconds          float64 `json:"seconds"`
 }

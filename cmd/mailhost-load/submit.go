@@ -152,7 +152,7 @@ func submit(ctx context.Context, o options, addrs []string, k *sink) (*submitRes
 		fmt.Printf("sink: probe message arrived %.3fs after its 250\n", r.Sink.ProbeSeconds)
 	}
 
-	ph := startPhase(o.pid)
+	ph := startPhase(o.pid, o.cpuTrees)
 	var next atomic.Int64
 	samples := make([][]sample, len(subs))
 	errs := make(chan error, len(subs))
