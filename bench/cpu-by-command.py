@@ -12,42 +12,18 @@ under "<command>: exited children" (Postfix's master reaps smtpd, cleanup
 and smtp processes when they reach max_use or max_idle).
 """
 import json
-import os
 import sys
 
-
-def read_all():
-    procs = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                s = f.read()
-        except OSError:
-            continue
-        comm = s[s.index("(") + 1 : s.rindex(")")]
-        f = s[s.rindex(")") + 2 :].split()
-        procs[int(d)] = (comm, int(f[1]), int(f[11]) + int(f[12]), int(f[13]) + int(f[14]))
-    return procs
+import procstat
 
 
 def tree(procs, roots):
-    kids = {}
-    for pid, p in procs.items():
-        kids.setdefault(p[1], []).append(pid)
-    seen, todo = set(), list(roots)
-    while todo:
-        pid = todo.pop()
-        if pid in procs and pid not in seen:
-            seen.add(pid)
-            todo += kids.get(pid, [])
-    return {pid: procs[pid] for pid in seen}
+    return {pid: procs[pid] for pid in procstat.tree(procs, roots)}
 
 
 def main():
     mode, path, roots = sys.argv[1], sys.argv[2], [int(a) for a in sys.argv[3:]]
-    now = tree(read_all(), roots)
+    now = tree(procstat.read_all(), roots)
     if mode == "snap":
         with open(path, "w") as f:
             json.dump(now, f)

@@ -54,18 +54,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-load1() { cut -d' ' -f1 /proc/loadavg; }
-wait_quiet() {
-	local waited=0
-	while awk -v l="$(load1)" -v m="$MAXLOAD" 'BEGIN{exit !(l >= m)}'; do
-		if ((waited >= MAXWAIT)); then
-			log "load $(load1) still >= $MAXLOAD after ${MAXWAIT}s; running anyway"
-			break
-		fi
-		sleep 15
-		waited=$((waited + 15))
-	done
-}
+. bench/lib.sh # after the cd to the repository
 
 mh_serve() {
 	MAILHOST_DATA=$D/data MAILHOST_HTTP=$MH_API MAILHOST_SMTP=127.0.0.1:32581 \

@@ -14,36 +14,15 @@ process (whose Pss is about its RSS). On SIGTERM or SIGINT it writes
 to OUTFILE and exits. bench/compare.sh starts and stops it around each load.
 """
 import json
-import os
 import signal
 import sys
 import time
 
-
-def children_map():
-    kids = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                s = f.read()
-        except OSError:
-            continue
-        # Field 4 (ppid) follows the parenthesised command name.
-        ppid = int(s[s.rindex(")") + 2 :].split()[1])
-        kids.setdefault(ppid, []).append(int(d))
-    return kids
+import procstat
 
 
 def tree(roots):
-    kids = children_map()
-    out, todo = [], list(roots)
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(kids.get(p, []))
-    return out
+    return list(procstat.tree(procstat.read_all(), roots))
 
 
 def field_kb(path, key):
