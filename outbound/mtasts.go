@@ -46,7 +46,21 @@ const (
 	// stsMaxDomains bounds the policy cache; the entry stored longest
 	// ago goes first.
 	stsMaxDomains = 10000
+	// stsRefreshMax bounds how long before its expiry a policy still in
+	// use is fetched again (see stsRefreshWindow).
+	stsRefreshMax = 24 * time.Hour
 )
+
+// stsRefreshWindow is how long before a cached policy expires the next
+// delivery to its domain fetches it again, though its id is unchanged:
+// the last quarter of its max_age, at most stsRefreshMax. A domain mail
+// keeps going to then never starts cold, without its policy, and a fetch
+// that an attacker blocks at that moment finds the policy still valid
+// (RFC 8461 sections 5.1 and 10.2; its authors advise keeping policies
+// of domains in use "warm").
+func stsRefreshWindow(maxAge time.Duration) time.Duration {
+	return min(maxAge/4, stsRefreshMax)
+}
 
 // stsMode is a policy's mode (RFC 8461 section 5).
 type stsMode string
@@ -284,7 +298,8 @@ func (c *stsCache) put(e stsEntry) {
 // stsPolicy answers the MTA-STS policy of a destination domain, nil when
 // it has none that applies (RFC 8461 sections 3 and 5.1). The TXT record
 // is looked up for every attempt (the service's resolver caches it); the
-// policy is fetched when its id is new or the cached policy expired. A
+// policy is fetched when its id is new, when the cached policy expired,
+// or when it is about to (stsRefreshWindow). A
 // valid cached policy keeps applying when the TXT record is gone or the
 // fetch fails (section 5.1: an attacker who can block DNS or HTTPS must
 // not be able to turn a policy off). A domain with a TXT record but no
@@ -315,7 +330,7 @@ func (s *Sender) stsPolicy(ctx context.Context, domain string) *stsPolicy {
 		}
 		return valid
 	}
-	if valid != nil && cached.id == id {
+	if valid != nil && cached.id == id && cached.expires.Sub(now) > stsRefreshWindow(valid.maxAge) {
 		return valid
 	}
 	if cached.failedID == id && now.Sub(cached.failedAt) < stsRetryFailed {

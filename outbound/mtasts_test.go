@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -394,6 +395,68 @@ func TestMTASTSCachedPolicy(t *testing.T) {
 	s.mx.waitMessages(t, 3)
 	s.f.waitEmpty()
 	stopClean(t, e, s.mx)
+}
+
+// A policy still in use is fetched again in the last quarter of its
+// max_age (here a day: the last 6 hours), so that it does not lapse while
+// mail goes to its domain; once refreshed, it holds past the first
+// expiry even when later fetches fail.
+func TestMTASTSRefresh(t *testing.T) {
+	mxTLS, _ := namedCert(t, stsMXHost)
+	s := newSTSSetup(t, mxTLS, stsRecord, stsEnforced)
+	s.roots.AddCert(mustLeaf(t, mxTLS))
+	clk := newClock()
+	s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("first"))
+	e := s.start(clk, func(c *Config) { c.SessionMessages = 1 })
+	s.mx.waitMessages(t, 1)
+	s.f.waitEmpty()
+
+	steps := []struct {
+		advance time.Duration
+		fetches int
+	}{
+		{17 * time.Hour, 1}, // 7 h left: the cached policy
+		{2 * time.Hour, 2},  // 5 h left: fetched again
+		{time.Hour, 2},      // renewed until 19 h + 24 h
+	}
+	for i, st := range steps {
+		clk.Advance(st.advance)
+		s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("step "+strconv.Itoa(i)))
+		e.sender.Wake()
+		s.mx.waitMessages(t, 2+i)
+		s.f.waitEmpty()
+		if n := s.policy.count(); n != st.fetches {
+			t.Fatalf("step %d: %d policy requests, want %d", i, n, st.fetches)
+		}
+	}
+
+	// 30 h after the first fetch, the policy fetched at 19 h still
+	// holds: with its server down and the MX changed to one it does not
+	// list, the mail waits instead of going to that MX.
+	s.dns.setMX(stsDomain, "mx.unlisted.test")
+	s.policy.set(500, "", "")
+	clk.Advance(10 * time.Hour)
+	s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("after the first expiry"))
+	e.sender.Wake()
+	got := s.f.waitAttempts(1)
+	if !strings.Contains(got.LastError, "no MX host matches the MTA-STS policy") {
+		t.Errorf("recorded error %q, want the refreshed policy's", got.LastError)
+	}
+	stopClean(t, e, s.mx)
+}
+
+func TestSTSRefreshWindow(t *testing.T) {
+	for _, c := range []struct{ maxAge, want time.Duration }{
+		{time.Hour, 15 * time.Minute},
+		{24 * time.Hour, 6 * time.Hour},
+		{4 * 24 * time.Hour, 24 * time.Hour},
+		{stsMaxAge, stsRefreshMax},
+		{0, 0},
+	} {
+		if got := stsRefreshWindow(c.maxAge); got != c.want {
+			t.Errorf("stsRefreshWindow(%v) = %v, want %v", c.maxAge, got, c.want)
+		}
+	}
 }
 
 // A session opened with opportunistic TLS is not reused for an enforce
