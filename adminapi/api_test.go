@@ -301,6 +301,50 @@ func TestPlans(t *testing.T) {
 	if strings.Join(got, ",") != want {
 		t.Errorf("GET /plans = %v, want %s", got, want)
 	}
+	// Paged like every list (decisions.md, "Ranges and bad input").
+	r = must(t, "GET /plans?limit=1&offset=1", e.a("GET", "/plans?limit=1&offset=1", ""), 200)
+	if l := r.list(); len(l) != 1 || l[0]["name"] != "business" || r.header.Get("X-Total-Count") != "3" {
+		t.Errorf("GET /plans?limit=1&offset=1 = %s (X-Total-Count %q), want business alone of 3", r.body, r.header.Get("X-Total-Count"))
+	}
+	must(t, "GET /plans?limit=-1", e.a("GET", "/plans?limit=-1", ""), 422)
+}
+
+// TestQueryParameters: a query the client sent is honoured or refused,
+// never dropped; url.Values would drop a pair with a bad escape or a
+// semicolon, and a filtered list would answer every domain's objects.
+func TestQueryParameters(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	tests := []struct {
+		path   string
+		status int
+		detail string
+	}{
+		{"/users/?domain_id=1;x", 422, "domain_id: must be an integer"},
+		{"/users/?domain_id=%zz", 422, "domain_id: could not be decoded"},
+		{"/aliases/?domain_id=1;x", 422, "domain_id: must be an integer"},
+		{"/users/?domain_id=abc", 422, "domain_id: must be an integer"},
+		{"/users/?domain_id=-1", 404, "Domain not found"},
+		{"/users/?domain_id=0", 404, "Domain not found"},
+		{"/users/?limit=1;x", 422, "limit: must be a non-negative integer"},
+		{"/domains/?offset=%zz", 422, "offset: could not be decoded"},
+		{"/domains/?offset=2147483649", 422, "offset: must be at most 2147483648"},
+		{"/domains/?limit=2147483649", 422, "limit: must be at most 2147483648"},
+		{"/domains/?limit=%31", 200, ""}, // "1", escaped
+		{"/users/?domain_id=1", 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			r := e.a("GET", tt.path, "")
+			if r.status != tt.status || (tt.detail != "" && r.detail() != tt.detail) {
+				t.Fatalf("GET %s = %d %s, want %d %q", tt.path, r.status, r.body, tt.status, tt.detail)
+			}
+		})
+	}
+	r := must(t, "DELETE with a bad force", e.a("DELETE", "/domains/alpha.example?force=%zz", ""), 422)
+	if r.detail() != "force: could not be decoded" {
+		t.Errorf("DELETE ?force=%%zz detail %q", r.detail())
+	}
 }
 
 // TestInterfaceErrors covers every row of interface.md section 7, and
@@ -547,6 +591,9 @@ func TestBodies(t *testing.T) {
 		{"null", `null`, 422, "body: must be a JSON object"},
 		{"truncated", `{"retention_days":5`, 422, "body: must be a JSON object"},
 		{"trailing data", `{"retention_days":5} {}`, 422, "body: must be a single JSON object"},
+		{"number in a string", `{"retention_days":"5"}`, 422, "retention_days: must be an integer"},
+		{"boolean", `{"retention_days":true}`, 422, "retention_days: must be an integer"},
+		{"integer too large", `{"retention_days":99999999999999999999}`, 422, "retention_days: must be between 1 and 36500"},
 		{"over 1 MiB", big, 413, "Request body too large"},
 		{"just under 1 MiB", `{"retention_days":5,"pad":"` + strings.Repeat("x", 1<<20-40) + `"}`, 200, ""},
 	}

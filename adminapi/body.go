@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -71,8 +72,8 @@ func (b body) int(field string, lo, hi int64) (int64, error) {
 	raw := strings.TrimSpace(string(b[field]))
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
-		var num json.Number
-		if json.Unmarshal(b[field], &num) != nil || strings.ContainsAny(raw, ".eE") {
+		if !integerLiteral(raw) {
+			// A string ("100" too), a fraction, an exponent, a boolean.
 			return 0, unprocessable(field, "must be an integer")
 		}
 		// An integer literal too large for int64.
@@ -82,6 +83,13 @@ func (b body) int(field string, lo, hi int64) (int64, error) {
 		return 0, unprocessable(field, "must be between %d and %d", lo, hi)
 	}
 	return n, nil
+}
+
+// integerLiteral reports whether s is a JSON integer: an optional minus
+// and digits only.
+func integerLiteral(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // password reads a password field: 8 to 1024 characters.
@@ -101,11 +109,31 @@ func timestamp(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 const timeLayout = "2006-01-02T15:04:05"
 
+// queryValue is the value of the query parameter name, "" when absent.
+// Unlike url.Values, which drops a pair it cannot decode (a bad %-escape,
+// a ";"), it answers 422 for such a value, or keeps it whole so that it
+// fails its own check: a filter or a page the client sent must not
+// quietly turn into "everything".
+func queryValue(r *http.Request, name string) (string, error) {
+	for _, pair := range strings.Split(r.URL.RawQuery, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		if key, err := url.QueryUnescape(k); err != nil || key != name {
+			continue
+		}
+		val, err := url.QueryUnescape(v)
+		if err != nil {
+			return "", unprocessable(name, "could not be decoded")
+		}
+		return val, nil
+	}
+	return "", nil
+}
+
 // queryInt reads an optional non-negative integer query parameter.
 func queryInt(r *http.Request, name string) (int64, bool, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return 0, false, nil
+	v, err := queryValue(r, name)
+	if err != nil || v == "" {
+		return 0, false, err
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
@@ -119,18 +147,18 @@ const maxPage = 1 << 31
 
 // page reads limit and offset.
 func page(r *http.Request) (lim, off int, err error) {
-	l, _, err := queryInt(r, "limit")
-	if err != nil {
-		return 0, 0, err
+	var n [2]int64
+	for i, name := range []string{"limit", "offset"} {
+		v, _, err := queryInt(r, name)
+		if err != nil {
+			return 0, 0, err
+		}
+		if v > maxPage {
+			return 0, 0, unprocessable(name, "must be at most %d", maxPage)
+		}
+		n[i] = v
 	}
-	o, _, err := queryInt(r, "offset")
-	if err != nil {
-		return 0, 0, err
-	}
-	if l > maxPage || o > maxPage {
-		return 0, 0, unprocessable("limit", "and offset must be at most %d", maxPage)
-	}
-	return int(l), int(o), nil
+	return int(n[0]), int(n[1]), nil
 }
 
 // writeList writes a list with its total in X-Total-Count.

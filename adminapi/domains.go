@@ -139,8 +139,12 @@ func (a *API) deleteDomain(w http.ResponseWriter, r *http.Request, c call) error
 	if err != nil {
 		return err
 	}
+	f, err := queryValue(r, "force")
+	if err != nil {
+		return err
+	}
 	var force bool
-	switch r.URL.Query().Get("force") {
+	switch f {
 	case "", "false", "0":
 	case "true", "1":
 		force = true

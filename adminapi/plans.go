@@ -15,12 +15,19 @@ type planJSON struct {
 
 // listPlans answers GET /plans: the plans on offer, the defaults first.
 func (a *API) listPlans(w http.ResponseWriter, r *http.Request, c call) error {
+	lim, off, err := page(r)
+	if err != nil {
+		return err
+	}
 	all := a.plans.All()
 	out := make([]planJSON, 0, len(all))
-	for _, p := range all {
+	for i, p := range all {
+		if i < off || (lim > 0 && len(out) == lim) {
+			continue
+		}
 		out = append(out, planJSON{p.Name, p.QuotaMB, p.RetentionDays, p.TransferMonthlyMB})
 	}
-	writeList(w, len(out), out)
+	writeList(w, len(all), out)
 	return nil
 }
 

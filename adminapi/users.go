@@ -115,17 +115,17 @@ func (a *API) createMailbox(w http.ResponseWriter, r *http.Request, c call) erro
 }
 
 // domainIDQuery reads the optional domain_id filter of a list; 0 means
-// all. An id that no domain can have is an unknown domain.
+// all. An id that no domain can have (0 or below) is an unknown domain.
 func domainIDQuery(r *http.Request) (int64, error) {
-	v := r.URL.Query().Get("domain_id")
-	if v == "" {
-		return 0, nil
+	v, err := queryValue(r, "domain_id")
+	if err != nil || v == "" {
+		return 0, err
 	}
-	id, ok, err := queryInt(r, "domain_id")
+	id, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
 		return 0, unprocessable("domain_id", "must be an integer")
 	}
-	if !ok || id <= 0 {
+	if id <= 0 {
 		return 0, errDomainNotFound
 	}
 	return id, nil
