@@ -16,7 +16,7 @@ import (
 
 // schemaVersion is the layout version this binary writes. Open upgrades an
 // older file, one migration per version, each in its own transaction.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // Bucket layout. Every lookup the API and the mail plane make is a key or a
 // prefix seek in one of these; nothing scans another partner's data.
@@ -51,6 +51,12 @@ const schemaVersion = 3
 // same release, name each entry's destination domain):
 //
 //	queue_domain      domainID|id -> "" (every entry; 0 for bounces)
+//
+// Schema 4 keeps the MTA-STS policies of the queue's destinations
+// (bolt_sts.go), so that a restart does not forget them:
+//
+//	sts               domain -> MTA-STS policy (JSON)
+//	sts_expiry        expires (unix nanos, 8)|domain -> "" (every policy)
 //
 // The mail plane's buckets are described in bolt_mail.go.
 var (
@@ -199,6 +205,14 @@ var migrations = []func(*bolt.Tx) error{
 			}
 			return idx.Put(pair(o.DomainID, o.ID), nil)
 		})
+	},
+	func(tx *bolt.Tx) error { // 3 -> 4: MTA-STS policies
+		for _, b := range stsBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
 	},
 }
 

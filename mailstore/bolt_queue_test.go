@@ -301,8 +301,8 @@ func TestBoltUpgradeSchema1(t *testing.T) {
 	writeSchema(t, path, 1)
 
 	openBolt(t, dir).Close()
-	if got := readSchema(t, path); got != 3 {
-		t.Errorf("schema after upgrade = %d, want 3", got)
+	if got := readSchema(t, path); got != 4 {
+		t.Errorf("schema after upgrade = %d, want 4", got)
 	}
 	s = openBolt(t, dir)
 	defer s.Close()
@@ -453,8 +453,8 @@ func TestBoltUpgradeSchema2(t *testing.T) {
 	writeSchema(t, path, 2)
 
 	openBolt(t, dir).Close()
-	if got := readSchema(t, path); got != 3 {
-		t.Errorf("schema after upgrade = %d, want 3", got)
+	if got := readSchema(t, path); got != 4 {
+		t.Errorf("schema after upgrade = %d, want 4", got)
 	}
 	s = openBolt(t, dir)
 	defer s.Close()

@@ -144,7 +144,8 @@ type ClaimOptions struct {
 const ClaimScanLimit = 4096
 
 // Queue is the durable outbound queue. Entries are created by Deliver (its
-// Relay part) and worked by the outbound package's delivery workers.
+// Relay part) and worked by the outbound package's delivery workers, which
+// also keep here the MTA-STS policies of the destinations (STSPolicy).
 // Deleting a domain or a mailbox leaves its queued mail in the queue: it
 // is mail in flight.
 type Queue interface {
@@ -210,4 +211,23 @@ type Queue interface {
 	// An attempt already under way may still deliver it; its outcome then
 	// finds the entry gone (ErrOutboundNotFound). ErrOutboundNotFound.
 	DeleteOutbound(ctx context.Context, id int64) (Outbound, error)
+
+	// STSPolicy answers the MTA-STS policy stored for a destination domain
+	// (folded to lower case, a final dot dropped) that is still valid at
+	// now (now before its Expires), as PutSTSPolicy stored it: times in
+	// UTC with second precision, MaxAge in whole seconds, Domain folded.
+	// ErrSTSPolicyNotFound when there is none, or it has expired. It is
+	// one key read.
+	STSPolicy(ctx context.Context, domain string, now time.Time) (STSPolicy, error)
+	// PutSTSPolicy stores a domain's policy, replacing the one it had
+	// (whatever its expiry), and in the same transaction deletes up to
+	// STSPruneLimit other policies expired at now (Expires at or before
+	// now), those that expired first. The outbound queue calls it once
+	// per policy fetched, so that expired policies go at least as fast as
+	// new ones come, and no call scans the policies: its cost is that of
+	// the one it stores and the few it deletes. A policy already expired
+	// at now may be stored, and may be deleted at once; STSPolicy never
+	// answers it. ErrInvalidArgument for an empty domain or a negative
+	// MaxAge.
+	PutSTSPolicy(ctx context.Context, p STSPolicy, now time.Time) error
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/mailhost/mailhost/mailstore"
 )
 
-// runQueue checks the outbound queue, transfer counting and caps, and DKIM
-// keys.
+// runQueue checks the outbound queue, transfer counting and caps, DKIM
+// keys, and the MTA-STS policies of destinations (sts.go).
 func runQueue(t *testing.T, open Open) {
 	t.Run("deliver_relay", func(t *testing.T) { queueDeliverRelay(t, open) })
 	t.Run("relay_invalid", func(t *testing.T) { queueRelayInvalid(t, open) })
@@ -37,6 +37,13 @@ func runQueue(t *testing.T, open Open) {
 	t.Run("concurrent", func(t *testing.T) { queueConcurrent(t, open) })
 	t.Run("dkim", func(t *testing.T) { queueDKIM(t, open) })
 	t.Run("context_done", func(t *testing.T) { queueContextDone(t, open) })
+	t.Run("sts_round_trip", func(t *testing.T) { stsRoundTrip(t, open) })
+	t.Run("sts_expiry", func(t *testing.T) { stsExpiry(t, open) })
+	t.Run("sts_replace", func(t *testing.T) { stsReplace(t, open) })
+	t.Run("sts_prune", func(t *testing.T) { stsPrune(t, open) })
+	t.Run("sts_fold", func(t *testing.T) { stsFold(t, open) })
+	t.Run("sts_invalid", func(t *testing.T) { stsInvalid(t, open) })
+	t.Run("sts_context_done", func(t *testing.T) { stsContextDone(t, open) })
 }
 
 // qt is one queue test's store: partner, domains a.example and b.example
