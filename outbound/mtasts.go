@@ -17,6 +17,8 @@ import (
 
 	"github.com/emersion/go-smtp"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 // MTA-STS (RFC 8461): a domain publishes, in DNS and over HTTPS, which MX
@@ -250,10 +252,16 @@ type stsEntry struct {
 	failedAt time.Time
 }
 
-// stsCache holds the policies of the destinations delivered to. It is
-// held in memory only: after a restart each policy is fetched again, and
-// until then a domain is as safe as its DNS (RFC 8461 section 10.2 notes
-// the same of a first delivery).
+// stsCache holds the policies of the destinations delivered to: the
+// first level of two, the store (Config.Store: STSPolicy, PutSTSPolicy)
+// the second. Every policy fetched is written to the store too, and a
+// domain the cache has no entry of is read from there (loadSTS): after a
+// restart, or once the cache dropped it, a domain is not left as safe as
+// its DNS until its policy is fetched again, which an attacker who blocks
+// the TXT lookup or the fetch could prevent (RFC 8461 sections 5.1 and
+// 10). A domain with an entry, even an empty one, has been read from the
+// store already: a destination's messages cost one store read, not one
+// each.
 type stsCache struct {
 	max int
 	// fetches joins concurrent fetches of the same domain and id: a
@@ -282,6 +290,23 @@ func (c *stsCache) get(domain string) (stsEntry, bool) {
 func (c *stsCache) put(e stsEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(e)
+}
+
+// add stores e as put does unless the domain has an entry already, and
+// answers the domain's entry: what the store had must not replace a
+// policy fetched meanwhile.
+func (c *stsCache) add(e stsEntry) stsEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byDomain[e.domain]; ok {
+		return *el.Value.(*stsEntry)
+	}
+	c.putLocked(e)
+	return e
+}
+
+func (c *stsCache) putLocked(e stsEntry) {
 	if c.byDomain == nil {
 		c.byDomain = map[string]*list.Element{}
 	}
@@ -300,14 +325,18 @@ func (c *stsCache) put(e stsEntry) {
 // is looked up for every attempt (the service's resolver caches it); the
 // policy is fetched when its id is new, when the cached policy expired,
 // or when it is about to (stsRefreshWindow). A
-// valid cached policy keeps applying when the TXT record is gone or the
-// fetch fails (section 5.1: an attacker who can block DNS or HTTPS must
-// not be able to turn a policy off). A domain with a TXT record but no
-// policy that can be fetched gets opportunistic TLS, as if it had none.
+// valid cached policy, in memory or in the store, keeps applying when the
+// TXT record is gone or the fetch fails (section 5.1: an attacker who can
+// block DNS or HTTPS must not be able to turn a policy off). A domain
+// with a TXT record but no policy that can be fetched gets opportunistic
+// TLS, as if it had none.
 func (s *Sender) stsPolicy(ctx context.Context, domain string) *stsPolicy {
 	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
 	now := s.now()
-	cached, _ := s.sts.get(domain)
+	cached, ok := s.sts.get(domain)
+	if !ok {
+		cached = s.loadSTS(ctx, domain, now)
+	}
 	var valid *stsPolicy
 	if cached.policy != nil && now.Before(cached.expires) {
 		valid = cached.policy
@@ -353,12 +382,52 @@ func (s *Sender) stsPolicy(ctx context.Context, domain string) *stsPolicy {
 		}
 		s.log.Info("MTA-STS policy fetched", "domain", domain, "id", id, "mode", string(p.mode), "max_age_s", int64(p.maxAge/time.Second))
 		s.sts.put(stsEntry{domain: domain, policy: &p, id: id, expires: now.Add(p.maxAge)})
+		s.storeSTS(ctx, domain, id, p, now)
 		return &p, nil
 	})
 	if err != nil {
 		return valid
 	}
 	return v.(*stsPolicy)
+}
+
+// loadSTS reads from the store the policy of a domain the cache has no
+// entry of, and makes it the domain's entry: its policy when the store
+// has one still valid at now, else an empty entry, so that the domain's
+// next messages do not read the store again. A read that fails otherwise
+// is logged and leaves the cache alone, for the next message to try
+// again; this one goes by what DNS and the policy server say.
+func (s *Sender) loadSTS(ctx context.Context, domain string, now time.Time) stsEntry {
+	e := stsEntry{domain: domain}
+	sp, err := s.cfg.Store.STSPolicy(ctx, domain, now)
+	switch {
+	case errors.Is(err, mailstore.ErrSTSPolicyNotFound):
+	case err != nil:
+		if ctx.Err() == nil {
+			s.log.Error("read the stored MTA-STS policy", "domain", domain, "err", err)
+		}
+		return e
+	default:
+		switch m := stsMode(sp.Mode); m {
+		case stsEnforce, stsTesting, stsNone:
+			p := stsPolicy{mode: m, mx: sp.MX, maxAge: sp.MaxAge}
+			e.policy, e.id, e.expires = &p, sp.ID, sp.Expires
+		default:
+			// Not written by this package: fetch the policy again.
+			s.log.Error("stored MTA-STS policy has an unknown mode", "domain", domain, "mode", sp.Mode)
+		}
+	}
+	return s.sts.add(e)
+}
+
+// storeSTS writes a policy just fetched to the store, for the Senders
+// that come after this one. Failing that, the policy still applies from
+// memory: the error is logged, and the next fetch writes it again.
+func (s *Sender) storeSTS(ctx context.Context, domain, id string, p stsPolicy, now time.Time) {
+	sp := mailstore.STSPolicy{Domain: domain, ID: id, Mode: string(p.mode), MX: p.mx, MaxAge: p.maxAge, FetchedAt: now, Expires: now.Add(p.maxAge)}
+	if err := s.cfg.Store.PutSTSPolicy(ctx, sp, now); err != nil {
+		s.log.Error("store the MTA-STS policy", "domain", domain, "id", id, "err", err)
+	}
 }
 
 // fetchSTSPolicy gets and parses https://mta-sts.<domain>/.well-known/mta-sts.txt

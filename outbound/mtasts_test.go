@@ -445,6 +445,80 @@ func TestMTASTSRefresh(t *testing.T) {
 	stopClean(t, e, s.mx)
 }
 
+// A policy fetched before a restart applies after it: the new Sender
+// finds it in the store, though the TXT record is gone, the policy
+// server fails and the MX is one the policy does not list; an attacker
+// who blocks DNS and HTTPS right after a restart gets the mail deferred,
+// not sent in plain text (RFC 8461 sections 5.1 and 10). With the same
+// TXT id it is not fetched again; past its max_age it is forgotten.
+func TestMTASTSRestart(t *testing.T) {
+	mxTLS, _ := namedCert(t, stsMXHost)
+	s := newSTSSetup(t, mxTLS, stsRecord, stsEnforced)
+	s.roots.AddCert(mustLeaf(t, mxTLS))
+	clk := newClock()
+	s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("before the restart"))
+	e := s.start(clk, nil)
+	s.mx.waitMessages(t, 1)
+	s.f.waitEmpty()
+	stopClean(t, e, s.mx)
+	if p, err := s.f.st.STSPolicy(context.Background(), stsDomain, clk.Now()); err != nil || p.ID != "20261122T0930" || p.Mode != "enforce" ||
+		!slices.Equal(p.MX, []string{stsMXHost, "*.backup.test"}) || p.MaxAge != 24*time.Hour || !p.Expires.Equal(clk.Now().Add(24*time.Hour)) {
+		t.Errorf("stored policy = %+v, %v; want the one fetched", p, err)
+	}
+
+	if err := s.f.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.f.open()
+	s.dns.setTXT(stsDomain, "")
+	s.dns.setMX(stsDomain, "mx.unlisted.test")
+	s.policy.set(500, "", "")
+	clk.Advance(time.Hour)
+	s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("after the restart"))
+	e = s.start(clk, nil)
+	waitFor(t, "the first attempt after the restart", func() bool {
+		es := s.f.entries()
+		return len(s.mx.messages()) > 1 || len(es) == 1 && es[0].Attempts >= 1
+	})
+	if n := len(s.mx.messages()); n != 1 {
+		t.Fatalf("after the restart the unlisted MX got %d messages, want none: the stored policy did not apply", n-1)
+	}
+	got := s.f.waitAttempts(1)
+	if !strings.Contains(got.LastError, "no MX host matches the MTA-STS policy") {
+		t.Errorf("recorded error %q, want the stored policy's", got.LastError)
+	}
+	if got.Recipients[0].State != mailstore.RecipientPending {
+		t.Errorf("recipient %+v, want pending", got.Recipients[0])
+	}
+
+	// The TXT record back with the same id: the stored policy is
+	// current, nothing is fetched.
+	s.dns.setTXT(stsDomain, stsRecord)
+	clk.Advance(time.Hour)
+	e.sender.Wake()
+	got = s.f.waitAttempts(2)
+	if !strings.Contains(got.LastError, "no MX host matches the MTA-STS policy") {
+		t.Errorf("with the same id: recorded error %q, want the stored policy's", got.LastError)
+	}
+	if n := s.policy.count(); n != 1 {
+		t.Errorf("%d policy requests, want 1 (before the restart)", n)
+	}
+	if n := len(s.mx.messages()); n != 1 {
+		t.Errorf("MX got %d messages, want 1 (before the restart)", n)
+	}
+
+	// Past max_age (a day after the fetch) the policy is gone: the
+	// fetch fails, and the mail goes with opportunistic TLS.
+	clk.Advance(23 * time.Hour)
+	e.sender.Wake()
+	s.mx.waitMessages(t, 2)
+	s.f.waitEmpty()
+	if n := s.policy.count(); n != 2 {
+		t.Errorf("%d policy requests, want 2", n)
+	}
+	stopClean(t, e, s.mx)
+}
+
 func TestSTSRefreshWindow(t *testing.T) {
 	for _, c := range []struct{ maxAge, want time.Duration }{
 		{time.Hour, 15 * time.Minute},
@@ -664,5 +738,24 @@ func TestSTSCacheBound(t *testing.T) {
 	}
 	if n := c.order.Len(); n != 3 {
 		t.Errorf("%d entries, want 3", n)
+	}
+}
+
+// add keeps the entry a domain has: a policy read from the store must
+// not replace one fetched meanwhile.
+func TestSTSCacheAdd(t *testing.T) {
+	c := &stsCache{max: 3}
+	fetched := stsEntry{domain: "a.test", id: "fetched"}
+	c.put(fetched)
+	if got := c.add(stsEntry{domain: "a.test", id: "stored"}); got.id != "fetched" {
+		t.Errorf("add(a.test) = %+v, want the entry fetched", got)
+	}
+	if got := c.add(stsEntry{domain: "b.test", id: "stored"}); got.id != "stored" {
+		t.Errorf("add(b.test) = %+v, want the entry added", got)
+	}
+	for d, want := range map[string]string{"a.test": "fetched", "b.test": "stored"} {
+		if e, ok := c.get(d); !ok || e.id != want {
+			t.Errorf("get(%q) = %+v, %v; want id %q", d, e, ok, want)
+		}
 	}
 }

@@ -26,10 +26,11 @@
 //
 // With MTASTS, mail to MX hosts follows the destination's MTA-STS policy
 // (RFC 8461; mtasts.go): the policy is found through DNS
-// ("_mta-sts.<domain>" TXT), fetched over HTTPS and kept in memory for its
-// max_age. In "enforce" mode only the MX hosts the policy names are
-// tried, each with TLS and a certificate valid for its name; anything
-// less defers the mail (4.7.5), never sends it in plain text. Sessions
+// ("_mta-sts.<domain>" TXT), fetched over HTTPS and kept for its max_age,
+// in memory and in the Store, so that a restart does not forget it. In
+// "enforce" mode only the MX hosts the policy names are tried, each with
+// TLS and a certificate valid for its name; anything less defers the mail
+// (4.7.5), never sends it in plain text. Sessions
 // opened that way are cached apart from opportunistic ones (cache.go).
 // Mail to the relay is not affected.
 package outbound
@@ -51,8 +52,9 @@ import (
 // Config configures a Sender. Zero values are replaced by the defaults
 // stated on each field.
 type Config struct {
-	// Store holds the queue, and the mailboxes that local destinations
-	// and bounces are delivered to. Required.
+	// Store holds the queue, the mailboxes that local destinations and
+	// bounces are delivered to, and the MTA-STS policies fetched.
+	// Required.
 	Store mailstore.Store
 	// Hostname is the name said in EHLO and the Reporting-MTA of bounces,
 	// which come from MAILER-DAEMON@Hostname. "" means os.Hostname.
