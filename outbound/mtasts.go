@@ -45,6 +45,11 @@ const (
 	// would otherwise cost a fetch (up to stsFetchTimeout) and a log line
 	// for every message.
 	stsRetryFailed = 5 * time.Minute
+	// stsMaxMX bounds a policy's mx patterns. RFC 8461 sets no number;
+	// real policies name a handful. A policy with more is invalid (the
+	// domain gets opportunistic TLS, as without one), so that no domain
+	// can make a cached policy, which is also kept in the store, large.
+	stsMaxMX = 64
 	// stsMaxDomains bounds the policy cache; the entry stored longest
 	// ago goes first.
 	stsMaxDomains = 10000
@@ -131,6 +136,9 @@ func parseSTSPolicy(text string) (stsPolicy, error) {
 			pat := strings.ToLower(strings.TrimSuffix(value, "."))
 			if !validMXPattern(pat) {
 				return stsPolicy{}, fmt.Errorf("mx %q is not a host name pattern", trimForError(value))
+			}
+			if len(p.mx) == stsMaxMX {
+				return stsPolicy{}, fmt.Errorf("more than %d mx", stsMaxMX)
 			}
 			p.mx = append(p.mx, pat)
 		}

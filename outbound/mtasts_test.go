@@ -654,6 +654,9 @@ func TestParseSTSPolicy(t *testing.T) {
 		{"wildcard in the middle", "version: STSv1\nmode: enforce\nmx: a.*.test\nmax_age: 1\n", nil},
 		{"line without colon", "version: STSv1\nmode: enforce\nmx a.test\nmax_age: 1\n", nil},
 		{"HTML", "<html><body>version: STSv1</body></html>", nil},
+		{"64 mx", "version: STSv1\nmode: enforce\nmax_age: 1\n" + strings.Repeat("mx: a.test\n", 64),
+			&stsPolicy{mode: stsEnforce, mx: slices.Repeat([]string{"a.test"}, 64), maxAge: time.Second}},
+		{"65 mx", "version: STSv1\nmode: enforce\nmax_age: 1\n" + strings.Repeat("mx: a.test\n", 65), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseSTSPolicy(tc.text)
