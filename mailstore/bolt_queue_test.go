@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -152,6 +153,31 @@ func rawUpdate(t *testing.T, dir, what string, fn func(*bolt.Tx) error) {
 	}
 }
 
+// asSchema makes a closed store's file look as schema v wrote it: without
+// the buckets later schemas added, and version v.
+func asSchema(t *testing.T, dir string, v uint64, laterBuckets ...string) {
+	t.Helper()
+	rawUpdate(t, dir, fmt.Sprintf("make a schema %d file", v), func(tx *bolt.Tx) error {
+		for _, b := range laterBuckets {
+			if err := tx.DeleteBucket([]byte(b)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	writeSchema(t, filepath.Join(dir, mailstore.FileName), v)
+}
+
+// upgrade opens and closes the store in dir, which migrates it, and
+// checks that the file is then at the latest schema.
+func upgrade(t *testing.T, dir string) {
+	t.Helper()
+	openBolt(t, dir).Close()
+	if got := readSchema(t, filepath.Join(dir, mailstore.FileName)); got != 4 {
+		t.Errorf("schema after upgrade = %d, want 4", got)
+	}
+}
+
 // emptyValues sets every value of the buckets to empty, as before they
 // held anything.
 func emptyValues(tx *bolt.Tx, buckets ...string) error {
@@ -279,7 +305,6 @@ func jsonOf(t *testing.T, v any) string {
 func TestBoltUpgradeSchema1(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	path := filepath.Join(dir, mailstore.FileName)
 	s, _, u, _ := boltMailFixture(t, dir)
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	if _, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("from v1"), ReceivedAt: at, MailboxIDs: []int64{u.ID}}); err != nil {
@@ -290,20 +315,8 @@ func TestBoltUpgradeSchema1(t *testing.T) {
 	}
 	// Make it the file schema 1 wrote: the same buckets but those of the
 	// queue and DKIM keys, and version 1.
-	rawUpdate(t, dir, "make a schema 1 file", func(tx *bolt.Tx) error {
-		for _, b := range []string{"queue", "queue_due", "queue_held", "dkim", "queue_domain"} {
-			if err := tx.DeleteBucket([]byte(b)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	writeSchema(t, path, 1)
-
-	openBolt(t, dir).Close()
-	if got := readSchema(t, path); got != 4 {
-		t.Errorf("schema after upgrade = %d, want 4", got)
-	}
+	asSchema(t, dir, 1, "queue", "queue_due", "queue_held", "dkim", "queue_domain", "sts", "sts_expiry")
+	upgrade(t, dir)
 	s = openBolt(t, dir)
 	defer s.Close()
 	inbox, err := s.Folder(ctx, u.ID, "INBOX")
@@ -434,7 +447,6 @@ func TestBoltDeleteOutboundFreesBody(t *testing.T) {
 func TestBoltUpgradeSchema2(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	path := filepath.Join(dir, mailstore.FileName)
 	s, _, u, _ := boltMailFixture(t, dir)
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	res, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("deferred"), ReceivedAt: at, SenderDomainID: u.DomainID,
@@ -449,13 +461,8 @@ func TestBoltUpgradeSchema2(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rawUpdate(t, dir, "make a schema 2 file", func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("queue_domain")) })
-	writeSchema(t, path, 2)
-
-	openBolt(t, dir).Close()
-	if got := readSchema(t, path); got != 4 {
-		t.Errorf("schema after upgrade = %d, want 4", got)
-	}
+	asSchema(t, dir, 2, "queue_domain", "sts", "sts_expiry")
+	upgrade(t, dir)
 	s = openBolt(t, dir)
 	defer s.Close()
 	if n, err := s.FlushOutboundDomain(ctx, u.DomainID, at); err != nil || n != 1 {

@@ -121,7 +121,6 @@ func TestBoltSTSIndex(t *testing.T) {
 func TestBoltUpgradeSchema3(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	path := filepath.Join(dir, mailstore.FileName)
 	s, _, u, _ := boltMailFixture(t, dir)
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	res, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("queued"), ReceivedAt: at, SenderDomainID: u.DomainID,
@@ -132,20 +131,8 @@ func TestBoltUpgradeSchema3(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rawUpdate(t, dir, "make a schema 3 file", func(tx *bolt.Tx) error {
-		for _, b := range []string{"sts", "sts_expiry"} {
-			if err := tx.DeleteBucket([]byte(b)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	writeSchema(t, path, 3)
-
-	openBolt(t, dir).Close()
-	if got := readSchema(t, path); got != 4 {
-		t.Errorf("schema after upgrade = %d, want 4", got)
-	}
+	asSchema(t, dir, 3, "sts", "sts_expiry")
+	upgrade(t, dir)
 	s = openBolt(t, dir)
 	defer s.Close()
 	if got, err := s.ClaimOutbound(ctx, at, time.Minute, 10, mailstore.ClaimOptions{}); err != nil || len(got) != 1 || got[0].ID != res.Queued[0] {

@@ -209,6 +209,28 @@ func newSTSSetup(t *testing.T, mxTLS *tls.Config, txt, policy string) *stsSetup 
 	return s
 }
 
+// newEnforcedSetup is an stsSetup whose policy is published and
+// enforced, and whose MX has a certificate for its name that the roots
+// trust.
+func newEnforcedSetup(t *testing.T) *stsSetup {
+	t.Helper()
+	mxTLS, _ := namedCert(t, stsMXHost)
+	s := newSTSSetup(t, mxTLS, stsRecord, stsEnforced)
+	s.roots.AddCert(mustLeaf(t, mxTLS))
+	return s
+}
+
+// deliverFirst queues a message to the enforced domain, starts a Sender
+// with cfg and waits until the MX has it and the queue is empty.
+func (s *stsSetup) deliverFirst(t *testing.T, clk *clock, subject string, cfg func(*Config)) *env {
+	t.Helper()
+	s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message(subject))
+	e := s.start(clk, cfg)
+	s.mx.waitMessages(t, 1)
+	s.f.waitEmpty()
+	return e
+}
+
 // start runs a Sender with MTA-STS on, the setup's roots for the MX and
 // the policy server, and the setup's resolver.
 func (s *stsSetup) start(clk *clock, cfg func(*Config)) *env {
@@ -229,9 +251,7 @@ func (s *stsSetup) start(clk *clock, cfg func(*Config)) *env {
 // Under an enforce policy, mail goes to a listed MX over TLS with a
 // certificate verified for the MX's name.
 func TestMTASTSEnforce(t *testing.T) {
-	mxTLS, _ := namedCert(t, stsMXHost)
-	s := newSTSSetup(t, mxTLS, stsRecord, stsEnforced)
-	s.roots.AddCert(mustLeaf(t, mxTLS))
+	s := newEnforcedSetup(t)
 	clk := newClock()
 	s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("enforced"))
 	e := s.start(clk, nil)
@@ -349,14 +369,9 @@ func TestMTASTSOpportunistic(t *testing.T) {
 // The MX is moved to a host the policy does not list, so that whether
 // the policy applied shows in whether the mail waits.
 func TestMTASTSCachedPolicy(t *testing.T) {
-	mxTLS, _ := namedCert(t, stsMXHost)
-	s := newSTSSetup(t, mxTLS, stsRecord, stsEnforced)
-	s.roots.AddCert(mustLeaf(t, mxTLS))
+	s := newEnforcedSetup(t)
 	clk := newClock()
-	s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("first"))
-	e := s.start(clk, func(c *Config) { c.SessionMessages = 1 })
-	s.mx.waitMessages(t, 1)
-	s.f.waitEmpty()
+	e := s.deliverFirst(t, clk, "first", func(c *Config) { c.SessionMessages = 1 })
 
 	// The same id: the cached policy, no fetch.
 	s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("second"))
@@ -402,14 +417,9 @@ func TestMTASTSCachedPolicy(t *testing.T) {
 // mail goes to its domain; once refreshed, it holds past the first
 // expiry even when later fetches fail.
 func TestMTASTSRefresh(t *testing.T) {
-	mxTLS, _ := namedCert(t, stsMXHost)
-	s := newSTSSetup(t, mxTLS, stsRecord, stsEnforced)
-	s.roots.AddCert(mustLeaf(t, mxTLS))
+	s := newEnforcedSetup(t)
 	clk := newClock()
-	s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("first"))
-	e := s.start(clk, func(c *Config) { c.SessionMessages = 1 })
-	s.mx.waitMessages(t, 1)
-	s.f.waitEmpty()
+	e := s.deliverFirst(t, clk, "first", func(c *Config) { c.SessionMessages = 1 })
 
 	steps := []struct {
 		advance time.Duration
@@ -452,14 +462,9 @@ func TestMTASTSRefresh(t *testing.T) {
 // not sent in plain text (RFC 8461 sections 5.1 and 10). With the same
 // TXT id it is not fetched again; past its max_age it is forgotten.
 func TestMTASTSRestart(t *testing.T) {
-	mxTLS, _ := namedCert(t, stsMXHost)
-	s := newSTSSetup(t, mxTLS, stsRecord, stsEnforced)
-	s.roots.AddCert(mustLeaf(t, mxTLS))
+	s := newEnforcedSetup(t)
 	clk := newClock()
-	s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("before the restart"))
-	e := s.start(clk, nil)
-	s.mx.waitMessages(t, 1)
-	s.f.waitEmpty()
+	e := s.deliverFirst(t, clk, "before the restart", nil)
 	stopClean(t, e, s.mx)
 	if p, err := s.f.st.STSPolicy(context.Background(), stsDomain, clk.Now()); err != nil || p.ID != "20261122T0930" || p.Mode != "enforce" ||
 		!slices.Equal(p.MX, []string{stsMXHost, "*.backup.test"}) || p.MaxAge != 24*time.Hour || !p.Expires.Equal(clk.Now().Add(24*time.Hour)) {
@@ -537,9 +542,7 @@ func TestSTSRefreshWindow(t *testing.T) {
 // destination, which opens its own with a verified certificate; that
 // one is reused for the next enforce message.
 func TestMTASTSSessionsApart(t *testing.T) {
-	mxTLS, _ := namedCert(t, stsMXHost)
-	s := newSTSSetup(t, mxTLS, stsRecord, stsEnforced)
-	s.roots.AddCert(mustLeaf(t, mxTLS))
+	s := newEnforcedSetup(t)
 	// plain.test has no policy and the same MX host.
 	s.dns.setMX("plain.test", stsMXHost)
 	clk := newClock()
