@@ -68,14 +68,18 @@ type budgetReader struct {
 	failed error
 }
 
-// newBudgetReader takes room for announced bytes (SIZE=, RFC 1870) at
-// once, when given: a client that says how much it sends waits for all of
-// it before it sends anything, rather than holding part of the budget
-// while it waits for the rest. b may be nil: no bound.
+// newBudgetReader reads r within b (nil: no bound). Room is taken only
+// for bytes that have arrived, never for what a client announces
+// (SIZE=, RFC 1870): taken at DATA, the announcement let a client
+// without an account hold the whole budget with a few connections that
+// announce 50 MB and send one byte, and every other message, inbound and
+// submitted, waited and was refused. Holding room now costs the client
+// the upload of that many bytes. An announced size larger than the whole
+// budget is refused at once, as it could never fit.
 func newBudgetReader(ctx context.Context, r io.Reader, b *MemoryBudget, announced int64) *budgetReader {
 	br := &budgetReader{r: r, b: b, ctx: ctx}
-	if b != nil && announced > 0 {
-		br.take(min(announced, b.size))
+	if b != nil && announced > b.size {
+		br.failed = errNoMemory
 	}
 	return br
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -35,16 +36,20 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	d.release()
 
-	// An announced size is taken at once, whole.
-	e := newBudgetReader(ctx, strings.NewReader("small"), b, budgetStep+10)
-	if e.held != 2*budgetStep {
-		t.Errorf("room taken for SIZE=%d: %d, want two steps", budgetStep+10, e.held)
+	// An announced size takes nothing before the bytes arrive; one
+	// larger than the whole budget is refused at once.
+	e := newBudgetReader(ctx, strings.NewReader("small"), b, 2*budgetStep)
+	if e.held != 0 {
+		t.Errorf("room taken for SIZE=%d before any byte: %d, want none", 2*budgetStep, e.held)
 	}
-	f := newBudgetReader(ctx, strings.NewReader("x"), b, budgetStep)
-	if err := read(f); !errors.Is(err, errNoMemory) {
-		t.Errorf("SIZE= over the room left = %v, want errNoMemory", err)
+	if err := read(e); err != nil || e.held != budgetStep {
+		t.Errorf("reading 5 bytes announced as %d = %v, holding %d; want nil, one step", 2*budgetStep, err, e.held)
 	}
 	e.release()
+	f := newBudgetReader(ctx, strings.NewReader("x"), b, 2*budgetStep+1)
+	if err := read(f); !errors.Is(err, errNoMemory) || f.held != 0 {
+		t.Errorf("SIZE= over the whole budget = %v, holding %d; want errNoMemory, nothing", err, f.held)
+	}
 	f.release()
 
 	// A message larger than the whole budget never fits.
@@ -75,6 +80,32 @@ func TestMXMemoryBudget(t *testing.T) {
 	hog.release()
 	if err := e.send(t, "s@remote.test", []string{"bob@a.test"}, message("fits", "body")); err != nil {
 		t.Errorf("delivery with room = %v", err)
+	}
+	if n := len(e.inbox(t, "bob@a.test")); n != 1 {
+		t.Errorf("bob has %d messages, want 1", n)
+	}
+}
+
+// TestAnnouncedSizeHoldsNothing: clients that announce SIZE= of the
+// whole budget and then send a byte at a time hold no room, so other
+// messages are stored at once (when the announcement was reserved at
+// DATA, two such connections without an account refused everyone's mail).
+func TestAnnouncedSizeHoldsNothing(t *testing.T) {
+	budget := NewMemoryBudget(2 * budgetStep)
+	budget.wait = 100 * time.Millisecond
+	e := newEnv(t, func(c *Config) { c.Memory = budget })
+	for range 2 {
+		r := e.dialRaw(t)
+		r.send("EHLO hog.test")
+		r.expect("250")
+		r.send(fmt.Sprintf("MAIL FROM:<s@remote.test> SIZE=%d", 2*budgetStep), "RCPT TO:<bob@a.test>", "DATA")
+		r.expect("250")
+		r.expect("250")
+		r.expect("354")
+		r.write("S")
+	}
+	if err := e.send(t, "s@remote.test", []string{"bob@a.test"}, message("not held back", "body")); err != nil {
+		t.Errorf("delivery beside two connections announcing the budget = %v, want it stored", err)
 	}
 	if n := len(e.inbox(t, "bob@a.test")); n != 1 {
 		t.Errorf("bob has %d messages, want 1", n)
