@@ -66,6 +66,8 @@ type API struct {
 	maxAls  int64
 	mux     *http.ServeMux
 	limiter *policy.Limiter
+	// failures limits failed authentications per client address.
+	failures *policy.Limiter
 	// passwords bounds concurrent argon2id hashes (19 MiB each), so a
 	// burst of mailbox creations cannot exhaust memory.
 	passwords *credential.Verifier
@@ -119,6 +121,7 @@ func New(cfg Config) *API {
 	}
 	// One request per key, rate a second after a burst.
 	a.limiter = policy.NewLimiter(rate, burst)
+	a.failures = policy.NewLimiter(failureRate, failureBurst)
 	a.mux = http.NewServeMux()
 	a.routes(a.mux.HandleFunc)
 	return a

@@ -81,6 +81,23 @@ func TestAuth(t *testing.T) {
 	}
 }
 
+// TestFailedAuthThrottled: an address that keeps failing to authenticate
+// is answered 429 after failureBurst failures, while a right key from it
+// still works.
+func TestFailedAuthThrottled(t *testing.T) {
+	e := newEnv(t)
+	unknown, _, _, _, _ := credential.NewAPIKey()
+	for i := range failureBurst {
+		must(t, fmt.Sprintf("bad key %d", i+1), e.raw("GET", "/domains/", unknown, ""), 401)
+	}
+	r := must(t, "one bad key too many", e.raw("GET", "/domains/", unknown, ""), 429)
+	if r.detail() != "Too many requests" || r.header.Get("Retry-After") == "" {
+		t.Errorf("throttled failure = %q, Retry-After %q", r.detail(), r.header.Get("Retry-After"))
+	}
+	must(t, "no key once throttled", e.raw("GET", "/domains/", "", ""), 429)
+	must(t, "the right key from the same address", e.a("GET", "/domains/", ""), 200)
+}
+
 func TestRouting(t *testing.T) {
 	e := newEnv(t)
 	e.seed()

@@ -1,7 +1,9 @@
 package adminapi
 
 import (
+	"hash/fnv"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,6 +30,10 @@ func (a *API) authed(fn apiFunc) http.HandlerFunc {
 		st.pattern = r.Pattern
 		c, keyID, err := a.authenticate(r)
 		if err != nil {
+			if (err == errNotAuthenticated || err == errInvalidKey) && !a.failureAllowed(w, r) {
+				writeError(w, r, errTooMany)
+				return
+			}
 			a.writeError(w, r, err)
 			return
 		}
@@ -42,6 +48,32 @@ func (a *API) authed(fn apiFunc) http.HandlerFunc {
 		}
 	}
 }
+
+// failureAllowed takes one of the client address's failed-authentication
+// tokens (failureBurst at once, failureRate a second after that) and, when
+// there is none left, sets Retry-After and answers false: a client that
+// keeps sending wrong or missing keys is answered 429 instead of 401. A
+// 256-bit secret cannot be guessed anyway; this bounds the work, and the
+// log lines, such a client costs. Right keys are never held back by it.
+func (a *API) failureAllowed(w http.ResponseWriter, r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	h := fnv.New64a()
+	h.Write([]byte(host))
+	ok, wait := a.failures.Take(int64(h.Sum64()), a.now())
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+	}
+	return ok
+}
+
+// Failed authentications allowed per client address.
+const (
+	failureBurst = 20
+	failureRate  = 1 // a second
+)
 
 // open adapts a handler that needs no key (health, the OpenAPI document).
 func (a *API) open(fn func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
