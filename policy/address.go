@@ -44,6 +44,13 @@ func NormalizeDomain(s string) (string, error) {
 	if s == "" || len(s) > 4*253 || !utf8.ValidString(s) || strings.TrimSpace(s) != s || strings.HasSuffix(s, ".") {
 		return "", fmt.Errorf("%q: %w", s, ErrBadDomain)
 	}
+	// IDNA's mapping drops some invisible characters (U+200B, U+00AD,
+	// U+FEFF), so "exa<U+200B>mple.com" would be example.com: refused
+	// instead, as in local parts, so that no two spellings that look
+	// alike and differ name the same domain.
+	if strings.IndexFunc(s, invisible) >= 0 {
+		return "", fmt.Errorf("%q: %w", s, ErrBadDomain)
+	}
 	a, err := domainProfile.ToASCII(s)
 	if err != nil {
 		return "", fmt.Errorf("%q: %w", s, ErrBadDomain)
@@ -120,6 +127,10 @@ func DomainOf(addr string) string { return addr[strings.LastIndexByte(addr, '@')
 
 // atext is RFC 5322 section 3.2.3's atext without the letters and digits.
 const atextSpecials = "!#$%&'*+-/=?^_`{|}~"
+
+// invisible reports a non-ASCII rune that prints as nothing or as a
+// space: format controls (U+200B, U+00AD, U+202E...) and Unicode spaces.
+func invisible(r rune) bool { return r >= 0x80 && !unicode.IsPrint(r) }
 
 func normalizeLocal(l string) (string, error) {
 	if l == "" || len(l) > 4*64 || l[0] == '.' || l[len(l)-1] == '.' || strings.Contains(l, "..") {
