@@ -16,8 +16,9 @@ import (
 // applied, with no transaction open: ready for MAIL.
 type clientSession struct {
 	c *smtp.Client
-	// nc is the connection under c, the TLS one when isTLS; closing it
-	// cuts off a command under way.
+	// nc is the connection under c, the TLS one when isTLS, with its
+	// replies bounded (replyLimitConn); closing it cuts off a command
+	// under way.
 	nc    net.Conn
 	isTLS bool
 	// key is the server: its address and the name it was reached by.

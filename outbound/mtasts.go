@@ -491,6 +491,9 @@ func (s *Sender) newSTSClient() *http.Client {
 		TLSClientConfig:       tc,
 		TLSHandshakeTimeout:   stsFetchTimeout,
 		ResponseHeaderTimeout: stsFetchTimeout,
+		// The body is bounded in fetchSTSPolicy; the headers would
+		// otherwise be allowed 10 MB, and a policy needs a few lines.
+		MaxResponseHeaderBytes: stsMaxPolicyBytes,
 		// A domain's policy is fetched once per max_age: a kept-alive
 		// connection would seldom serve again, and would outlive Run.
 		DisableKeepAlives: true,

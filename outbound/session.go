@@ -328,13 +328,15 @@ func (s *Sender) connect(ctx context.Context, addr, host string, need error) (*s
 		// reads a greeting first, which the server does not send again
 		// (RFC 3207 section 4.2: the client says EHLO next), so that
 		// greeting is played to it from here.
-		tlsC := smtp.NewClient(&greetedConn{Conn: tc, r: io.MultiReader(strings.NewReader("220 "+host+"\r\n"), tc)})
+		// The replies inside TLS are bounded too (see replyLimitConn).
+		lc := limitReplies(tc)
+		tlsC := smtp.NewClient(&greetedConn{Conn: lc, r: io.MultiReader(strings.NewReader("220 "+host+"\r\n"), lc)})
 		s.timeouts(tlsC)
 		stop := context.AfterFunc(ctx, func() { tc.Close() })
 		err = tlsC.Hello(s.hostname)
 		stop()
 		if err == nil {
-			return tlsC, tc, true, nil
+			return tlsC, lc, true, nil
 		}
 		tlsC.Close()
 	}
@@ -354,10 +356,13 @@ func (s *Sender) connect(ctx context.Context, addr, host string, need error) (*s
 // server does not know EHLO).
 func (s *Sender) dial(ctx context.Context, addr string) (*smtp.Client, net.Conn, error) {
 	d := net.Dialer{Timeout: s.cfg.DialTimeout}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
+	// Bounded before anything reads it: the greeting, every reply, and
+	// under STARTTLS the TLS records.
+	conn := net.Conn(limitReplies(raw))
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	c := smtp.NewClient(conn)
