@@ -22,6 +22,7 @@ var (
 
 	errInboundOverCap = errors.New("recipient domain used its transfer cap")
 	errBadSRS         = errors.New("invalid or expired SRS address")
+	errSRSNotBounce   = errors.New("mail to an SRS address with a non-null sender")
 
 	errAuthRequired       = errors.New("not authenticated")
 	errEncryptionRequired = errors.New("AUTH without TLS")
@@ -58,6 +59,9 @@ func reply(err error) *smtp.SMTPError {
 		// Never an open relay: only authenticated submission may send to
 		// other domains, and this is the MX.
 		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Relay access denied"}
+	case errors.Is(err, errSRSNotBounce):
+		// Policy, not an unknown user: the address may well be valid.
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "SRS addresses take only bounces (MAIL FROM:<>)"}
 	case errors.Is(err, errBadSRS):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such user here"}
 	case errors.Is(err, policy.ErrUnknownUser), errors.Is(err, errGone):
