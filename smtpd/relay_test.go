@@ -150,9 +150,14 @@ func TestSRSBounce(t *testing.T) {
 			t.Errorf("queue grew from %d to %d, want the bounce delivered here", before, n)
 		}
 	})
+	// forge replaces the hash of a valid SRS0 address, as a guess would.
+	forge := func(addr string) string {
+		f := strings.SplitN(addr, "=", 3)
+		return f[0] + "=AAAAAAAA=" + f[2]
+	}
 	old := &mailauth.SRS{Secret: srs.Secret, Now: func() time.Time { return testNow.AddDate(0, -2, 0) }}
 	for _, tc := range []struct{ name, rcpt string }{
-		{"forged", "SRS0=AAAA=" + fwd(t, srs, "x@remote.test", "a.test")[10:]},
+		{"forged", forge(fwd(t, srs, "x@remote.test", "a.test"))},
 		{"another secret", fwd(t, &mailauth.SRS{Secret: []byte("other")}, "x@remote.test", "a.test")},
 		{"expired", fwd(t, old, "x@remote.test", "a.test")},
 		{"malformed", "SRS0=garbage@a.test"},
@@ -172,7 +177,7 @@ func TestSRSBounce(t *testing.T) {
 		{"valid", fwd(t, srs, "victim@remote.test", "a.test")},
 		{"valid SRS1", fwd(t, srs, "SRS0=abcd=AA=x.test=v@remote.test", "a.test")},
 		{"original sender hosted here", fwd(t, srs, "bob@a.test", "b.test")},
-		{"forged", "SRS0=AAAA=" + fwd(t, srs, "x@remote.test", "a.test")[10:]},
+		{"forged", forge(fwd(t, srs, "x@remote.test", "a.test"))},
 	} {
 		t.Run("non-null sender "+tc.name, func(t *testing.T) {
 			before := len(e.outbound(t))
