@@ -23,6 +23,7 @@ var (
 	errInboundOverCap = errors.New("recipient domain used its transfer cap")
 	errBadSRS         = errors.New("invalid or expired SRS address")
 	errSRSNotBounce   = errors.New("mail to an SRS address with a non-null sender")
+	errTooManyRefused = errors.New("too many refused recipients")
 
 	errAuthRequired       = errors.New("not authenticated")
 	errEncryptionRequired = errors.New("AUTH without TLS")
@@ -124,6 +125,10 @@ func reply(err error) *smtp.SMTPError {
 		return &smtp.SMTPError{Code: 500, EnhancedCode: smtp.EnhancedCode{5, 5, 2}, Message: "Line too long"}
 	case errors.Is(err, errShuttingDown):
 		return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "Server shutting down, try again later"}
+	case errors.Is(err, errTooManyRefused):
+		// Like Postfix's smtpd_hard_error_limit; the session closes the
+		// connection after it (see session.hangUp).
+		return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many refused recipients, closing connection"}
 	case errors.Is(err, errNoTransaction):
 		return &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "Bad sequence of commands"}
 	case isTimeout(err):
