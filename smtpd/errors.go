@@ -33,6 +33,7 @@ var (
 	errBadSender          = errors.New("bad sender address")
 	errFromNotOwned       = errors.New("From: header address not owned by the user")
 	errBadHeader          = errors.New("no valid From: header")
+	errMalformedHeader    = errors.New("malformed header section")
 	errSendLimit          = errors.New("hourly sending limit reached")
 )
 
@@ -119,6 +120,8 @@ func reply(err error) *smtp.SMTPError {
 		return &smtp.SMTPError{Code: 450, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "Hourly sending limit reached, try again later"}
 	case errors.Is(err, errBadHeader):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Message needs a From: header with valid addresses"}
+	case errors.Is(err, errMalformedHeader):
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Malformed header: a line that is neither a field nor a continuation before the empty line"}
 
 	// Connection and protocol.
 	case errors.Is(err, smtp.ErrTooLongLine):
