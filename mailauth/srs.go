@@ -30,7 +30,11 @@ var (
 const SRSMaxAge = 21 * 24 * time.Hour
 
 const (
-	srsHashLen   = 4
+	// srsHashLen is longer than libsrs2's default of 4 (24 bits, fewer
+	// compared without case), which an MX that answers RCPT per guess lets
+	// anyone forge in about a million tries. Only this server reverses its
+	// own addresses, so no other implementation needs to agree on it.
+	srsHashLen   = 8
 	srsDay       = 24 * time.Hour
 	srsSlots     = 1024 // two base32 characters of day number
 	srsMaxDays   = int(SRSMaxAge / srsDay)
@@ -44,23 +48,27 @@ const (
 // A forwarder that relays mail from user@orig.example to another domain
 // sends it with the envelope sender
 //
-//	SRS0=HHHH=TT=orig.example=user@forward.example
+//	SRS0=HHHHHHHH=TT=orig.example=user@forward.example
 //
 // which SPF of forward.example authorises, and which only it can turn back
-// into user@orig.example: HHHH is the first four base64 characters of
+// into user@orig.example: HHHHHHHH is the first eight base64 characters of
 // HMAC-SHA1(secret, TT + "orig.example" + "user") over the lower-cased
 // parts, TT the day of the forward (days since 1970 modulo 1024, in two
 // base32 characters, high bits first). A later forwarder of an SRS0
 // address does not nest it but names the first forwarder:
 //
-//	SRS1=GGGG=forward.example==HHHH=TT=orig.example=user@next.example
+//	SRS1=GGGGGGGG=forward.example==HHHHHHHH=TT=orig.example=user@next.example
 //
-// with GGGG = HMAC-SHA1(secret, "forward.example" + "=HHHH=TT=orig.example=user"),
+// with GGGGGGGG = HMAC-SHA1(secret, "forward.example" + "=HHHHHHHH=TT=orig.example=user"),
 // and Reverse of it gives back the SRS0 address at forward.example, which
 // a bounce then reaches.
 //
 // Hashes compare without regard to case because some MTAs lower-case the
-// local part on the way; that costs some of the 24 bits, as in libsrs2.
+// local part on the way; that leaves about 41 of the 48 bits, against
+// about 20 of libsrs2's default of four characters: addresses of libsrs2
+// (and of earlier versions of mailhost) do not reverse here. The SRS0 part
+// an SRS1 address carries may be another forwarder's, with a hash of any
+// length: Forward keeps it as it is.
 // The day is kept modulo 1024, as in libsrs2: an address 1024 days old
 // reads as new again (its hash still binds it to the secret).
 type SRS struct {

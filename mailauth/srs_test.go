@@ -22,13 +22,13 @@ func TestSRSForward(t *testing.T) {
 		name, sender, domain, want string
 	}{
 		{"null sender", "", "forward.example", ""},
-		{"plain", "Alice@example.com", "forward.example", "SRS0=eEtt=JL=example.com=Alice@forward.example"},
-		{"domain given as address", "Alice@example.com", "list@forward.example", "SRS0=eEtt=JL=example.com=Alice@forward.example"},
+		{"plain", "Alice@example.com", "forward.example", "SRS0=eEttNugi=JL=example.com=Alice@forward.example"},
+		{"domain given as address", "Alice@example.com", "list@forward.example", "SRS0=eEttNugi=JL=example.com=Alice@forward.example"},
 		{"own domain", "bob@forward.example", "Forward.Example", "bob@forward.example"},
-		{"srs0 becomes srs1", "SRS0=eEtt=JL=example.com=Alice@forward.example", "next.example",
-			"SRS1=hluZ=forward.example==eEtt=JL=example.com=Alice@next.example"},
-		{"srs1 keeps first forwarder", "SRS1=xxxx=forward.example==eEtt=JL=example.com=Alice@next.example", "third.example",
-			"SRS1=hluZ=forward.example==eEtt=JL=example.com=Alice@third.example"},
+		{"srs0 becomes srs1", "SRS0=eEttNugi=JL=example.com=Alice@forward.example", "next.example",
+			"SRS1=QnCHbPIS=forward.example==eEttNugi=JL=example.com=Alice@next.example"},
+		{"srs1 keeps first forwarder", "SRS1=xxxx=forward.example==eEttNugi=JL=example.com=Alice@next.example", "third.example",
+			"SRS1=QnCHbPIS=forward.example==eEttNugi=JL=example.com=Alice@third.example"},
 		{"malformed srs0 is a plain local part", "SRS0=junk@other.example", "forward.example", ""},
 	}
 	for _, tt := range tests {
@@ -40,7 +40,7 @@ func TestSRSForward(t *testing.T) {
 			if tt.want == "" && tt.sender != "" {
 				// Only the shape is known: a fresh SRS0 of the whole local part.
 				if !strings.HasPrefix(got, "SRS0=") || !strings.HasSuffix(got, "=JL=other.example=SRS0=junk@forward.example") {
-					t.Errorf("Forward(%q) = %q, want SRS0=HHHH=JL=other.example=SRS0=junk@forward.example", tt.sender, got)
+					t.Errorf("Forward(%q) = %q, want SRS0=HHHHHHHH=JL=other.example=SRS0=junk@forward.example", tt.sender, got)
 				}
 				return
 			}
@@ -76,8 +76,8 @@ func TestSRSForwardErrors(t *testing.T) {
 }
 
 func TestSRSReverse(t *testing.T) {
-	const srs0 = "SRS0=eEtt=JL=example.com=Alice@forward.example"
-	const srs1 = "SRS1=hluZ=forward.example==eEtt=JL=example.com=Alice@next.example"
+	const srs0 = "SRS0=eEttNugi=JL=example.com=Alice@forward.example"
+	const srs1 = "SRS1=QnCHbPIS=forward.example==eEttNugi=JL=example.com=Alice@next.example"
 	day := 24 * time.Hour
 	tests := []struct {
 		name string
@@ -89,30 +89,32 @@ func TestSRSReverse(t *testing.T) {
 		{"srs0", testNow, srs0, "Alice@example.com", nil},
 		{"srs0 lower-cased on the way", testNow, strings.ToLower(srs0), "alice@example.com", nil},
 		{"srs0 upper-cased", testNow, strings.ToUpper(srs0), "ALICE@EXAMPLE.COM", nil},
-		{"srs1", testNow, srs1, "SRS0=eEtt=JL=example.com=Alice@forward.example", nil},
-		{"srs1 lower-cased", testNow, strings.ToLower(srs1), "SRS0=eett=jl=example.com=alice@forward.example", nil},
+		{"srs1", testNow, srs1, "SRS0=eEttNugi=JL=example.com=Alice@forward.example", nil},
+		{"srs1 lower-cased", testNow, strings.ToLower(srs1), "SRS0=eettnugi=jl=example.com=alice@forward.example", nil},
 		{"21 days old", testNow.Add(21 * day), srs0, "Alice@example.com", nil},
 		{"22 days old", testNow.Add(22 * day), srs0, "", ErrExpired},
 		{"srs1 22 days old", testNow.Add(22 * day), srs1, "", ErrExpired},
 		{"a day ahead", testNow.Add(-day), srs0, "Alice@example.com", nil},
 		{"two days ahead", testNow.Add(-2 * day), srs0, "", ErrExpired},
 		{"a cycle later", testNow.Add(1024 * day), srs0, "Alice@example.com", nil},
-		{"bad hash", testNow, "SRS0=eEtu=JL=example.com=Alice@forward.example", "", ErrBadHash},
-		{"hash too long", testNow, "SRS0=eEttX=JL=example.com=Alice@forward.example", "", ErrBadHash},
-		{"local part altered", testNow, "SRS0=eEtt=JL=example.com=Mallory@forward.example", "", ErrBadHash},
-		{"domain altered", testNow, "SRS0=eEtt=JL=evil.example=Alice@forward.example", "", ErrBadHash},
-		{"stamp altered", testNow, "SRS0=eEtt=JM=example.com=Alice@forward.example", "", ErrBadHash},
-		{"srs1 first forwarder altered", testNow, "SRS1=hluZ=evil.example==eEtt=JL=example.com=Alice@next.example", "", ErrBadHash},
+		{"bad hash", testNow, "SRS0=eEttNugj=JL=example.com=Alice@forward.example", "", ErrBadHash},
+		{"4-character hash of earlier versions", testNow, "SRS0=eEtt=JL=example.com=Alice@forward.example", "", ErrBadHash},
+		{"srs1 4-character hash of earlier versions", testNow, "SRS1=hluZ=forward.example==eEtt=JL=example.com=Alice@next.example", "", ErrBadHash},
+		{"hash too long", testNow, "SRS0=eEttNugiX=JL=example.com=Alice@forward.example", "", ErrBadHash},
+		{"local part altered", testNow, "SRS0=eEttNugi=JL=example.com=Mallory@forward.example", "", ErrBadHash},
+		{"domain altered", testNow, "SRS0=eEttNugi=JL=evil.example=Alice@forward.example", "", ErrBadHash},
+		{"stamp altered", testNow, "SRS0=eEttNugi=JM=example.com=Alice@forward.example", "", ErrBadHash},
+		{"srs1 first forwarder altered", testNow, "SRS1=QnCHbPIS=evil.example==eEttNugi=JL=example.com=Alice@next.example", "", ErrBadHash},
 		{"plain address", testNow, "alice@example.com", "", ErrNotSRS},
-		{"no at", testNow, "SRS0=eEtt=JL=example.com=Alice", "", ErrNotSRS},
-		{"srs0 missing fields", testNow, "SRS0=eEtt=JL=example.com@forward.example", "", ErrNotSRS},
-		{"srs0 bad stamp", testNow, "SRS0=eEtt=J1=example.com=Alice@forward.example", "", ErrNotSRS},
-		{"srs0 empty local", testNow, "SRS0=eEtt=JL=example.com=@forward.example", "", ErrNotSRS},
-		{"other separator", testNow, "SRS0+eEtt=JL=example.com=Alice@forward.example", "", ErrNotSRS},
-		{"srs2", testNow, "SRS2=eEtt=JL=example.com=Alice@forward.example", "", ErrNotSRS},
-		{"srs1 no srs0 part", testNow, "SRS1=hluZ=forward.example@next.example", "", ErrNotSRS},
-		{"srs1 malformed srs0 part", testNow, "SRS1=hluZ=forward.example==eEtt=JL@next.example", "", ErrNotSRS},
-		{"bad domain after at", testNow, "SRS0=eEtt=JL=example.com=Alice@for=ward", "", ErrNotSRS},
+		{"no at", testNow, "SRS0=eEttNugi=JL=example.com=Alice", "", ErrNotSRS},
+		{"srs0 missing fields", testNow, "SRS0=eEttNugi=JL=example.com@forward.example", "", ErrNotSRS},
+		{"srs0 bad stamp", testNow, "SRS0=eEttNugi=J1=example.com=Alice@forward.example", "", ErrNotSRS},
+		{"srs0 empty local", testNow, "SRS0=eEttNugi=JL=example.com=@forward.example", "", ErrNotSRS},
+		{"other separator", testNow, "SRS0+eEttNugi=JL=example.com=Alice@forward.example", "", ErrNotSRS},
+		{"srs2", testNow, "SRS2=eEttNugi=JL=example.com=Alice@forward.example", "", ErrNotSRS},
+		{"srs1 no srs0 part", testNow, "SRS1=QnCHbPIS=forward.example@next.example", "", ErrNotSRS},
+		{"srs1 malformed srs0 part", testNow, "SRS1=QnCHbPIS=forward.example==eEttNugi=JL@next.example", "", ErrNotSRS},
+		{"bad domain after at", testNow, "SRS0=eEttNugi=JL=example.com=Alice@for=ward", "", ErrNotSRS},
 		{"empty", testNow, "", "", ErrNotSRS},
 	}
 	for _, tt := range tests {
@@ -179,7 +181,7 @@ func TestSRSRoundTrip(t *testing.T) {
 // on one of the days the address is valid.
 func FuzzReverse(f *testing.F) {
 	s := newSRS(testNow)
-	for _, sender := range []string{"alice@example.com", "a=b@example.org", "SRS0=eEtt=JL=example.com=Alice@forward.example"} {
+	for _, sender := range []string{"alice@example.com", "a=b@example.org", "SRS0=eEttNugi=JL=example.com=Alice@forward.example"} {
 		a, err := s.Forward(sender, "forward.example")
 		if err != nil {
 			f.Fatal(err)
@@ -188,11 +190,11 @@ func FuzzReverse(f *testing.F) {
 		f.Add(strings.ToLower(a))
 	}
 	for _, seed := range []string{
-		"", "@", "SRS0=", "SRS0=@x", "SRS1==x==@y", "SRS0=eEtt=JL=example.com=Alice@forward.example",
-		"SRS1=hluZ=forward.example==eEtt=JL=example.com=Alice@next.example",
-		"srs1=HLUZ=forward.example==EETT=jl=example.com=alice@next.example",
-		"SRS1=hluZ=forward.example=+eEtt=JL=example.com=Alice@next.example",
-		"SRS0=eEtt=JL=example.com=Alice=more@forward.example", "SRS0=\xff\xfe=JL=x=y@z",
+		"", "@", "SRS0=", "SRS0=@x", "SRS1==x==@y", "SRS0=eEttNugi=JL=example.com=Alice@forward.example",
+		"SRS1=QnCHbPIS=forward.example==eEttNugi=JL=example.com=Alice@next.example",
+		"srs1=QNCHBPIS=forward.example==EETTNUGI=jl=example.com=alice@next.example",
+		"SRS1=QnCHbPIS=forward.example=+eEttNugi=JL=example.com=Alice@next.example",
+		"SRS0=eEttNugi=JL=example.com=Alice=more@forward.example", "SRS0=\xff\xfe=JL=x=y@z",
 	} {
 		f.Add(seed)
 	}

@@ -22,6 +22,8 @@ var (
 
 	errInboundOverCap = errors.New("recipient domain used its transfer cap")
 	errBadSRS         = errors.New("invalid or expired SRS address")
+	errSRSNotBounce   = errors.New("mail to an SRS address with a non-null sender")
+	errTooManyRefused = errors.New("too many refused recipients")
 
 	errAuthRequired       = errors.New("not authenticated")
 	errEncryptionRequired = errors.New("AUTH without TLS")
@@ -31,6 +33,7 @@ var (
 	errBadSender          = errors.New("bad sender address")
 	errFromNotOwned       = errors.New("From: header address not owned by the user")
 	errBadHeader          = errors.New("no valid From: header")
+	errMalformedHeader    = errors.New("malformed header section")
 	errSendLimit          = errors.New("hourly sending limit reached")
 )
 
@@ -58,6 +61,9 @@ func reply(err error) *smtp.SMTPError {
 		// Never an open relay: only authenticated submission may send to
 		// other domains, and this is the MX.
 		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Relay access denied"}
+	case errors.Is(err, errSRSNotBounce):
+		// Policy, not an unknown user: the address may well be valid.
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "SRS addresses take only bounces (MAIL FROM:<>)"}
 	case errors.Is(err, errBadSRS):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such user here"}
 	case errors.Is(err, policy.ErrUnknownUser), errors.Is(err, errGone):
@@ -114,12 +120,18 @@ func reply(err error) *smtp.SMTPError {
 		return &smtp.SMTPError{Code: 450, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "Hourly sending limit reached, try again later"}
 	case errors.Is(err, errBadHeader):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Message needs a From: header with valid addresses"}
+	case errors.Is(err, errMalformedHeader):
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Malformed header: a line that is neither a field nor a continuation before the empty line"}
 
 	// Connection and protocol.
 	case errors.Is(err, smtp.ErrTooLongLine):
 		return &smtp.SMTPError{Code: 500, EnhancedCode: smtp.EnhancedCode{5, 5, 2}, Message: "Line too long"}
 	case errors.Is(err, errShuttingDown):
 		return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "Server shutting down, try again later"}
+	case errors.Is(err, errTooManyRefused):
+		// Like Postfix's smtpd_hard_error_limit; the session closes the
+		// connection after it (see session.hangUp).
+		return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many refused recipients, closing connection"}
 	case errors.Is(err, errNoTransaction):
 		return &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "Bad sequence of commands"}
 	case isTimeout(err):

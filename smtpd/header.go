@@ -42,6 +42,22 @@ func headerFields(msg []byte) (fields [][]byte, end int) {
 	return fields, i
 }
 
+// headerEnd checks that the header section of msg, whose fields
+// headerFields found to end at end, ends where RFC 5322 section 2.1 says:
+// at the empty line, or at the end of a message without a body. A line
+// that is neither a field nor a continuation is taken there as the start
+// of the body, but other parsers (go-msgauth's DKIM signer, mail clients)
+// read on past it: a From: after it would be signed and shown without
+// having been checked.
+func headerEnd(msg []byte, end int) error {
+	rest := msg[end:]
+	if len(rest) == 0 || bytes.HasPrefix(rest, []byte("\r\n")) || rest[0] == '\n' {
+		return nil
+	}
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	return fmt.Errorf("header line %q is neither a field nor a continuation", clean(string(line[:min(len(line), 80)])))
+}
+
 // isFieldStart reports whether line starts a field: a name of printable
 // ASCII other than ":" (RFC 5322 section 3.6.8), then ":" (after
 // optional blanks, the obsolete syntax of section 4.5).

@@ -115,22 +115,20 @@ func TestSRSBounce(t *testing.T) {
 
 	t.Run("routed to the original sender", func(t *testing.T) {
 		addr := fwd(t, srs, "Orig@remote.test", "a.test")
-		for i, mailFrom := range []string{"", "postmaster@remote.test"} {
-			if err := e.send(t, mailFrom, []string{strings.ToUpper(addr[:4]) + addr[4:]}, message("bounce", "x")); err != nil {
-				t.Fatalf("send from <%s> = %v", mailFrom, err)
-			}
-			q := e.outbound(t)
-			if len(q) != i+1 {
-				t.Fatalf("queue has %d entries, want %d", len(q), i+1)
-			}
-			o := q[i]
-			if o.Kind != mailstore.KindBounce || o.DomainID != 0 || o.From != "" ||
-				len(o.Recipients) != 1 || o.Recipients[0].Address != "Orig@remote.test" {
-				t.Errorf("queue entry = %+v, want a bounce with the null sender to Orig@remote.test", o)
-			}
+		if err := e.send(t, "", []string{strings.ToUpper(addr[:4]) + addr[4:]}, message("bounce", "x")); err != nil {
+			t.Fatalf("send from <> = %v", err)
 		}
-		if n := queued.Load(); n != 2 {
-			t.Errorf("OnQueued called %d times, want 2", n)
+		q := e.outbound(t)
+		if len(q) != 1 {
+			t.Fatalf("queue has %d entries, want 1", len(q))
+		}
+		o := q[0]
+		if o.Kind != mailstore.KindBounce || o.DomainID != 0 || o.From != "" ||
+			len(o.Recipients) != 1 || o.Recipients[0].Address != "Orig@remote.test" {
+			t.Errorf("queue entry = %+v, want a bounce with the null sender to Orig@remote.test", o)
+		}
+		if n := queued.Load(); n != 1 {
+			t.Errorf("OnQueued called %d times, want 1", n)
 		}
 	})
 	t.Run("lower-cased by the bouncing server", func(t *testing.T) {
@@ -152,9 +150,14 @@ func TestSRSBounce(t *testing.T) {
 			t.Errorf("queue grew from %d to %d, want the bounce delivered here", before, n)
 		}
 	})
+	// forge replaces the hash of a valid SRS0 address, as a guess would.
+	forge := func(addr string) string {
+		f := strings.SplitN(addr, "=", 3)
+		return f[0] + "=AAAAAAAA=" + f[2]
+	}
 	old := &mailauth.SRS{Secret: srs.Secret, Now: func() time.Time { return testNow.AddDate(0, -2, 0) }}
 	for _, tc := range []struct{ name, rcpt string }{
-		{"forged", "SRS0=AAAA=" + fwd(t, srs, "x@remote.test", "a.test")[10:]},
+		{"forged", forge(fwd(t, srs, "x@remote.test", "a.test"))},
 		{"another secret", fwd(t, &mailauth.SRS{Secret: []byte("other")}, "x@remote.test", "a.test")},
 		{"expired", fwd(t, old, "x@remote.test", "a.test")},
 		{"malformed", "SRS0=garbage@a.test"},
@@ -165,6 +168,28 @@ func TestSRSBounce(t *testing.T) {
 			r.cmd("EHLO client.test", "250 ")
 			r.cmd("MAIL FROM:<>", "250 ")
 			r.cmd("RCPT TO:<"+tc.rcpt+">", "550 5.1.1 ")
+		})
+	}
+	// The audit's open relay: any sender could have mail queued to the
+	// address an SRS address names. Refused before the hash is checked,
+	// so that a forged address gets the same answer as a valid one.
+	for _, tc := range []struct{ name, rcpt string }{
+		{"valid", fwd(t, srs, "victim@remote.test", "a.test")},
+		{"valid SRS1", fwd(t, srs, "SRS0=abcd=AA=x.test=v@remote.test", "a.test")},
+		{"original sender hosted here", fwd(t, srs, "bob@a.test", "b.test")},
+		{"forged", forge(fwd(t, srs, "x@remote.test", "a.test"))},
+	} {
+		t.Run("non-null sender "+tc.name, func(t *testing.T) {
+			before := len(e.outbound(t))
+			r := e.dialRaw(t)
+			r.cmd("EHLO client.test", "250 ")
+			r.cmd("MAIL FROM:<attacker@remote.test>", "250 ")
+			if got := r.cmd("RCPT TO:<"+tc.rcpt+">", "550 5.7.1 "); !strings.Contains(got, "bounces") {
+				t.Errorf("RCPT reply = %q, want it to say SRS addresses take only bounces", got)
+			}
+			if n := len(e.outbound(t)); n != before {
+				t.Errorf("queue grew from %d to %d, want nothing queued", before, n)
+			}
 		})
 	}
 	t.Run("not hosted", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"math/big"
 	"net"
 	"strings"
@@ -622,3 +623,53 @@ type timeoutErr struct{}
 func (timeoutErr) Error() string   { return "i/o timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
+
+// TestRefusedRecipientLimit: after maxRefusedRcpts refused recipients
+// the MX answers 421 4.7.0 and closes the connection, logging that once,
+// so that guessing addresses (or SRS hashes) costs a connection per 20
+// guesses and the log a line per guess at most.
+func TestRefusedRecipientLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refused int
+		want    string
+	}{
+		{"under the limit", maxRefusedRcpts - 1, "250 "},
+		{"at the limit", maxRefusedRcpts, "421 4.7.0 "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			r := e.dialRaw(t)
+			r.cmd("EHLO client.test", "250 ")
+			r.cmd("MAIL FROM:<>", "250 ")
+			for i := range tc.refused {
+				if i%2 == 0 {
+					// Refusals count across transactions.
+					r.cmd("RSET", "250 ")
+					r.cmd("MAIL FROM:<s@remote.test>", "250 ")
+				}
+				r.cmd(fmt.Sprintf("RCPT TO:<nobody%d@a.test>", i), "550 5.1.1 ")
+			}
+			r.cmd("RCPT TO:<bob@a.test>", tc.want)
+			if tc.want == "250 " {
+				return
+			}
+			// More commands pipelined after the 421 find the connection
+			// closed and add nothing to the log.
+			// (The writes may fail, or the read end in a reset rather
+			// than EOF, once the server has closed.)
+			r.c.SetDeadline(time.Now().Add(5 * time.Second))
+			r.c.Write([]byte(strings.Repeat("RCPT TO:<nobody@a.test>\r\n", 50)))
+			if got, err := r.r.ReadString('\n'); err == nil || isTimeout(err) {
+				t.Errorf("after the 421: read %q, %v; want the connection closed", got, err)
+			}
+			logs := e.logs.String()
+			if n := strings.Count(logs, `"msg":"recipient refused"`); n != maxRefusedRcpts {
+				t.Errorf("log has %d refused recipients, want %d", n, maxRefusedRcpts)
+			}
+			if n := strings.Count(logs, `"msg":"connection closed"`); n != 1 {
+				t.Errorf("log has %d lines for the limit, want 1:\n%s", n, logs)
+			}
+		})
+	}
+}

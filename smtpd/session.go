@@ -40,10 +40,21 @@ type session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// mu guards tx, which Reset may clear while a BDAT Data runs.
+	// mu guards tx, which Reset may clear while a BDAT Data runs, and
+	// refused.
 	mu sync.Mutex
 	tx transaction
+	// refused counts the recipients the MX refused in this session, over
+	// all its transactions (see maxRefusedRcpts).
+	refused int
 }
+
+// maxRefusedRcpts is how many recipients the MX refuses in one session
+// before it answers 421 and closes the connection, as Postfix does with
+// smtpd_hard_error_limit (20): a legitimate sender rarely gets that many
+// wrong, while an address harvester or an SRS hash guesser needs
+// hundreds of thousands. It also bounds the log lines of one session.
+const maxRefusedRcpts = 20
 
 // transaction is the state of one mail transaction, MAIL to the end of DATA.
 type transaction struct {
@@ -160,19 +171,42 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 	return nil
 }
 
-// Rcpt accepts a recipient at a hosted domain: see inbound.
+// Rcpt accepts a recipient at a hosted domain: see inbound. Once
+// maxRefusedRcpts recipients were refused in the session, the next RCPT
+// is answered 421 4.7.0 and the connection closed (RFC 5321 section 3.8).
 func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.refused >= maxRefusedRcpts {
+		return s.hangUp(fmt.Errorf("%d recipients refused: %w", s.refused, errTooManyRefused))
+	}
 	addr, err := policy.NormalizeAddress(to)
 	if err != nil {
+		s.refused++
 		return s.refuse(to, errBadRecipient)
 	}
 	if err := s.inbound(addr, to); err != nil {
+		s.refused++
 		return s.refuse(addr, err)
 	}
 	s.tx.addRcpt(addr)
 	return nil
+}
+
+// hangUp logs err, writes its reply and closes the connection. go-smtp
+// v0.25 does not close a connection after a 421 a session returns, so
+// the reply is written here, ahead of go-smtp, whose own write of the
+// returned reply then fails on the closed connection and whose next read
+// ends the session. Every earlier reply has been flushed: go-smtp writes
+// each one whole before it reads the next command.
+func (s *session) hangUp(err error) error {
+	s.refusal("connection closed", err, "id", s.tx.id)
+	r := reply(err)
+	c := s.conn.Conn()
+	c.SetWriteDeadline(time.Now().Add(s.srv.cfg.WriteTimeout))
+	fmt.Fprintf(c, "%s %s\r\n", code(r), r.Message)
+	c.Close()
+	return r
 }
 
 // inbound resolves a recipient (policy.Resolve: mailbox, alias,

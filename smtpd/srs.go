@@ -20,18 +20,21 @@ func isSRS(addr string) bool {
 // for the original sender. It answers handled false when addr's domain is
 // not hosted, for Resolve to refuse.
 //
+//   - Mail with a non-null reverse path is refused 550 5.7.1, before the
+//     address is checked: only bounces and other notifications come back
+//     to an SRS address (see below), and anything else would make this
+//     server relay third parties' mail to whoever the address names, for
+//     anyone who forged or harvested one. Checking the sender first also
+//     keeps the hash from being guessed with ordinary mail.
 //   - A forged, malformed or expired address is refused 550 5.1.1, as an
 //     unknown user: it names nobody (even where a catch-all would take it).
 //   - An original sender in a hosted domain is a recipient like any other
 //     (see inbound), without a second SRS round.
-//   - Any other is queued as a bounce: no domain is charged for it and
-//     its envelope sender is null, whatever the MAIL FROM. Notifications
-//     are sent with a null reverse path (RFC 5321 section 4.5.5, RFC 3464,
-//     RFC 3834 section 3.3), so that nothing bounces back a bounce; a
-//     non-null one kept as it is would fail SPF at the original sender's
-//     server, and rewritten with SRS it would make this server forward
-//     third parties' mail on nobody's behalf. postsrsd sends it on with
-//     the sender it came with; here the null sender is kept for all.
+//   - Any other is queued as a bounce with the null envelope sender it
+//     came with. Notifications are sent with a null reverse path (RFC
+//     5321 section 4.5.5, RFC 3464, RFC 3834 section 3.3), so that nothing
+//     bounces back a bounce. postsrsd passes on mail of any sender; here
+//     only the null one is taken.
 //
 // raw is the address as the client wrote it, reversed as it is so that
 // the original sender's local part keeps its case. s.mu is held.
@@ -42,6 +45,9 @@ func (s *session) bounce(addr, raw string) (handled bool, err error) {
 			return false, nil
 		}
 		return true, fmt.Errorf("%s: %w", addr, err)
+	}
+	if s.tx.from != "" {
+		return true, fmt.Errorf("%s from <%s>: %w", addr, clean(s.tx.from), errSRSNotBounce)
 	}
 	orig, err := s.srv.cfg.SRS.Reverse(raw)
 	if err != nil {

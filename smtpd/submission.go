@@ -176,9 +176,15 @@ func (s *submission) Data(r io.Reader) error {
 }
 
 // checkFrom applies policy.MaySendAs to every From: address and returns
-// the domain of the first, which signs the message.
+// the domain of the first, which signs the message. A header section
+// with a line that is neither a field nor a continuation before the
+// empty line is refused (550 5.6.0): the fields past it, a From: among
+// them, would escape the check here yet be signed (see headerEnd).
 func (s *submission) checkFrom(tx transaction, msg []byte) (mailstore.Domain, error) {
-	fields, _ := headerFields(msg)
+	fields, end := headerFields(msg)
+	if err := headerEnd(msg, end); err != nil {
+		return mailstore.Domain{}, fmt.Errorf("%w: %w", errMalformedHeader, err)
+	}
 	addrs, err := fromAddresses(fields)
 	if err != nil {
 		return mailstore.Domain{}, fmt.Errorf("%w: %w", errBadHeader, err)

@@ -410,6 +410,14 @@ func TestSenderOwnership(t *testing.T) {
 		{"folded field", "From: Bob\r\n <bob@a.test>\r\nSubject: folded\r\n\r\nx\r\n", ""},
 		{"no From", "Subject: none\r\n\r\nx\r\n", "550 5.6.0"},
 		{"unparseable From", fromMsg("bob@", "broken"), "550 5.6.0"},
+		// The audit's case: a line that is neither a field nor a
+		// continuation ended the header here, but not for the DKIM
+		// signer, which then covered the hidden From.
+		{"From hidden after a line that is not a field",
+			"From: bob@a.test\r\nX-Break\r\nFrom: ceo@a.test\r\nSubject: x\r\n\r\nbody\r\n", "550 5.6.0"},
+		{"line that is not a field in the header", "From: bob@a.test\r\nX-Break\r\nSubject: x\r\n\r\nbody\r\n", "550 5.6.0"},
+		{"body without the empty line", "From: bob@a.test\r\nSubject: x\r\nbody\r\n", "550 5.6.0"},
+		{"header only", "From: bob@a.test\r\nSubject: no body\r\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := e.submit(t, "bob@a.test", "bob@a.test", []string{"carol@a.test"}, tc.msg)
