@@ -1,0 +1,125 @@
+package imapd
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2/imapclient"
+)
+
+// greeting reads the first line a server sends on a plain connection to
+// addr.
+func greeting(t *testing.T, addr string) (string, error) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	return bufio.NewReader(c).ReadString('\n')
+}
+
+// dialTLS connects to the implicit-TLS listener and logs in.
+func (e *env) loginTLS() (*imapclient.Client, error) {
+	e.t.Helper()
+	c, err := imapclient.DialTLS(e.tlsAddr, &imapclient.Options{TLSConfig: e.clientTLS})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Login(alice, password).Wait(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func TestMaxConnsPerIP(t *testing.T) {
+	e := newEnv(t, envOptions{maxConnsPerIP: 2})
+	// The limit is one count across both listeners.
+	plain := e.login(nil)
+	tlsc, err := e.loginTLS()
+	if err != nil {
+		t.Fatalf("IMAPS login within the limit: %v", err)
+	}
+	defer tlsc.Close()
+	for name, c := range map[string]*imapclient.Client{"plain": plain, "imaps": tlsc} {
+		if err := c.Noop().Wait(); err != nil {
+			t.Errorf("%s: NOOP within the limit = %v, want OK", name, err)
+		}
+	}
+
+	line, err := greeting(t, e.addr)
+	if !strings.HasPrefix(line, "* BYE [UNAVAILABLE]") {
+		t.Errorf("plain greeting over the per-IP limit = %q, %v; want * BYE [UNAVAILABLE] ...", line, err)
+	}
+	if c, err := e.loginTLS(); err == nil {
+		c.Close()
+		t.Error("IMAPS login over the per-IP limit succeeded, want the connection closed")
+	}
+
+	// A slot comes back when its connection closes.
+	if err := plain.Logout().Wait(); err != nil {
+		t.Fatalf("LOGOUT: %v", err)
+	}
+	plain.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := e.loginTLS()
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("login after a connection closed = %v, want OK", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestHandshakeTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	// One connection per address: the silent one must give its slot back.
+	e := newEnv(t, envOptions{maxConnsPerIP: 1, handshakeTimeout: timeout})
+	c, err := net.DialTimeout("tcp", e.tlsAddr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	c.SetReadDeadline(start.Add(5 * time.Second))
+	n, err := c.Read(make([]byte, 1))
+	took := time.Since(start)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("connection that sent no ClientHello still open after %v", took)
+	}
+	if n != 0 || (err != io.EOF && !errors.Is(err, net.ErrClosed) && !isReset(err)) {
+		t.Errorf("Read = %d, %v; want the connection closed", n, err)
+	}
+	if took < timeout/2 {
+		t.Errorf("closed after %v, before the handshake timeout %v", took, timeout)
+	}
+
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		tc, err := e.loginTLS()
+		if err == nil {
+			tc.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("IMAPS login after the timed-out connection = %v, want OK", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func isReset(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "connection reset")
+}
