@@ -2,14 +2,19 @@ package imapd
 
 import (
 	"bufio"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 // greeting reads the first line a server sends on a plain connection to
@@ -122,4 +127,37 @@ func TestHandshakeTimeout(t *testing.T) {
 
 func isReset(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "connection reset")
+}
+
+// TestCreateOverFolderLimit: CREATE beyond mailstore.MaxFolders is NO
+// [LIMIT] (RFC 5530 section 3), also when it is a parent CREATE makes.
+func TestCreateOverFolderLimit(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.requireMail()
+	ctx := context.Background()
+	// Fill from the store: a thousand CREATEs over IMAP would only be
+	// slower.
+	for i := len(mailstore.DefaultFolders); i < mailstore.MaxFolders-1; i++ {
+		if _, err := e.st.CreateFolder(ctx, e.mb.ID, fmt.Sprintf("f%d", i)); err != nil {
+			t.Fatalf("CreateFolder(f%d) = %v", i, err)
+		}
+	}
+	c := e.login(nil)
+	tests := []struct {
+		name, folder string
+		want         imap.ResponseCode // "" for OK
+	}{
+		{"last within the limit", "last", ""},
+		{"one over", "over", imap.ResponseCodeLimit},
+		{"parent over", "p/child", imap.ResponseCodeLimit},
+		{"existing", "last", imap.ResponseCodeAlreadyExists},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.Create(tc.folder, nil).Wait()
+			if got := imapCode(err); got != tc.want || (tc.want == "" && err != nil) {
+				t.Errorf("CREATE %s = %v, want code %q", tc.folder, err, tc.want)
+			}
+		})
+	}
 }
