@@ -67,4 +67,5 @@ var (
 	errNotLoggedIn = &imap.Error{Type: imap.StatusResponseTypeBad, Text: "Not logged in"}
 	errNoSelection = &imap.Error{Type: imap.StatusResponseTypeBad, Text: "No mailbox selected"}
 	errReadOnly    = no(imap.ResponseCodeCannot, "Mailbox is read-only (EXAMINE)")
+	errSuspended   = no(imap.ResponseCodeUnavailable, "Account suspended")
 )

@@ -161,3 +161,54 @@ func TestCreateOverFolderLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionAfterSuspend: a session logged in before its domain was
+// suspended (or its mailbox deleted) is refused SELECT, EXAMINE and
+// APPEND from then on.
+func TestSessionAfterSuspend(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.requireMail()
+	ctx := context.Background()
+	c := e.login(nil)
+	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
+		t.Fatalf("SELECT before suspension: %v", err)
+	}
+	if _, err := e.st.SetSuspended(ctx, e.partnerID, "example.com", true); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		run  func() error
+	}{
+		{"select", func() error { _, err := c.Select("INBOX", nil).Wait(); return err }},
+		{"examine", func() error { _, err := c.Select("Sent", &imap.SelectOptions{ReadOnly: true}).Wait(); return err }},
+		{"append", func() error {
+			msg := "Subject: x\r\n\r\nbody\r\n"
+			cmd := c.Append("INBOX", int64(len(msg)), nil)
+			io.WriteString(cmd, msg)
+			cmd.Close()
+			_, err := cmd.Wait()
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.run(); imapCode(err) != imap.ResponseCodeUnavailable {
+				t.Errorf("%s after suspension = %v, want NO [UNAVAILABLE]", tc.name, err)
+			}
+		})
+	}
+
+	if _, err := e.st.SetSuspended(ctx, e.partnerID, "example.com", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
+		t.Errorf("SELECT after resume = %v, want OK", err)
+	}
+	if err := e.st.DeleteMailbox(ctx, e.partnerID, alice); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Select("INBOX", nil).Wait(); imapCode(err) != imap.ResponseCodeUnavailable {
+		t.Errorf("SELECT after the mailbox was deleted = %v, want NO [UNAVAILABLE]", err)
+	}
+}

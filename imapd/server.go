@@ -15,8 +15,10 @@
 //
 // Logins go through credential.Logins, so throttling, suspension and
 // deleted mailboxes are decided in one place for IMAP and submission. A
-// session already logged in when its domain is suspended keeps working
-// until it logs out; the next login is refused.
+// session already logged in when its domain is suspended or its mailbox
+// deleted is refused its next SELECT, EXAMINE and APPEND (NO
+// [UNAVAILABLE]); commands on a folder it has already selected still
+// work until it selects another or logs out.
 //
 // Not offered: QUOTA (RFC 9208), since imapserver has no hook for its
 // commands (APPEND and COPY over quota still answer NO [OVERQUOTA]);
