@@ -25,7 +25,7 @@ func (s *session) Append(mailbox string, r imap.LiteralReader, options *imap.App
 		return nil, no(imap.ResponseCodeTooBig, fmt.Sprintf("Messages are limited to %d bytes", s.srv.cfg.MaxMessageBytes))
 	}
 	// The account's usage changes with every delivery: read it now.
-	mb, _, err := s.st.MailboxByEmail(s.ctx, s.user.Email)
+	mb, err := s.account()
 	if err != nil {
 		return nil, s.fail("append", err)
 	}

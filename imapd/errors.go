@@ -31,6 +31,8 @@ func (s *session) fail(op string, err error) error {
 		return no(imap.ResponseCodeNonExistent, "No such mailbox")
 	case errors.Is(err, mailstore.ErrFolderExists):
 		return no(imap.ResponseCodeAlreadyExists, "Mailbox already exists")
+	case errors.Is(err, mailstore.ErrTooManyFolders):
+		return no(imap.ResponseCodeLimit, "Too many mailboxes")
 	case errors.Is(err, mailstore.ErrFolderProtected):
 		return no(imap.ResponseCodeCannot, "INBOX cannot be deleted or renamed")
 	case errors.Is(err, mailstore.ErrMessageNotFound):
@@ -65,4 +67,5 @@ var (
 	errNotLoggedIn = &imap.Error{Type: imap.StatusResponseTypeBad, Text: "Not logged in"}
 	errNoSelection = &imap.Error{Type: imap.StatusResponseTypeBad, Text: "No mailbox selected"}
 	errReadOnly    = no(imap.ResponseCodeCannot, "Mailbox is read-only (EXAMINE)")
+	errSuspended   = no(imap.ResponseCodeUnavailable, "Account suspended")
 )

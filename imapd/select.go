@@ -38,6 +38,9 @@ func (s *session) Select(name string, options *imap.SelectOptions) (*imap.Select
 		return nil, errNotLoggedIn
 	}
 	s.sel = nil
+	if _, err := s.account(); err != nil {
+		return nil, s.fail("select", err)
+	}
 	f, err := s.st.Folder(s.ctx, s.user.ID, name)
 	if err != nil {
 		return nil, s.fail("select", err)

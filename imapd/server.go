@@ -15,8 +15,10 @@
 //
 // Logins go through credential.Logins, so throttling, suspension and
 // deleted mailboxes are decided in one place for IMAP and submission. A
-// session already logged in when its domain is suspended keeps working
-// until it logs out; the next login is refused.
+// session already logged in when its domain is suspended or its mailbox
+// deleted is refused its next SELECT, EXAMINE and APPEND (NO
+// [UNAVAILABLE]); commands on a folder it has already selected still
+// work until it selects another or logs out.
 //
 // Not offered: QUOTA (RFC 9208), since imapserver has no hook for its
 // commands (APPEND and COPY over quota still answer NO [OVERQUOTA]);
@@ -58,6 +60,16 @@ type Config struct {
 	// MaxConns bounds the connections served at once; more are greeted
 	// with BYE. 0 means 1000.
 	MaxConns int
+	// MaxConnsPerIP bounds the connections at once from one IP address,
+	// on all of the Server's listeners together; more are greeted with
+	// BYE (closed without a reply on the implicit-TLS port). It is
+	// counted from accept, before the TLS handshake and the greeting, so
+	// that one address cannot take all of MaxConns. 0 means 20.
+	MaxConnsPerIP int
+	// HandshakeTimeout bounds the TLS handshake of an implicit-TLS
+	// connection (ServeTLS). 0 means 30 seconds. After STARTTLS the
+	// handshake runs under imapserver's 30-second command read timeout.
+	HandshakeTimeout time.Duration
 	// MaxMessageBytes bounds an APPEND (advertised as APPENDLIMIT). 0
 	// means 64 MiB.
 	MaxMessageBytes int64
@@ -78,6 +90,8 @@ type Server struct {
 	log  *slog.Logger
 	now  func() time.Time
 	imap *imapserver.Server
+	// limits counts connections per IP address across all listeners.
+	limits *connLimiter
 
 	// ctx is the parent of every connection's context; Shutdown cancels it.
 	ctx    context.Context
@@ -112,6 +126,12 @@ func New(cfg Config) *Server {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 30 * time.Second
 	}
+	if cfg.MaxConnsPerIP <= 0 {
+		cfg.MaxConnsPerIP = 20
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 30 * time.Second
+	}
 	s := &Server{
 		cfg:       cfg,
 		log:       cfg.Logger.With("service", "imap"),
@@ -119,6 +139,7 @@ func New(cfg Config) *Server {
 		sessions:  make(map[*session]struct{}),
 		listeners: make(map[net.Listener]struct{}),
 	}
+	s.limits = newConnLimiter(cfg.MaxConnsPerIP, s.log)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.imap = imapserver.New(&imapserver.Options{
 		NewSession: s.newSession,
@@ -147,23 +168,31 @@ func New(cfg Config) *Server {
 }
 
 // Serve accepts connections on ln, plain with STARTTLS when Config.TLS is
-// set, until Shutdown. It returns nil after Shutdown.
+// set, until Shutdown. It returns nil after Shutdown. ln must be a plain
+// listener (use ServeTLS for implicit TLS): imapserver recognises TLS only
+// on a *tls.Conn, which the per-IP limit would hide.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.serve(s.limits.listener(ln, false))
+}
+
+// ServeTLS accepts implicit-TLS connections (IMAPS, RFC 8314) on ln with
+// Config.TLS until Shutdown. Each connection is counted against
+// MaxConnsPerIP as soon as it is accepted and must complete its handshake
+// within HandshakeTimeout before imapserver greets it.
+func (s *Server) ServeTLS(ln net.Listener) error {
+	if s.cfg.TLS == nil {
+		return errors.New("imapd: ServeTLS needs Config.TLS")
+	}
+	return s.serve(newHandshakeListener(s.limits.listener(ln, true), s.cfg.TLS, s.cfg.HandshakeTimeout, s.log))
+}
+
+func (s *Server) serve(ln net.Listener) error {
 	if !s.track(ln) {
 		ln.Close()
 		return fmt.Errorf("imapd: %w", net.ErrClosed)
 	}
 	defer s.untrack(ln)
 	return s.imap.Serve(ln)
-}
-
-// ServeTLS accepts implicit-TLS connections (IMAPS, RFC 8314) on ln with
-// Config.TLS until Shutdown.
-func (s *Server) ServeTLS(ln net.Listener) error {
-	if s.cfg.TLS == nil {
-		return errors.New("imapd: ServeTLS needs Config.TLS")
-	}
-	return s.Serve(tls.NewListener(ln, s.cfg.TLS))
 }
 
 func (s *Server) track(ln net.Listener) bool {

@@ -48,8 +48,11 @@ type envOptions struct {
 	insecureAuth bool
 	maxFailures  int
 	maxConns     int
-	log          io.Writer // nil: discard
-	reserve      func(ctx context.Context, bytes int64) (func(), error)
+	// maxConnsPerIP and handshakeTimeout: 0 for Config's defaults.
+	maxConnsPerIP    int
+	handshakeTimeout time.Duration
+	log              io.Writer // nil: discard
+	reserve          func(ctx context.Context, bytes int64) (func(), error)
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -82,7 +85,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	srv := New(Config{
 		Store: st, Logins: logins, TLS: serverTLS, AllowInsecureAuth: o.insecureAuth,
 		Logger: slog.New(slog.NewTextHandler(cmp.Or(o.log, io.Discard), nil)), MaxConns: o.maxConns,
-		Reserve: o.reserve,
+		Reserve: o.reserve, MaxConnsPerIP: o.maxConnsPerIP, HandshakeTimeout: o.handshakeTimeout,
 	})
 	e := &env{t: t, st: st, srv: srv, partnerID: p.ID, mb: mb, clientTLS: clientTLS}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

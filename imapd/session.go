@@ -126,3 +126,22 @@ func (s *session) noteChanges() {
 	default:
 	}
 }
+
+// account re-reads the logged-in account, for SELECT and APPEND: a session
+// outlives its login, and suspending the domain or deleting the mailbox
+// should stop it from opening folders and adding mail, not only refuse the
+// next login. It is one address lookup. A mailbox deleted and made again
+// under the same address is another account (ErrMailboxNotFound).
+func (s *session) account() (mailstore.Mailbox, error) {
+	mb, dom, err := s.st.MailboxByEmail(s.ctx, s.user.Email)
+	if err != nil {
+		return mailstore.Mailbox{}, err
+	}
+	if mb.ID != s.user.ID {
+		return mailstore.Mailbox{}, mailstore.ErrMailboxNotFound
+	}
+	if dom.Suspended {
+		return mailstore.Mailbox{}, errSuspended
+	}
+	return mb, nil
+}

@@ -16,7 +16,7 @@ import (
 
 // schemaVersion is the layout version this binary writes. Open upgrades an
 // older file, one migration per version, each in its own transaction.
-const schemaVersion = 4
+const schemaVersion = 5
 
 // Bucket layout. Every lookup the API and the mail plane make is a key or a
 // prefix seek in one of these; nothing scans another partner's data.
@@ -57,6 +57,11 @@ const schemaVersion = 4
 //
 //	sts               domain -> MTA-STS policy (JSON)
 //	sts_expiry        expires (unix nanos, 8)|domain -> "" (every policy)
+//
+// Schema 5 counts each account's folders, so that MaxFolders is checked
+// with one lookup (bolt_mail.go):
+//
+//	folder_counts     mailboxID -> number of folders (uint64)
 //
 // The mail plane's buckets are described in bolt_mail.go.
 var (
@@ -209,6 +214,27 @@ var migrations = []func(*bolt.Tx) error{
 	func(tx *bolt.Tx) error { // 3 -> 4: MTA-STS policies
 		for _, b := range stsBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	func(tx *bolt.Tx) error { // 4 -> 5: folders counted per account
+		counts, err := tx.CreateBucketIfNotExists(bFolderCounts)
+		if err != nil {
+			return err
+		}
+		n := map[uint64]uint64{}
+		if err := tx.Bucket(bMailboxFolders).ForEach(func(k, _ []byte) error {
+			if len(k) >= 8 {
+				n[binary.BigEndian.Uint64(k[:8])]++
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for id, c := range n {
+			if err := counts.Put(u64(id), u64(c)); err != nil {
 				return err
 			}
 		}

@@ -15,6 +15,10 @@ package mailstore
 //	blob_refs        blobID -> refcount (uint64)
 //	retention        domainID|receivedUnix(8)|folderID|uid(4) -> mailboxID
 //
+// and, from schema 5, folder_counts (mailboxID -> uint64), the number of
+// mailbox_folders keys under each mailboxID, kept by createFolderTx,
+// DeleteFolder and deleteMailboxMessages.
+//
 // and, from schema 2, the outbound queue (bolt_queue.go), whose entries
 // also hold blob references.
 //
@@ -54,11 +58,13 @@ var (
 	bBlobs          = []byte("blobs")
 	bBlobRefs       = []byte("blob_refs")
 	bRetention      = []byte("retention")
+	bFolderCounts   = []byte("folder_counts")
 )
 
 var mailBuckets = [][]byte{bFolders, bMailboxFolders, bMessages, bBlobs, bBlobRefs, bRetention}
 
-// createMailBuckets creates the mail plane's buckets (schema 1).
+// createMailBuckets creates the mail plane's buckets of schema 1
+// (folder_counts comes with its own migration, which counts).
 func createMailBuckets(tx *bolt.Tx) error {
 	for _, b := range mailBuckets {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -115,6 +121,9 @@ func (s *Bolt) deleteMailboxMessages(tx *bolt.Tx, m Mailbox) (msgs, bytes int64,
 		if err := c.Delete(); err != nil {
 			return 0, 0, err
 		}
+	}
+	if err := tx.Bucket(bFolderCounts).Delete(id8(m.ID)); err != nil {
+		return 0, 0, err
 	}
 	if err := t.flushRefs(); err != nil {
 		return 0, 0, err
@@ -330,12 +339,19 @@ func checkFolderName(name string) error {
 	return nil
 }
 
-// createFolderTx adds a folder; ErrFolderExists.
+// createFolderTx adds a folder; ErrFolderExists, ErrTooManyFolders.
 func createFolderTx(tx *bolt.Tx, mailboxID int64, name, specialUse string) (Folder, error) {
 	names := tx.Bucket(bMailboxFolders)
 	key := folderNameKey(mailboxID, name)
 	if names.Get(key) != nil {
 		return Folder{}, ErrFolderExists
+	}
+	n := folderCount(tx, mailboxID)
+	if n >= MaxFolders {
+		return Folder{}, ErrTooManyFolders
+	}
+	if err := tx.Bucket(bFolderCounts).Put(id8(mailboxID), u64(n+1)); err != nil {
+		return Folder{}, err
 	}
 	b := tx.Bucket(bFolders)
 	id, err := nextID(b)
@@ -350,6 +366,14 @@ func createFolderTx(tx *bolt.Tx, mailboxID int64, name, specialUse string) (Fold
 		return Folder{}, err
 	}
 	return f, putJSON(b, id8(id), f)
+}
+
+// folderCount is the number of an account's folders, from folder_counts.
+func folderCount(tx *bolt.Tx, mailboxID int64) uint64 {
+	if v := tx.Bucket(bFolderCounts).Get(id8(mailboxID)); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
 }
 
 // mailTx is one write transaction of the mail plane. It caches the

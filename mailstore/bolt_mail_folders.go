@@ -102,6 +102,11 @@ func (s *Bolt) DeleteFolder(ctx context.Context, mailboxID int64, name string) e
 		if err := t.names.Delete(folderNameKey(mailboxID, name)); err != nil {
 			return err
 		}
+		if n := folderCount(tx, mailboxID); n > 0 {
+			if err := tx.Bucket(bFolderCounts).Put(id8(mailboxID), u64(n-1)); err != nil {
+				return err
+			}
+		}
 		return t.flush()
 	})
 	if err != nil {

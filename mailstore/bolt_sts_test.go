@@ -131,7 +131,7 @@ func TestBoltUpgradeSchema3(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	asSchema(t, dir, 3, "sts", "sts_expiry")
+	asSchema(t, dir, 3, "sts", "sts_expiry", "folder_counts")
 	upgrade(t, dir)
 	s = openBolt(t, dir)
 	defer s.Close()
@@ -148,5 +148,37 @@ func TestBoltUpgradeSchema3(t *testing.T) {
 	}
 	if got, err := s.STSPolicy(ctx, "r.example", at); err != nil || got.ID != "1" {
 		t.Errorf("STSPolicy() after a put = %+v, %v; want id 1", got, err)
+	}
+}
+
+// TestBoltUpgradeSchema4: a schema 4 file (before folders were counted)
+// gains folder_counts with each account's number of folders.
+func TestBoltUpgradeSchema4(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, _, u, _ := boltMailFixture(t, dir)
+	for _, name := range []string{"a", "a/b", "c"} {
+		if _, err := s.CreateFolder(ctx, u.ID, name); err != nil {
+			t.Fatalf("CreateFolder(%q) = %v", name, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	asSchema(t, dir, 4, "folder_counts")
+	upgrade(t, dir)
+	var got uint64
+	rawUpdate(t, dir, "read folder_counts", func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("folder_counts"))
+		if b == nil {
+			return errors.New("no folder_counts bucket")
+		}
+		if v := b.Get(binary.BigEndian.AppendUint64(nil, uint64(u.ID))); len(v) == 8 {
+			got = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	if want := uint64(len(mailstore.DefaultFolders) + 3); got != want {
+		t.Errorf("folder count after upgrade = %d, want %d", got, want)
 	}
 }

@@ -13,7 +13,14 @@ var (
 	ErrFolderExists    = errors.New("folder already exists")
 	ErrOverQuota       = errors.New("mailbox is over quota")
 	ErrFolderProtected = errors.New("folder cannot be deleted or renamed")
+	ErrTooManyFolders  = errors.New("too many folders")
 )
+
+// MaxFolders is the most folders an account may have, INBOX and the
+// special-use folders included. Folders cost no quota, so without a bound
+// one account could grow the database without limit (an audit saw 3,000
+// folders with 500-byte names made in 2 s).
+const MaxFolders = 1000
 
 // Folder is an IMAP mailbox ("folder", to avoid a clash with Mailbox, the
 // account) of one account. INBOX and the special-use folders exist from the
@@ -131,6 +138,7 @@ type Mail interface {
 	// case, other names exactly). ErrFolderNotFound.
 	Folder(ctx context.Context, mailboxID int64, name string) (Folder, error)
 	// CreateFolder adds a folder, subscribed. ErrFolderExists;
+	// ErrTooManyFolders when the account has MaxFolders already;
 	// ErrInvalidArgument for a name IMAP cannot carry (empty, an empty
 	// level "a//b", a leading or trailing "/", the wildcards * and %,
 	// control characters, invalid UTF-8).

@@ -294,6 +294,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		s := imapd.New(imapd.Config{
 			Store: st, Logins: logins, TLS: tlsConfig, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			Logger: log, Now: o.Now, Reserve: memory.Reserve, MaxMessageBytes: cfg.MaxMessageBytes,
+			MaxConnsPerIP: int(cfg.MaxConnsPerIP),
 		})
 		servers = append(servers, s)
 		if err := listenPair(s, "imap", cfg.IMAP, &addrs.IMAP, "imaps", cfg.IMAPS, &addrs.IMAPS); err != nil {

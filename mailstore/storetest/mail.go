@@ -21,6 +21,7 @@ func runMail(t *testing.T, open Open) {
 	t.Run("default_folders", func(t *testing.T) { mailDefaultFolders(t, open) })
 	t.Run("folders", func(t *testing.T) { mailFolders(t, open) })
 	t.Run("folder_names", func(t *testing.T) { mailFolderNames(t, open) })
+	t.Run("folder_limit", func(t *testing.T) { mailFolderLimit(t, open) })
 	t.Run("append_quota", func(t *testing.T) { mailAppendQuota(t, open) })
 	t.Run("flags", func(t *testing.T) { mailFlags(t, open) })
 	t.Run("copy_move_expunge", func(t *testing.T) { mailCopyMoveExpunge(t, open) })
@@ -450,6 +451,41 @@ func mailFolders(t *testing.T, open Open) {
 	}
 	m.folder(mb.ID, "Projects/Sub")
 	m.invariants("a.example")
+}
+
+// mailFolderLimit fills an account to MaxFolders: one more folder is
+// ErrTooManyFolders until one is deleted; renames and other accounts do
+// not count.
+func mailFolderLimit(t *testing.T, open Open) {
+	m := newMT(t, open)
+	mb := m.mailbox(m.pid, "a.example", "u@a.example")
+	other := m.mailbox(m.pid, "a.example", "v@a.example")
+	for i := len(mailstore.DefaultFolders); i < mailstore.MaxFolders; i++ {
+		if _, err := m.s.CreateFolder(m.ctx, mb.ID, fmt.Sprintf("f%d", i)); err != nil {
+			t.Fatalf("CreateFolder(f%d) = %v, want nil below MaxFolders", i, err)
+		}
+	}
+	if _, err := m.s.CreateFolder(m.ctx, mb.ID, "one-more"); !errors.Is(err, mailstore.ErrTooManyFolders) {
+		t.Errorf("CreateFolder() at MaxFolders = %v, want ErrTooManyFolders", err)
+	}
+	if _, err := m.s.CreateFolder(m.ctx, other.ID, "one-more"); err != nil {
+		t.Errorf("CreateFolder() in another account = %v, want nil", err)
+	}
+	if err := m.s.RenameFolder(m.ctx, mb.ID, "f10", "renamed"); err != nil {
+		t.Errorf("RenameFolder() at MaxFolders = %v, want nil", err)
+	}
+	if err := m.s.DeleteFolder(m.ctx, mb.ID, "renamed"); err != nil {
+		t.Fatalf("DeleteFolder() = %v", err)
+	}
+	if _, err := m.s.CreateFolder(m.ctx, mb.ID, "one-more"); err != nil {
+		t.Errorf("CreateFolder() after a delete = %v, want nil", err)
+	}
+	if _, err := m.s.CreateFolder(m.ctx, mb.ID, "two-more"); !errors.Is(err, mailstore.ErrTooManyFolders) {
+		t.Errorf("CreateFolder() at MaxFolders again = %v, want ErrTooManyFolders", err)
+	}
+	if got, err := m.s.Folders(m.ctx, mb.ID); err != nil || len(got) != mailstore.MaxFolders {
+		t.Errorf("Folders() = %d folders, %v; want %d", len(got), err, mailstore.MaxFolders)
+	}
 }
 
 func mailFolderNames(t *testing.T, open Open) {
