@@ -8,29 +8,24 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/mailhost/mailhost/policy"
 )
 
 // This file bounds what one client address can hold before it has logged
 // in: its number of connections (MaxConnsPerIP) and, on the implicit-TLS
-// port, the time its TLS handshake may take (HandshakeTimeout). smtpd has
-// its own limiter (smtpd/limits.go): the counting is the same few lines,
-// but the refusal is a protocol reply and smtpd's also tracks mail
-// transactions for its Shutdown, and the two packages do not import each
-// other.
+// port, the time its TLS handshake may take (HandshakeTimeout). The
+// counting is policy.ConnsPerAddress, as in smtpd; the listener here
+// answers a refusal as IMAP does.
 
-// connLimiter counts connections per IP address and refuses those over
-// max.
+// connLimiter refuses connections over the per-address limit.
 type connLimiter struct {
-	max int
-	log *slog.Logger
-
-	// mu guards perIP.
-	mu    sync.Mutex
-	perIP map[string]int
+	log   *slog.Logger
+	count *policy.ConnsPerAddress
 }
 
 func newConnLimiter(max int, log *slog.Logger) *connLimiter {
-	return &connLimiter{max: max, log: log, perIP: map[string]int{}}
+	return &connLimiter{log: log, count: policy.NewConnsPerAddress(max)}
 }
 
 // listener wraps ln. silent is for a listener under TLS: a connection over
@@ -57,7 +52,7 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		ip := ipOf(c.RemoteAddr())
+		ip := policy.RemoteIP(c.RemoteAddr())
 		if tc := ll.l.acquire(c, ip); tc != nil {
 			return tc, nil
 		}
@@ -79,34 +74,14 @@ func refuse(c net.Conn) {
 	c.Close()
 }
 
-func ipOf(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
-	}
-	host, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return host
-}
-
 func (l *connLimiter) acquire(c net.Conn, ip string) *trackedConn {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.perIP[ip] >= l.max {
+	if !l.count.Acquire(ip) {
 		return nil
 	}
-	l.perIP[ip]++
 	return &trackedConn{Conn: c, ip: ip, l: l}
 }
 
-func (l *connLimiter) release(ip string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.perIP[ip]--; l.perIP[ip] <= 0 {
-		delete(l.perIP, ip)
-	}
-}
+func (l *connLimiter) release(ip string) { l.count.Release(ip) }
 
 // trackedConn is one admitted connection. It gives its slot back on the
 // first Close: imapserver closes it more than once, and after STARTTLS it
@@ -186,7 +161,7 @@ func (hl *handshakeListener) handshake(c net.Conn) {
 	// covers a client that stops reading our ServerHello.
 	c.SetDeadline(time.Now().Add(hl.timeout))
 	if err := tc.HandshakeContext(ctx); err != nil {
-		hl.log.Debug("tls handshake", "remote_ip", ipOf(c.RemoteAddr()), "err", err)
+		hl.log.Debug("tls handshake", "remote_ip", policy.RemoteIP(c.RemoteAddr()), "err", err)
 		c.Close()
 		return
 	}

@@ -8,23 +8,25 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mailhost/mailhost/policy"
 )
 
 // connLimiter counts connections per IP address, refusing those over the
 // limit, and keeps every open connection so that Shutdown can close the
 // idle ones.
 type connLimiter struct {
-	max int
 	log *slog.Logger
 
-	// mu guards perIP and open.
-	mu    sync.Mutex
-	perIP map[string]int
-	open  map[*trackedConn]struct{}
+	count *policy.ConnsPerAddress
+
+	// mu guards open.
+	mu   sync.Mutex
+	open map[*trackedConn]struct{}
 }
 
 func newConnLimiter(max int, log *slog.Logger) *connLimiter {
-	return &connLimiter{max: max, log: log, perIP: map[string]int{}, open: map[*trackedConn]struct{}{}}
+	return &connLimiter{log: log, count: policy.NewConnsPerAddress(max), open: map[*trackedConn]struct{}{}}
 }
 
 // listener wraps ln. silent is for a listener under TLS: a connection
@@ -58,7 +60,7 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			})
 			return c, nil
 		}
-		ip := ipOf(c.RemoteAddr())
+		ip := policy.RemoteIP(c.RemoteAddr())
 		if tc := ll.l.acquire(c, ip); tc != nil {
 			return tc, nil
 		}
@@ -79,36 +81,22 @@ func refuse(c net.Conn) {
 	c.Close()
 }
 
-func ipOf(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
-	}
-	host, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return host
-}
-
 func (l *connLimiter) acquire(c net.Conn, ip string) *trackedConn {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.perIP[ip] >= l.max {
+	if !l.count.Acquire(ip) {
 		return nil
 	}
-	l.perIP[ip]++
 	tc := &trackedConn{Conn: c, ip: ip, l: l}
+	l.mu.Lock()
 	l.open[tc] = struct{}{}
+	l.mu.Unlock()
 	return tc
 }
 
 func (l *connLimiter) release(tc *trackedConn) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	delete(l.open, tc)
-	if l.perIP[tc.ip]--; l.perIP[tc.ip] <= 0 {
-		delete(l.perIP, tc.ip)
-	}
+	l.mu.Unlock()
+	l.count.Release(tc.ip)
 }
 
 // closeIdle closes every connection not in a mail transaction.

@@ -137,8 +137,8 @@ func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
 	sess := &session{
 		srv:      s,
 		conn:     c,
-		log:      s.log.With("remote_ip", ipOf(c.Conn().RemoteAddr())),
-		remoteIP: ipOf(c.Conn().RemoteAddr()),
+		log:      s.log.With("remote_ip", policy.RemoteIP(c.Conn().RemoteAddr())),
+		remoteIP: policy.RemoteIP(c.Conn().RemoteAddr()),
 		ip:       ip,
 		helo:     c.Hostname(),
 		tls:      isTLS,
