@@ -622,11 +622,13 @@ func drain(ch chan uint32) {
 }
 
 // TestAppendMemoryBudget: an APPEND takes room for its size from the
-// shared memory budget (Config.Reserve) and gives it back; without room
-// it is answered NO [UNAVAILABLE] and the session goes on.
+// shared memory budget (Config.Reserve), a step at a time as the bytes
+// arrive, and gives it back; without room it is answered NO
+// [UNAVAILABLE] and the session goes on.
 func TestAppendMemoryBudget(t *testing.T) {
 	var mu sync.Mutex
 	var reserved, released int64
+	var steps []int64
 	full := false
 	e := newEnv(t, envOptions{reserve: func(_ context.Context, n int64) (func(), error) {
 		mu.Lock()
@@ -635,6 +637,7 @@ func TestAppendMemoryBudget(t *testing.T) {
 			return nil, errors.New("no room")
 		}
 		reserved += n
+		steps = append(steps, n)
 		return func() { mu.Lock(); released += n; mu.Unlock() }, nil
 	}})
 	e.requireMail()
@@ -653,5 +656,20 @@ func TestAppendMemoryBudget(t *testing.T) {
 	}
 	if _, err := c.Select("Drafts", nil).Wait(); err != nil {
 		t.Errorf("SELECT after the refused APPEND: %v", err)
+	}
+
+	// A message of two steps and a byte: three reservations, none
+	// larger than a step, all given back.
+	mu.Lock()
+	full, reserved, released, steps = false, 0, 0, nil
+	mu.Unlock()
+	big := msgPlain + strings.Repeat("x", 2*appendStep+1-len(msgPlain)-2) + "\r\n"
+	if _, err := appendMsg(c, "Drafts", big, nil); err != nil {
+		t.Fatalf("APPEND of %d bytes: %v", len(big), err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(steps, []int64{appendStep, appendStep, int64(len(big) - 2*appendStep)}) || released != int64(len(big)) {
+		t.Errorf("reservations %v, released %d; want two steps and the rest, %d released", steps, released, len(big))
 	}
 }

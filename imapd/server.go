@@ -73,8 +73,9 @@ type Config struct {
 	// MaxMessageBytes bounds an APPEND (advertised as APPENDLIMIT). 0
 	// means 64 MiB.
 	MaxMessageBytes int64
-	// Reserve, when set, takes room for an APPEND's message in the memory
-	// budget the SMTP servers share (smtpd.MemoryBudget.Reserve), so that
+	// Reserve, when set, takes room for an APPEND's message, a step at a
+	// time as it arrives, in the memory budget the SMTP servers share
+	// (smtpd.MemoryBudget.Reserve), so that
 	// many large APPENDs at once wait rather than run the machine out of
 	// memory; it answers an error when there is no room in time, and
 	// the APPEND is answered NO [UNAVAILABLE]. nil: no bound.
