@@ -140,7 +140,10 @@ func authservID(s string) string {
 // ADMD (RFC 8601 section 5), which were forged upstream. It returns msg
 // itself when there is nothing to remove.
 func stripAuthResults(msg []byte, ids ...string) []byte {
-	fields, end := headerFields(msg)
+	// Fields are looked for up to the empty line, also past a line that
+	// is neither a field nor a continuation: strict parsers (headerFields)
+	// read what follows it as the body, lenient ones (some mail clients)
+	// as more fields, and a forged verdict must not survive for them.
 	drop := func(f []byte) bool {
 		if fieldName(f) != "authentication-results" {
 			return false
@@ -153,22 +156,47 @@ func stripAuthResults(msg []byte, ids ...string) []byte {
 		}
 		return false
 	}
-	n := 0
-	for _, f := range fields {
-		if drop(f) {
-			n++
+	var cut [][2]int // spans of msg to leave out
+	field := -1      // start of the field being read; -1: none
+	endField := func(at int) {
+		if field >= 0 && drop(msg[field:at]) {
+			cut = append(cut, [2]int{field, at})
 		}
+		field = -1
 	}
-	if n == 0 {
+	i := 0
+	for i < len(msg) {
+		j := bytes.IndexByte(msg[i:], '\n')
+		if j < 0 {
+			j = len(msg)
+		} else {
+			j += i + 1
+		}
+		line := msg[i:j]
+		switch {
+		case line[0] == ' ' || line[0] == '\t': // continues the field, if any
+		case isFieldStart(line):
+			endField(i)
+			field = i
+		case bytes.Equal(line, []byte("\r\n")) || bytes.Equal(line, []byte("\n")):
+			endField(i)
+			j = len(msg) // the body: nothing more to look at
+		default:
+			endField(i)
+		}
+		i = j
+	}
+	endField(min(i, len(msg)))
+	if len(cut) == 0 {
 		return msg
 	}
 	out := make([]byte, 0, len(msg))
-	for _, f := range fields {
-		if !drop(f) {
-			out = append(out, f...)
-		}
+	from := 0
+	for _, c := range cut {
+		out = append(out, msg[from:c[0]]...)
+		from = c[1]
 	}
-	return append(out, msg[end:]...)
+	return append(out, msg[from:]...)
 }
 
 // wordDecoder decodes RFC 2047 display names well enough to reach the

@@ -62,6 +62,17 @@ func TestStripAuthResults(t *testing.T) {
 	if got := string(stripAuthResults([]byte(msg), "", "MX.test")); got != want {
 		t.Errorf("stripAuthResults = %q, want %q", got, want)
 	}
+	// Past a line that is not a field, as lenient parsers read it; the
+	// line itself and the body stay.
+	msg = "Subject: s\r\nX-Break\r\nAuthentication-Results: mx.test;\r\n dkim=pass\r\nTo: t\r\n\r\nAuthentication-Results: mx.test; body\r\n"
+	want = "Subject: s\r\nX-Break\r\nTo: t\r\n\r\nAuthentication-Results: mx.test; body\r\n"
+	if got := string(stripAuthResults([]byte(msg), "mx.test")); got != want {
+		t.Errorf("stripAuthResults past a broken line = %q, want %q", got, want)
+	}
+	// The last field of a message without a body.
+	if got := string(stripAuthResults([]byte("Subject: s\r\nAuthentication-Results: mx.test; x"), "mx.test")); got != "Subject: s\r\n" {
+		t.Errorf("stripAuthResults of a header-only message = %q", got)
+	}
 	clean := []byte("Subject: s\r\n\r\nx\r\n")
 	if got := stripAuthResults(clean, "mx.test"); &got[0] != &clean[0] {
 		t.Error("stripAuthResults copied a message with nothing to remove")
