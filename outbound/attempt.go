@@ -204,15 +204,17 @@ func (s *Sender) warn(ctx context.Context, e mailstore.Outbound, body []byte, ou
 }
 
 // suspended answers the reply that holds an entry back when the domain
-// it is sent for (a user's submission, or a forward through its alias)
-// is suspended: decisions.md has a suspended domain send nothing, and an
+// it is sent for (a user's submission, a forward through its alias, or a
+// bounce relayed back through the SRS address that alias made) is
+// suspended: decisions.md has a suspended domain send nothing, and an
 // operator who suspends a domain for abuse expects the mail it queued to
 // stop too. The entry is retried as if deferred, and goes once the domain
 // is resumed (the resume makes it due at once: FlushOutboundDomain), or
-// bounces when its lifetime ends. nil: the entry may go (bounces, which no domain sends,
-// and entries of a domain deleted since, which are mail in flight).
+// bounces when its lifetime ends. nil: the entry may go (the queue's own
+// bounces, which no domain sends, and entries of a domain deleted since,
+// which are mail in flight).
 func (s *Sender) suspended(ctx context.Context, e mailstore.Outbound) *reply {
-	if e.DomainID == 0 || (e.Kind != mailstore.KindSubmission && e.Kind != mailstore.KindForward) {
+	if e.DomainID == 0 {
 		return nil
 	}
 	d, err := s.cfg.Store.DomainWithID(ctx, e.DomainID)

@@ -64,6 +64,8 @@ func TestSuspendedDomainHeld(t *testing.T) {
 	f.queue(clk.Now(), f.submission("x@remote.test"), message("submitted"))
 	f.queue(clk.Now(), mailstore.Relay{Kind: mailstore.KindForward, DomainID: f.domain.ID, From: "someone@orig.test", To: []string{"y@remote.test"}}, message("forwarded"))
 	f.queue(clk.Now(), mailstore.Relay{Kind: mailstore.KindBounce, To: []string{"z@remote.test"}}, message("bounce"))
+	// A bounce relayed back through an SRS address of a.test's alias.
+	f.queue(clk.Now(), mailstore.Relay{Kind: mailstore.KindBounce, DomainID: f.domain.ID, To: []string{"w@remote.test"}}, message("srs bounce"))
 	if _, err := f.st.SetSuspended(ctx, f.partner.ID, "a.test", true); err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +73,9 @@ func TestSuspendedDomainHeld(t *testing.T) {
 	if got := mx.waitMessages(t, 1)[0]; len(got.to) != 1 || got.to[0] != "z@remote.test" {
 		t.Fatalf("MX got a message to %v, want only the bounce to z@remote.test", got.to)
 	}
-	waitFor(t, "both held entries attempted", func() bool {
+	waitFor(t, "the three held entries attempted", func() bool {
 		es := f.entries()
-		return len(es) == 2 && es[0].Attempts == 1 && es[1].Attempts == 1
+		return len(es) == 3 && es[0].Attempts == 1 && es[1].Attempts == 1 && es[2].Attempts == 1
 	})
 	for _, en := range f.entries() {
 		if !strings.Contains(en.LastError, "a.test is suspended") || !en.NextAttempt.After(clk.Now()) {
@@ -91,7 +93,7 @@ func TestSuspendedDomainHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.sender.Wake()
-	mx.waitMessages(t, 3)
+	mx.waitMessages(t, 4)
 	f.waitEmpty()
 }
 

@@ -123,9 +123,17 @@ func TestSRSBounce(t *testing.T) {
 			t.Fatalf("queue has %d entries, want 1", len(q))
 		}
 		o := q[0]
-		if o.Kind != mailstore.KindBounce || o.DomainID != 0 || o.From != "" ||
+		d, err := e.st.DomainByName(context.Background(), "a.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Kind != mailstore.KindBounce || o.DomainID != d.ID || o.From != "" ||
 			len(o.Recipients) != 1 || o.Recipients[0].Address != "Orig@remote.test" {
-			t.Errorf("queue entry = %+v, want a bounce with the null sender to Orig@remote.test", o)
+			t.Errorf("queue entry = %+v, want a bounce with the null sender to Orig@remote.test, sent for a.test (%d)", o, d.ID)
+		}
+		// Counted as a.test's outbound transfer, as its forwards are.
+		if tr, err := e.st.Transfer(context.Background(), d.ID, mailstore.Month(testNow)); err != nil || tr.OutBytes != o.Size {
+			t.Errorf("a.test's transfer = %+v, %v; want the bounce's %d bytes out", tr, err, o.Size)
 		}
 		if n := queued.Load(); n != 1 {
 			t.Errorf("OnQueued called %d times, want 1", n)

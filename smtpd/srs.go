@@ -40,7 +40,8 @@ func isSRS(addr string) bool {
 // the original sender's local part keeps its case. s.mu is held.
 func (s *session) bounce(addr, raw string) (handled bool, err error) {
 	st := s.srv.cfg.Store
-	if _, err := st.DomainByName(s.ctx, policy.DomainOf(addr)); err != nil {
+	via, err := st.DomainByName(s.ctx, policy.DomainOf(addr))
+	if err != nil {
 		if errors.Is(err, mailstore.ErrNotFound) {
 			return false, nil
 		}
@@ -65,7 +66,11 @@ func (s *session) bounce(addr, raw string) (handled bool, err error) {
 		return true, fmt.Errorf("%s reverses to %s: %w", addr, norm, err)
 	}
 	// The remote address as it was sent: its local part's case is the
-	// remote server's business (RFC 5321 section 2.4).
-	s.tx.queue(mailstore.KindBounce, 0, "", orig)
+	// remote server's business (RFC 5321 section 2.4). It goes out on
+	// behalf of the domain whose alias made the SRS address: counted in
+	// its transfer, held at its cap and while it is suspended, as its
+	// forwards are, so that the SRS addresses a customer's forward hands
+	// out are no free way out for mail.
+	s.tx.queue(mailstore.KindBounce, via.ID, "", orig)
 	return true, nil
 }
