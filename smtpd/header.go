@@ -18,13 +18,7 @@ import (
 func headerFields(msg []byte) (fields [][]byte, end int) {
 	i := 0
 	for i < len(msg) {
-		j := bytes.IndexByte(msg[i:], '\n')
-		if j < 0 {
-			j = len(msg)
-		} else {
-			j += i + 1
-		}
-		line := msg[i:j]
+		line, j := nextLine(msg, i)
 		switch {
 		case line[0] == ' ' || line[0] == '\t':
 			if len(fields) == 0 {
@@ -40,6 +34,16 @@ func headerFields(msg []byte) (fields [][]byte, end int) {
 		i = j
 	}
 	return fields, i
+}
+
+// nextLine is the line of msg that starts at i, with its "\n" if it has
+// one, and where the next one starts.
+func nextLine(msg []byte, i int) (line []byte, next int) {
+	j := bytes.IndexByte(msg[i:], '\n')
+	if j < 0 {
+		return msg[i:], len(msg)
+	}
+	return msg[i : i+j+1], i + j + 1
 }
 
 // headerEnd checks that the header section of msg, whose fields
@@ -166,13 +170,7 @@ func stripAuthResults(msg []byte, ids ...string) []byte {
 	}
 	i := 0
 	for i < len(msg) {
-		j := bytes.IndexByte(msg[i:], '\n')
-		if j < 0 {
-			j = len(msg)
-		} else {
-			j += i + 1
-		}
-		line := msg[i:j]
+		line, j := nextLine(msg, i)
 		switch {
 		case line[0] == ' ' || line[0] == '\t': // continues the field, if any
 		case isFieldStart(line):
