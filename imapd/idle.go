@@ -25,6 +25,9 @@ func (s *session) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) error {
 		case <-s.watch:
 			s.changed = true
 		case <-tick.C:
+			if err := s.stillOpen(); err != nil {
+				return err
+			}
 			s.changed = true
 		}
 		if s.sel == nil {

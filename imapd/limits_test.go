@@ -212,3 +212,46 @@ func TestSessionAfterSuspend(t *testing.T) {
 		t.Errorf("SELECT after the mailbox was deleted = %v, want NO [UNAVAILABLE]", err)
 	}
 }
+
+// TestSessionEndedAfterSuspend: a session open when its domain is
+// suspended is ended with BYE at its next command or IDLE tick once
+// AccountRecheck has passed, so a suspended customer stops reading mail
+// on the connections its clients keep open; a store that answers keeps
+// the session going.
+func TestSessionEndedAfterSuspend(t *testing.T) {
+	e := newEnv(t, envOptions{accountRecheck: time.Nanosecond, pollInterval: 50 * time.Millisecond})
+	e.requireMail()
+	ctx := context.Background()
+	noop := e.login(nil)
+	if _, err := noop.Select("INBOX", nil).Wait(); err != nil {
+		t.Fatalf("SELECT: %v", err)
+	}
+	idle := e.login(nil)
+	if _, err := idle.Select("INBOX", nil).Wait(); err != nil {
+		t.Fatalf("SELECT: %v", err)
+	}
+	cmd, err := idle.Idle()
+	if err != nil {
+		t.Fatalf("IDLE: %v", err)
+	}
+	if err := noop.Noop().Wait(); err != nil {
+		t.Fatalf("NOOP before the suspension: %v", err)
+	}
+
+	if _, err := e.st.SetSuspended(ctx, e.partnerID, "example.com", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := noop.Noop().Wait(); err == nil {
+		t.Errorf("NOOP after the suspension succeeded, want the session ended")
+	}
+	if _, err := noop.Fetch(imap.SeqSetNum(1), &imap.FetchOptions{Flags: true}).Collect(); err == nil {
+		t.Errorf("FETCH on the ended session succeeded")
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Errorf("IDLE session still open 5 s after the suspension")
+	}
+}

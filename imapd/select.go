@@ -99,6 +99,9 @@ func (s *session) Poll(w *imapserver.UpdateWriter, allowExpunge bool) error {
 	if s.user == nil {
 		return nil
 	}
+	if err := s.stillOpen(); err != nil {
+		return err
+	}
 	s.noteChanges()
 	if s.sel == nil {
 		s.changed = false // Select loads afresh

@@ -83,6 +83,10 @@ type Config struct {
 	// PollInterval is how often an idling client's folder is re-read even
 	// without a Watch signal. 0 means 30 seconds.
 	PollInterval time.Duration
+	// AccountRecheck is how often, at most, a logged-in session checks
+	// that its account may still be used (domain not suspended, mailbox
+	// not deleted); one that may not is ended with BYE. 0 means 30 s.
+	AccountRecheck time.Duration
 }
 
 // Server serves IMAP on any number of listeners.
@@ -126,6 +130,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 30 * time.Second
+	}
+	if cfg.AccountRecheck <= 0 {
+		cfg.AccountRecheck = 30 * time.Second
 	}
 	if cfg.MaxConnsPerIP <= 0 {
 		cfg.MaxConnsPerIP = 20

@@ -53,6 +53,8 @@ type envOptions struct {
 	handshakeTimeout time.Duration
 	log              io.Writer // nil: discard
 	reserve          func(ctx context.Context, bytes int64) (func(), error)
+	// accountRecheck and pollInterval: 0 for Config's defaults.
+	accountRecheck, pollInterval time.Duration
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -86,6 +88,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		Store: st, Logins: logins, TLS: serverTLS, AllowInsecureAuth: o.insecureAuth,
 		Logger: slog.New(slog.NewTextHandler(cmp.Or(o.log, io.Discard), nil)), MaxConns: o.maxConns,
 		Reserve: o.reserve, MaxConnsPerIP: o.maxConnsPerIP, HandshakeTimeout: o.handshakeTimeout,
+		AccountRecheck: o.accountRecheck, PollInterval: o.pollInterval,
 	})
 	e := &env{t: t, st: st, srv: srv, partnerID: p.ID, mb: mb, clientTLS: clientTLS}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

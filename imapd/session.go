@@ -2,6 +2,8 @@ package imapd
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -35,6 +37,8 @@ type session struct {
 	unwatch func()
 	// changed is set when watch has signalled since the view was loaded.
 	changed bool
+	// checked is when the account was last found usable (stillOpen).
+	checked time.Time
 
 	sel *view // the selected folder, nil if none
 }
@@ -89,6 +93,7 @@ func (s *session) Login(username, password string) error {
 		}
 	}
 	s.user = &mb
+	s.checked = s.srv.now()
 	s.watch, s.unwatch = s.st.Watch(mb.ID)
 	s.changed = false
 	s.log = s.log.With("user", mb.Email)
@@ -132,6 +137,36 @@ func (s *session) noteChanges() {
 // should stop it from opening folders and adding mail, not only refuse the
 // next login. It is one address lookup. A mailbox deleted and made again
 // under the same address is another account (ErrMailboxNotFound).
+// stillOpen ends the session with BYE once its account may no longer be
+// used: a domain suspended or a mailbox deleted after the login. Mail
+// clients keep a connection, often IDLE, for days; without this, a
+// customer suspended for not paying would go on reading new mail on it.
+// It looks at most once per Config.AccountRecheck, after every command
+// (Poll) and on IDLE's ticks; a failing store does not end the session.
+func (s *session) stillOpen() error {
+	now := s.srv.now()
+	if now.Sub(s.checked) < s.srv.cfg.AccountRecheck {
+		return nil
+	}
+	_, err := s.account()
+	switch {
+	case err == nil:
+		s.checked = now
+		return nil
+	case errors.Is(err, errSuspended) || errors.Is(err, mailstore.ErrNotFound):
+		err = fmt.Errorf("%s: %w", s.user.Email, err)
+		s.log.Info("session ended", "reason", err.Error())
+		// Nothing of the session may be touched after Bye: closing the
+		// connection lets imapserver call Close, from another goroutine
+		// when this is IDLE's.
+		s.conn.Bye("Account no longer available")
+		return err
+	default:
+		s.log.Warn("check account", "err", err)
+		return nil
+	}
+}
+
 func (s *session) account() (mailstore.Mailbox, error) {
 	mb, dom, err := s.st.MailboxByEmail(s.ctx, s.user.Email)
 	if err != nil {
