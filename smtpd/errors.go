@@ -121,7 +121,7 @@ func reply(err error) *smtp.SMTPError {
 	case errors.Is(err, errBadHeader):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Message needs a From: header with valid addresses"}
 	case errors.Is(err, errMalformedHeader):
-		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Malformed header: a line that is neither a field nor a continuation before the empty line"}
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Malformed header: a line that is neither a field nor a continuation, or a bare CR, before the empty line"}
 
 	// Connection and protocol.
 	case errors.Is(err, smtp.ErrTooLongLine):

@@ -2,6 +2,7 @@ package smtpd
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -52,8 +53,20 @@ func nextLine(msg []byte, i int) (line []byte, next int) {
 // that is neither a field nor a continuation is taken there as the start
 // of the body, but other parsers (go-msgauth's DKIM signer, mail clients)
 // read on past it: a From: after it would be signed and shown without
-// having been checked.
+// having been checked. For the same reason a CR that does not end a line
+// (RFC 5322 section 2.3 allows none) is refused in the header: parsers
+// that take it for a line break would see fields no one checked.
 func headerEnd(msg []byte, end int) error {
+	for h := msg[:end]; ; {
+		k := bytes.IndexByte(h, '\r')
+		if k < 0 {
+			break
+		}
+		if k+1 == len(h) || h[k+1] != '\n' {
+			return errors.New("bare CR in the header")
+		}
+		h = h[k+1:]
+	}
 	rest := msg[end:]
 	if len(rest) == 0 || bytes.HasPrefix(rest, []byte("\r\n")) || rest[0] == '\n' {
 		return nil

@@ -418,6 +418,10 @@ func TestSenderOwnership(t *testing.T) {
 		{"line that is not a field in the header", "From: bob@a.test\r\nX-Break\r\nSubject: x\r\n\r\nbody\r\n", "550 5.6.0"},
 		{"body without the empty line", "From: bob@a.test\r\nSubject: x\r\nbody\r\n", "550 5.6.0"},
 		{"header only", "From: bob@a.test\r\nSubject: no body\r\n", ""},
+		// A parser that breaks lines at a bare CR would see a second From.
+		{"From hidden after a bare CR", "From: bob@a.test\r\nX-A: 1\rFrom: ceo@a.test\r\nSubject: x\r\n\r\nbody\r\n", "550 5.6.0"},
+		{"bare CR at the end of a field", "From: bob@a.test\r\nSubject: x\r\rFrom: ceo@a.test\r\n\r\nbody\r\n", "550 5.6.0"},
+		{"bare CR in the body", "From: bob@a.test\r\nSubject: x\r\n\r\nbo\rdy\r\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := e.submit(t, "bob@a.test", "bob@a.test", []string{"carol@a.test"}, tc.msg)
