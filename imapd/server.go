@@ -42,6 +42,7 @@ import (
 
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/tlsaccept"
 )
 
 // Config configures a Server. Store and Logins are required.
@@ -191,7 +192,7 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 	if s.cfg.TLS == nil {
 		return errors.New("imapd: ServeTLS needs Config.TLS")
 	}
-	return s.serve(newHandshakeListener(s.limits.listener(ln, true), s.cfg.TLS, s.cfg.HandshakeTimeout, s.log))
+	return s.serve(tlsaccept.NewListener(s.limits.listener(ln, true), s.cfg.TLS, s.cfg.HandshakeTimeout, s.log))
 }
 
 func (s *Server) serve(ln net.Listener) error {

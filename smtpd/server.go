@@ -43,6 +43,7 @@ import (
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
+	"github.com/mailhost/mailhost/tlsaccept"
 )
 
 // Config configures a Server. Zero values are replaced by the defaults
@@ -72,6 +73,10 @@ type Config struct {
 	// MaxRecipients is the most recipients of one message; more are
 	// answered 452 4.5.3 (RFC 5321 section 4.5.3.1.8). 0 means 100.
 	MaxRecipients int
+	// HandshakeTimeout bounds the TLS handshake of an implicit-TLS
+	// connection (ServeTLS), which go-smtp would otherwise give all of
+	// ReadTimeout. 0 means 30 seconds.
+	HandshakeTimeout time.Duration
 	// ReadTimeout bounds the wait for each command and, during DATA or
 	// BDAT, for each read of message data; WriteTimeout bounds each
 	// reply. 0 means 5 minutes and 1 minute (RFC 5321 section 4.5.3.2).
@@ -234,6 +239,9 @@ func newServer(cfg Config, submission bool) *Server {
 	if s.cfg.ReadTimeout <= 0 {
 		s.cfg.ReadTimeout = DefaultReadTimeout
 	}
+	if s.cfg.HandshakeTimeout <= 0 {
+		s.cfg.HandshakeTimeout = 30 * time.Second
+	}
 	if s.cfg.WriteTimeout <= 0 {
 		s.cfg.WriteTimeout = DefaultWriteTimeout
 	}
@@ -284,7 +292,7 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 	if s.cfg.TLS == nil {
 		return errors.New("smtpd: ServeTLS without Config.TLS")
 	}
-	return s.smtp.Serve(tls.NewListener(s.conns.listener(ln, true), s.cfg.TLS))
+	return s.smtp.Serve(tlsaccept.NewListener(s.conns.listener(ln, true), s.cfg.TLS, s.cfg.HandshakeTimeout, s.log))
 }
 
 // Shutdown stops accepting connections, closes idle ones at once and

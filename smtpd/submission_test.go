@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -613,6 +614,23 @@ func TestImplicitTLSListeners(t *testing.T) {
 		if n, err := c.Read(make([]byte, 64)); n != 0 || err == nil {
 			t.Errorf("connection over the limit read %d bytes, %v; want it closed without a reply", n, err)
 		}
+	})
+	t.Run("ServeTLS bounds the handshake", func(t *testing.T) {
+		e := newSubmissionEnv(t, func(c *Config) { c.HandshakeTimeout = 200 * time.Millisecond })
+		c, err := net.Dial("tcp", e.tlsAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := c.Read(make([]byte, 64)); n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("connection without a ClientHello read %d bytes, %v; want it closed by the server", n, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("connection without a ClientHello closed after %v, want about 200 ms", d)
+		}
+		e.rawTLS(t) // a client that does the handshake is served
 	})
 	t.Run("tls.NewListener given to Serve", func(t *testing.T) {
 		cert := selfSigned(t, "mx.test")
