@@ -3,15 +3,9 @@ package outbound
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"strconv"
 	"strings"
@@ -21,6 +15,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/mailhost/mailhost/internal/testcert"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -381,23 +376,8 @@ func smtpErr(code int, enh smtp.EnhancedCode, msg string) error {
 // selfSigned is a TLS server configuration with a fresh self-signed
 // certificate.
 func selfSigned(t *testing.T) *tls.Config {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "mx.fake"},
-		DNSNames:     []string{"mx.fake"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	cert, _ := testcert.New(t, "mx.fake")
+	return &tls.Config{Certificates: []tls.Certificate{cert}}
 }
 
 // env is a fixture with a running Sender.

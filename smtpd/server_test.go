@@ -3,12 +3,8 @@ package smtpd
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"math/big"
 	"net"
@@ -17,6 +13,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/mailhost/mailhost/internal/testcert"
 )
 
 func TestEHLO(t *testing.T) {
@@ -426,29 +424,8 @@ func TestSTARTTLS(t *testing.T) {
 
 // selfSigned makes a certificate for host, valid now.
 func selfSigned(t *testing.T, host string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: host},
-		DNSNames:     []string{host},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
+	cert, _ := testcert.New(t, host)
+	return cert
 }
 
 func TestConnsPerIP(t *testing.T) {
