@@ -17,8 +17,8 @@
 // deleted mailboxes are decided in one place for IMAP and submission. A
 // session already logged in when its domain is suspended or its mailbox
 // deleted is refused its next SELECT, EXAMINE and APPEND (NO
-// [UNAVAILABLE]); commands on a folder it has already selected still
-// work until it selects another or logs out.
+// [UNAVAILABLE]), and ended with BYE after any other command or during
+// IDLE once it finds out, which it looks up every AccountRecheck.
 //
 // Not offered: QUOTA (RFC 9208), since imapserver has no hook for its
 // commands (APPEND and COPY over quota still answer NO [OVERQUOTA]);
@@ -76,10 +76,10 @@ type Config struct {
 	MaxMessageBytes int64
 	// Reserve, when set, takes room for an APPEND's message, a step at a
 	// time as it arrives, in the memory budget the SMTP servers share
-	// (smtpd.MemoryBudget.Reserve), so that
-	// many large APPENDs at once wait rather than run the machine out of
-	// memory; it answers an error when there is no room in time, and
-	// the APPEND is answered NO [UNAVAILABLE]. nil: no bound.
+	// (smtpd.MemoryBudget.Reserve), so that many large APPENDs at once
+	// wait rather than run the machine out of memory; it answers an
+	// error when there is no room in time, and the APPEND is answered NO
+	// [UNAVAILABLE]. nil: no bound.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
 	// PollInterval is how often an idling client's folder is re-read even
 	// without a Watch signal. 0 means 30 seconds.

@@ -132,11 +132,6 @@ func (s *session) noteChanges() {
 	}
 }
 
-// account re-reads the logged-in account, for SELECT and APPEND: a session
-// outlives its login, and suspending the domain or deleting the mailbox
-// should stop it from opening folders and adding mail, not only refuse the
-// next login. It is one address lookup. A mailbox deleted and made again
-// under the same address is another account (ErrMailboxNotFound).
 // stillOpen ends the session with BYE once its account may no longer be
 // used: a domain suspended or a mailbox deleted after the login. Mail
 // clients keep a connection, often IDLE, for days; without this, a
@@ -167,6 +162,11 @@ func (s *session) stillOpen() error {
 	}
 }
 
+// account re-reads the logged-in account, for SELECT and APPEND: a session
+// outlives its login, and suspending the domain or deleting the mailbox
+// should stop it from opening folders and adding mail, not only refuse the
+// next login. It is one address lookup. A mailbox deleted and made again
+// under the same address is another account (ErrMailboxNotFound).
 func (s *session) account() (mailstore.Mailbox, error) {
 	mb, dom, err := s.st.MailboxByEmail(s.ctx, s.user.Email)
 	if err != nil {

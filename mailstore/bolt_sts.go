@@ -36,12 +36,11 @@ var stsBuckets = [][]byte{bSTS, bSTSExpiry}
 
 // stsRecord is the stored form of an STSPolicy; the domain is its key.
 type stsRecord struct {
-	ID        string    `json:"id"`
-	Mode      string    `json:"mode"`
-	MX        []string  `json:"mx"`
-	MaxAge    int64     `json:"max_age"` // seconds, as in the policy
-	FetchedAt time.Time `json:"fetched_at"`
-	Expires   time.Time `json:"expires"`
+	ID      string    `json:"id"`
+	Mode    string    `json:"mode"`
+	MX      []string  `json:"mx"`
+	MaxAge  int64     `json:"max_age"` // seconds, as in the policy
+	Expires time.Time `json:"expires"`
 }
 
 // stsDomain folds a domain name as the policies are keyed.
@@ -74,8 +73,8 @@ func (s *Bolt) STSPolicy(ctx context.Context, domain string, now time.Time) (STS
 		}
 		p = STSPolicy{
 			Domain: domain, ID: r.ID, Mode: r.Mode, MX: r.MX,
-			MaxAge:    time.Duration(r.MaxAge) * time.Second,
-			FetchedAt: r.FetchedAt, Expires: r.Expires,
+			MaxAge:  time.Duration(r.MaxAge) * time.Second,
+			Expires: r.Expires,
 		}
 		return nil
 	})
@@ -93,8 +92,8 @@ func (s *Bolt) PutSTSPolicy(ctx context.Context, p STSPolicy, now time.Time) err
 	}
 	r := stsRecord{
 		ID: p.ID, Mode: p.Mode, MX: p.MX,
-		MaxAge:    int64(p.MaxAge / time.Second),
-		FetchedAt: utc(p.FetchedAt), Expires: utc(p.Expires),
+		MaxAge:  int64(p.MaxAge / time.Second),
+		Expires: utc(p.Expires),
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		records, expiry := tx.Bucket(bSTS), tx.Bucket(bSTSExpiry)

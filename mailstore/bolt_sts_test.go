@@ -75,7 +75,7 @@ func TestBoltSTSIndex(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	policy := func(domain, id string, maxAge time.Duration) mailstore.STSPolicy {
 		return mailstore.STSPolicy{Domain: domain, ID: id, Mode: "enforce", MX: []string{"mx." + domain},
-			MaxAge: maxAge, FetchedAt: now, Expires: now.Add(maxAge)}
+			MaxAge: maxAge, Expires: now.Add(maxAge)}
 	}
 	for _, st := range []struct {
 		name  string
@@ -142,7 +142,7 @@ func TestBoltUpgradeSchema3(t *testing.T) {
 		t.Errorf("STSPolicy() after upgrade = %v, want ErrSTSPolicyNotFound", err)
 	}
 	p := mailstore.STSPolicy{Domain: "r.example", ID: "1", Mode: "enforce", MX: []string{"mx.r.example"},
-		MaxAge: time.Hour, FetchedAt: at, Expires: at.Add(time.Hour)}
+		MaxAge: time.Hour, Expires: at.Add(time.Hour)}
 	if err := s.PutSTSPolicy(ctx, p, at); err != nil {
 		t.Fatalf("PutSTSPolicy() after upgrade = %v", err)
 	}

@@ -31,8 +31,6 @@ type STSPolicy struct {
 	// MaxAge is the policy's max_age, stored in whole seconds; negative is
 	// ErrInvalidArgument.
 	MaxAge time.Duration
-	// FetchedAt is when the policy was fetched; Expires is when it stops
-	// applying (FetchedAt + MaxAge when the caller computes it so).
-	FetchedAt time.Time
-	Expires   time.Time
+	// Expires is when it stops applying: when it was fetched, plus MaxAge.
+	Expires time.Time
 }

@@ -432,7 +432,7 @@ func (s *Sender) loadSTS(ctx context.Context, domain string, now time.Time) stsE
 // that come after this one. Failing that, the policy still applies from
 // memory: the error is logged, and the next fetch writes it again.
 func (s *Sender) storeSTS(ctx context.Context, domain, id string, p stsPolicy, now time.Time) {
-	sp := mailstore.STSPolicy{Domain: domain, ID: id, Mode: string(p.mode), MX: p.mx, MaxAge: p.maxAge, FetchedAt: now, Expires: now.Add(p.maxAge)}
+	sp := mailstore.STSPolicy{Domain: domain, ID: id, Mode: string(p.mode), MX: p.mx, MaxAge: p.maxAge, Expires: now.Add(p.maxAge)}
 	if err := s.cfg.Store.PutSTSPolicy(ctx, sp, now); err != nil {
 		s.log.Error("store the MTA-STS policy", "domain", domain, "id", id, "err", err)
 	}

@@ -134,11 +134,12 @@ func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
 	if ta, ok := c.Conn().RemoteAddr().(*net.TCPAddr); ok {
 		ip = ta.AddrPort().Addr().Unmap()
 	}
+	remoteIP := policy.RemoteIP(c.Conn().RemoteAddr())
 	sess := &session{
 		srv:      s,
 		conn:     c,
-		log:      s.log.With("remote_ip", policy.RemoteIP(c.Conn().RemoteAddr())),
-		remoteIP: policy.RemoteIP(c.Conn().RemoteAddr()),
+		log:      s.log.With("remote_ip", remoteIP),
+		remoteIP: remoteIP,
 		ip:       ip,
 		helo:     c.Hostname(),
 		tls:      isTLS,

@@ -20,7 +20,7 @@ import (
 func stsPolicy(domain, id string, at time.Time, maxAge time.Duration) mailstore.STSPolicy {
 	return mailstore.STSPolicy{
 		Domain: domain, ID: id, Mode: "enforce", MX: []string{"mx." + domain, "*.backup.example"},
-		MaxAge: maxAge, FetchedAt: at, Expires: at.Add(maxAge),
+		MaxAge: maxAge, Expires: at.Add(maxAge),
 	}
 }
 
@@ -64,7 +64,6 @@ func stsRoundTrip(t *testing.T, open Open) {
 	if got.MaxAge != 86400*time.Second {
 		t.Errorf("STSPolicy(example.com).MaxAge = %v, want 24h (whole seconds)", got.MaxAge)
 	}
-	checkUTC(t, "FetchedAt", got.FetchedAt, ctlNowUTC)
 	checkUTC(t, "Expires", got.Expires, ctlNowUTC.Add(24*time.Hour))
 	if id := c.stsID("other.example", ctlNow); id != "" {
 		t.Errorf("STSPolicy(other.example) found id %q, want ErrSTSPolicyNotFound", id)
