@@ -61,3 +61,27 @@ func (h *hub) notify(mailboxIDs ...int64) {
 func (s *Bolt) Watch(mailboxID int64) (<-chan struct{}, func()) {
 	return s.watch.watch(mailboxID)
 }
+
+// Watchers fans out change signals as Watch needs, for backends outside
+// this package (mailstore/pgstore): a writer calls Notify after commit.
+// The zero value is ready to use.
+type Watchers struct{ h hub }
+
+// Watch registers a watcher of the account; see Mail.Watch.
+func (w *Watchers) Watch(mailboxID int64) (<-chan struct{}, func()) { return w.h.watch(mailboxID) }
+
+// Notify signals the accounts' watchers without blocking.
+func (w *Watchers) Notify(mailboxIDs ...int64) { w.h.notify(mailboxIDs...) }
+
+// NotifyAll signals every watcher: for when changes may have been missed
+// (a lost connection to another node's notifications), so that each
+// session looks for itself.
+func (w *Watchers) NotifyAll() {
+	w.h.mu.Lock()
+	ids := make([]int64, 0, len(w.h.watchers))
+	for id := range w.h.watchers {
+		ids = append(ids, id)
+	}
+	w.h.mu.Unlock()
+	w.h.notify(ids...)
+}

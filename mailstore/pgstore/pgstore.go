@@ -1,0 +1,212 @@
+// Package pgstore is the PostgreSQL implementation of mailstore.Store, for
+// providers who run several mailhost nodes on one shared state. It keeps
+// the contract of package mailstore (mailstore/storetest checks it) under
+// concurrent writers on several nodes:
+//
+//   - every method is one transaction; serialization failures and
+//     deadlocks are retried here (tx) and never reach a caller;
+//   - counters change by delta (SET n = n + $1) in the transaction of what
+//     they count, never as a value computed in Go from an earlier read;
+//   - limits (domains per partner, mailboxes and aliases per domain,
+//     folders, quota, transfer cap) are taken with one conditional UPDATE
+//     of the counting row, which holds under racing requests;
+//   - a folder's UIDs come from its own row (uid_next) under that row's
+//     lock, so they are dense and become visible in increasing order;
+//   - queue entries are claimed with FOR UPDATE SKIP LOCKED and leased in
+//     the name of a node (Options.Node);
+//   - IMAP sessions on other nodes learn of changes through LISTEN/NOTIFY,
+//     a doorbell rung after commit (notify.go); what changed is read from
+//     the folder's change log.
+//
+// The schema is in migrations/, applied at Open under an advisory lock,
+// one transaction per file. Migrations only add what an older binary
+// ignores, so that two versions can run during a rolling upgrade; see
+// migrate.go.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// Options tune Open. The zero value is ready to use.
+type Options struct {
+	// Node names this process in the queue's leases and the jobs table;
+	// empty means host name and process id. Two live processes must not
+	// share a name: each releases its own leases when it starts.
+	Node string
+	// MaxConns bounds the connection pool; zero means 16.
+	MaxConns int32
+}
+
+// Store is the PostgreSQL implementation of mailstore.Store.
+type Store struct {
+	pool *pgxpool.Pool
+	node string
+	// watch wakes this node's IMAP sessions: at once after a local
+	// commit, and when another node's notification arrives (notify.go).
+	watch mailstore.Watchers
+	bell  *doorbell
+}
+
+var _ mailstore.Store = (*Store)(nil)
+
+// IsURL reports whether a store setting names a PostgreSQL database
+// rather than a bbolt data directory.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Open connects to the database at url (a postgres:// URL; its
+// search_path parameter, if any, selects the schema), applies the
+// migrations this binary has and the database lacks, and starts
+// listening for other nodes' changes.
+func Open(ctx context.Context, url string, opt Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// The URL may hold a password: say what is wrong, not the URL.
+		return nil, fmt.Errorf("open postgres store: bad URL: %w", errors.Unwrap(err))
+	}
+	cfg.MaxConns = opt.MaxConns
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = 16
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	node := opt.Node
+	if node == "" {
+		host, _ := os.Hostname()
+		node = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	s := &Store{pool: pool, node: node}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	bell, err := startDoorbell(ctx, s)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	s.bell = bell
+	return s, nil
+}
+
+// Close stops listening and closes the pool; it waits for methods under
+// way.
+func (s *Store) Close() error {
+	if s.bell != nil {
+		s.bell.stop()
+	}
+	s.pool.Close()
+	return nil
+}
+
+// Node is the name this store's leases and jobs are taken under.
+func (s *Store) Node() string { return s.node }
+
+// Pool is the connection pool, for tests and tools (store verify) that
+// read the tables directly.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// maxRetries bounds how often a transaction that lost a serialization
+// race or a deadlock is run again before its error is answered.
+const maxRetries = 10
+
+// tx runs fn in a transaction and commits it, running it again (from the
+// start, so fn must depend only on the transaction) when PostgreSQL
+// aborted it for a serialization failure or a deadlock. A done ctx
+// answers its error and changes nothing.
+func (s *Store) tx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		err := pgx.BeginTxFunc(ctx, s.pool, opts, fn)
+		if err == nil || !retryable(err) || attempt >= maxRetries {
+			return err
+		}
+		// Jittered backoff, so that the transactions that collided do not
+		// collide again in step.
+		d := time.Duration(1+rand.IntN(1<<min(attempt, 6))) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+}
+
+// write is tx for a read-write transaction at READ COMMITTED, the level
+// every method uses unless it says otherwise: rows are locked where a
+// decision depends on them.
+func (s *Store) write(ctx context.Context, fn func(pgx.Tx) error) error {
+	return s.tx(ctx, pgx.TxOptions{}, fn)
+}
+
+// read is tx for a read-only transaction that sees one snapshot
+// (REPEATABLE READ), for methods that read several rows that must agree.
+func (s *Store) read(ctx context.Context, fn func(pgx.Tx) error) error {
+	return s.tx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// SQLSTATE codes (PostgreSQL appendix A).
+const (
+	codeSerialization = "40001"
+	codeDeadlock      = "40P01"
+	codeUnique        = "23505"
+	codeForeignKey    = "23503"
+	codeCheck         = "23514"
+)
+
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == codeSerialization || pe.Code == codeDeadlock)
+}
+
+// isUnique reports whether err is a unique violation of the named
+// constraint (any, when constraint is empty).
+func isUnique(err error, constraint string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == codeUnique && (constraint == "" || pe.ConstraintName == constraint)
+}
+
+// noRows reports whether a QueryRow found nothing.
+func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// utc is how the store keeps times: UTC, second precision (the contract).
+func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
+
+// nullTime is a nullable column's value for a time whose zero means
+// "none".
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := utc(t)
+	return &u
+}
+
+// fromNull is the zero time for NULL.
+func fromNull(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
