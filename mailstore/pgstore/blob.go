@@ -1,0 +1,60 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Bodies (the blobs table) are shared by the messages and queue entries
+// that name them, and counted in refs. These are the only writers of
+// refs; every method that adds or drops a message or a queue entry calls
+// them in its own transaction.
+
+// addBlob stores a body with refs references and answers its id.
+func addBlob(ctx context.Context, tx pgx.Tx, body []byte, refs int64) (int64, error) {
+	var id int64
+	if err := tx.QueryRow(ctx, `INSERT INTO blobs (refs, body) VALUES ($1, $2) RETURNING id`, refs, body).Scan(&id); err != nil {
+		return 0, fmt.Errorf("store body: %w", err)
+	}
+	return id, nil
+}
+
+// refBlob adds n references to a body and reports whether it still
+// exists: a COPY whose source message was expunged (and its body freed)
+// by a transaction that committed meanwhile finds it gone.
+func refBlob(ctx context.Context, tx pgx.Tx, id, n int64) (bool, error) {
+	tag, err := tx.Exec(ctx, `UPDATE blobs SET refs = refs + $2 WHERE id = $1`, id, n)
+	if err != nil {
+		return false, fmt.Errorf("reference body %d: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// unrefBlobs drops references (blob id -> how many) and deletes the
+// bodies left with none, in one statement each.
+func unrefBlobs(ctx context.Context, tx pgx.Tx, drops map[int64]int64) error {
+	if len(drops) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(drops))
+	ns := make([]int64, 0, len(drops))
+	for id, n := range drops {
+		ids = append(ids, id)
+		ns = append(ns, n)
+	}
+	// Locks are taken in id order (ORDER BY in the sub-select's UPDATE is
+	// not possible, so the rows are locked first, ordered), so that two
+	// transactions dropping the same bodies do not deadlock.
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM blobs WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
+		return fmt.Errorf("lock bodies: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `
+		WITH d AS (SELECT unnest($1::bigint[]) AS id, unnest($2::bigint[]) AS n),
+		u AS (UPDATE blobs b SET refs = b.refs - d.n FROM d WHERE b.id = d.id RETURNING b.id, b.refs)
+		DELETE FROM blobs WHERE id IN (SELECT id FROM u WHERE refs <= 0)`, ids, ns); err != nil {
+		return fmt.Errorf("drop body references: %w", err)
+	}
+	return nil
+}
