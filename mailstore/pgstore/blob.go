@@ -51,10 +51,15 @@ func unrefBlobs(ctx context.Context, tx pgx.Tx, drops map[int64]int64) error {
 		return fmt.Errorf("lock bodies: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `
-		WITH d AS (SELECT unnest($1::bigint[]) AS id, unnest($2::bigint[]) AS n),
-		u AS (UPDATE blobs b SET refs = b.refs - d.n FROM d WHERE b.id = d.id RETURNING b.id, b.refs)
-		DELETE FROM blobs WHERE id IN (SELECT id FROM u WHERE refs <= 0)`, ids, ns); err != nil {
+		UPDATE blobs b SET refs = b.refs - d.n
+		FROM (SELECT unnest($1::bigint[]) AS id, unnest($2::bigint[]) AS n) d
+		WHERE b.id = d.id`, ids, ns); err != nil {
 		return fmt.Errorf("drop body references: %w", err)
+	}
+	// A second statement: one that updated and deleted the same rows
+	// would not see its own update.
+	if _, err := tx.Exec(ctx, `DELETE FROM blobs WHERE id = ANY($1) AND refs <= 0`, ids); err != nil {
+		return fmt.Errorf("free bodies: %w", err)
 	}
 	return nil
 }
