@@ -20,7 +20,15 @@ import (
 // Config is the whole configuration of one mailhost process.
 type Config struct {
 	DataDir string
-	HTTP    string
+	// Store is where the mail store lives: empty for bbolt in DataDir, or
+	// a postgres:// URL shared by several nodes. It may hold a password:
+	// never log it.
+	Store string
+	// Node names this process among the nodes of one PostgreSQL store
+	// (the queue's leases, the periodic jobs); empty: host name and data
+	// directory.
+	Node string
+	HTTP string
 	// Mail listeners; an empty address turns a listener off.
 	SMTP, Submission, Submissions, IMAP, IMAPS string
 
@@ -101,6 +109,14 @@ func boolean(p func(*Config) *bool) func(*Config, string) error {
 // Settings lists every setting, in the order of the docs.
 var Settings = []Setting{
 	{"data", "MAILHOST_DATA", "./data", "data directory: the store, the TLS certificate, the control socket", str(func(c *Config) *string { return &c.DataDir })},
+	{"store", "MAILHOST_STORE", "", "where the mail store lives: empty = a bbolt file in the data directory; a postgres:// URL = PostgreSQL 15 or later, which several mailhost nodes can share", func(c *Config, v string) error {
+		if v != "" && !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
+			return errors.New("want empty (bbolt in the data directory) or a postgres:// URL")
+		}
+		c.Store = v
+		return nil
+	}},
+	{"node", "MAILHOST_NODE", "", "this node's name among the nodes sharing a PostgreSQL store (queue leases, periodic jobs); must differ between nodes and stay the same across restarts; empty: the host name and the data directory", str(func(c *Config) *string { return &c.Node })},
 	{"http", "MAILHOST_HTTP", "127.0.0.1:8080", "management API listen address", str(func(c *Config) *string { return &c.HTTP })},
 	{"smtp", "MAILHOST_SMTP", "127.0.0.1:2525", "inbound SMTP (MX) listen address; empty turns it off", str(func(c *Config) *string { return &c.SMTP })},
 	{"submission", "MAILHOST_SUBMISSION", "127.0.0.1:2587", "SMTP submission (STARTTLS) listen address; empty turns it off", str(func(c *Config) *string { return &c.Submission })},

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -235,10 +236,22 @@ func (o *socketOps) DeleteQueued(ctx context.Context, id int64) (v mailstore.Out
 	return v, o.call(ctx, "DELETE", "/queue/"+strconv.FormatInt(id, 10), nil, &v)
 }
 
-// WithOperator runs fn with the Operator for the data directory: the
-// running server's, over its control socket, or else the store opened
-// directly for the duration of fn.
-func WithOperator(ctx context.Context, dataDir string, fn func(Operator) error) error {
+// WithOperator runs fn with the Operator for the configured store: with
+// PostgreSQL, the database itself; with bbolt, the running server's, over
+// its control socket, or else the store opened directly for the duration
+// of fn.
+func WithOperator(ctx context.Context, cfg *config.Config, fn func(Operator) error) error {
+	if cfg.Store != "" {
+		// A shared database needs no server between the CLI and the
+		// store: every node reads what the CLI writes.
+		st, err := openStore(ctx, cfg, 0)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return fn(NewStoreOperator(st, nil))
+	}
+	dataDir := cfg.DataDir
 	for attempt := 0; ; attempt++ {
 		if op, err := dialControl(dataDir); err == nil {
 			return fn(op)

@@ -18,6 +18,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
+	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -224,7 +225,7 @@ func TestSubmissionRelayForwardAndCap(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var q QueueList
-		err := WithOperator(context.Background(), dir, func(op Operator) error {
+		err := WithOperator(context.Background(), &config.Config{DataDir: dir}, func(op Operator) error {
 			var err error
 			q, err = op.Queue(context.Background(), mailstorePage(100))
 			return err
@@ -279,7 +280,7 @@ func stuckServer(t *testing.T) (dir, api, key string) {
 func queued(t *testing.T, dir string) QueueList {
 	t.Helper()
 	var q QueueList
-	err := WithOperator(context.Background(), dir, func(op Operator) (err error) {
+	err := WithOperator(context.Background(), &config.Config{DataDir: dir}, func(op Operator) (err error) {
 		q, err = op.Queue(context.Background(), mailstorePage(10))
 		return err
 	})
@@ -299,7 +300,7 @@ func TestQueueDeleteOverSocket(t *testing.T) {
 		t.Fatalf("queue = %+v, want one entry", q)
 	}
 	id := q.Entries[0].ID
-	err := WithOperator(context.Background(), dir, func(op Operator) error {
+	err := WithOperator(context.Background(), &config.Config{DataDir: dir}, func(op Operator) error {
 		ctx := context.Background()
 		got, err := op.DeleteQueued(ctx, id)
 		if err != nil || got.ID != id || got.Destination != "remote.test" {

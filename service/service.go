@@ -97,14 +97,12 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		hostname, _ = os.Hostname()
 	}
 
-	st, err := mailstore.Open(ctx, cfg.DataDir, mailstore.Options{LockTimeout: time.Second})
-	if errors.Is(err, mailstore.ErrLocked) {
-		return fmt.Errorf("%w: is another mailhost serving %s?", err, cfg.DataDir)
-	}
+	st, err := openStore(ctx, cfg, time.Second)
 	if err != nil {
-		return err
+		return lockedHint(err, cfg.DataDir)
 	}
 	defer st.Close()
+	log.Info("store open", "store", storeKind(cfg), "node", NodeName(cfg))
 	ops := NewStoreOperator(st, o.Now)
 	if err := firstStart(ctx, st, ops, o.Stdout, log); err != nil {
 		return err
@@ -345,6 +343,12 @@ func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io
 		return nil
 	}
 	k, err := ops.CreatePartner(ctx, "default")
+	if errors.Is(err, mailstore.ErrPartnerExists) {
+		// Another node sharing the database made it first and printed
+		// its key: the key is shown once, by one node.
+		log.Info("default partner made by another node")
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("create default partner: %w", err)
 	}

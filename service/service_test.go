@@ -116,7 +116,7 @@ func TestFirstStartAndRestart(t *testing.T) {
 
 	// The CLI's operator reaches the running server over the socket.
 	var acme NewKey
-	err := WithOperator(context.Background(), dir, func(op Operator) error {
+	err := WithOperator(context.Background(), &config.Config{DataDir: dir}, func(op Operator) error {
 		if _, ok := op.(*socketOps); !ok {
 			t.Errorf("operator while serving = %T, want the control socket", op)
 		}
@@ -133,7 +133,7 @@ func TestFirstStartAndRestart(t *testing.T) {
 	stop()
 
 	// Offline, the CLI opens the store itself.
-	err = WithOperator(context.Background(), dir, func(op Operator) error {
+	err = WithOperator(context.Background(), &config.Config{DataDir: dir}, func(op Operator) error {
 		if _, ok := op.(*storeOps); !ok {
 			t.Errorf("operator while stopped = %T, want the store", op)
 		}

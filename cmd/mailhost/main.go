@@ -109,7 +109,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cmd == "serve" {
 		err = service.Run(ctx, cfg, service.Options{Stdout: stdout, Logger: service.NewLogger(cfg, stderr)})
 	} else {
-		err = service.WithOperator(ctx, cfg.DataDir, func(op service.Operator) error {
+		err = service.WithOperator(ctx, cfg, func(op service.Operator) error {
 			return operate(ctx, op, cmd, pos, page, limits, stdout)
 		})
 	}

@@ -1,0 +1,65 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mailhost/mailhost/config"
+	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/pgstore"
+)
+
+// openStore opens the store the configuration names: the bbolt file in
+// the data directory, or the PostgreSQL database of the store URL. A
+// bbolt file held by another process is ErrLocked after lockTimeout.
+func openStore(ctx context.Context, cfg *config.Config, lockTimeout time.Duration) (mailstore.Store, error) {
+	if cfg.Store == "" {
+		st, err := mailstore.Open(ctx, cfg.DataDir, mailstore.Options{LockTimeout: lockTimeout})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	st, err := pgstore.Open(ctx, cfg.Store, pgstore.Options{Node: NodeName(cfg)})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// NodeName is the node's name in a shared store: the configured one, or
+// the host name with the data directory, which two nodes on one machine
+// do not share and a restart keeps (so that a node starting again
+// releases the queue leases it held before).
+func NodeName(cfg *config.Config) string {
+	if cfg.Node != "" {
+		return cfg.Node
+	}
+	host, _ := os.Hostname()
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		dir = cfg.DataDir
+	}
+	return host + ":" + dir
+}
+
+// storeKind names the backend in logs, without the URL (it may hold a
+// password).
+func storeKind(cfg *config.Config) string {
+	if cfg.Store == "" {
+		return "bbolt"
+	}
+	return "postgres"
+}
+
+// lockedHint makes ErrLocked say what to do.
+func lockedHint(err error, dataDir string) error {
+	if errors.Is(err, mailstore.ErrLocked) {
+		return fmt.Errorf("%w: is another mailhost serving %s?", err, dataDir)
+	}
+	return err
+}
