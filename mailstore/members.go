@@ -1,0 +1,25 @@
+package mailstore
+
+import (
+	"context"
+	"time"
+)
+
+// Members counts the live nodes sharing a store, so that limits meant for
+// the whole cluster (failed logins, the API's rate per key, a mailbox's
+// sending per hour) can be split between them: each node enforces its
+// share, and the sum holds whatever node a client reaches.
+type Members interface {
+	// Heartbeat records that node is alive at now and answers how many
+	// nodes, itself included, were seen alive within ttl before now
+	// (at least 1).
+	Heartbeat(ctx context.Context, node string, now time.Time, ttl time.Duration) (int, error)
+}
+
+// Heartbeat implements Members: a bbolt file has one process, so one node.
+func (s *Bolt) Heartbeat(ctx context.Context, node string, now time.Time, ttl time.Duration) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return 1, nil
+}
