@@ -45,8 +45,6 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
-
-	"github.com/mailhost/mailhost/mailstore"
 )
 
 // Config configures a Sender. Zero values are replaced by the defaults
@@ -55,7 +53,7 @@ type Config struct {
 	// Store holds the queue, the mailboxes that local destinations and
 	// bounces are delivered to, and the MTA-STS policies fetched.
 	// Required.
-	Store mailstore.Store
+	Store Store
 	// Hostname is the name said in EHLO and the Reporting-MTA of bounces,
 	// which come from MAILER-DAEMON@Hostname. "" means os.Hostname.
 	Hostname string

@@ -51,7 +51,7 @@ import (
 type Config struct {
 	// Store is where mail is delivered and addresses are looked up.
 	// Required.
-	Store mailstore.Store
+	Store Store
 	// Hostname is the name in the greeting, the EHLO reply and Received
 	// headers. "" means os.Hostname.
 	Hostname string
