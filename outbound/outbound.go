@@ -45,6 +45,8 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+
+	"github.com/mailhost/mailhost/delivery"
 )
 
 // Config configures a Sender. Zero values are replaced by the defaults
@@ -220,6 +222,8 @@ type Sender struct {
 	// them.
 	sts       *stsCache
 	stsClient *http.Client
+	// delivery accepts the recipients of entries delivered here.
+	delivery *delivery.Agent
 }
 
 // New makes a Sender from cfg; nothing happens until Run.
@@ -243,6 +247,7 @@ func New(cfg Config) *Sender {
 	if s.resolver == nil {
 		s.resolver = net.DefaultResolver
 	}
+	s.delivery = delivery.New(delivery.Config{Store: cfg.Store, SRS: cfg.SRS, Now: s.now})
 	c := &s.cfg
 	setDefault(&c.Port, DefaultPort)
 	setDefault(&c.Workers, DefaultWorkers)

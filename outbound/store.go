@@ -4,13 +4,14 @@ import (
 	"context"
 	"time"
 
+	"github.com/mailhost/mailhost/delivery"
 	"github.com/mailhost/mailhost/mailstore"
-	"github.com/mailhost/mailhost/policy"
 )
 
-// Store is what the delivery workers use: the queue they work, the
-// domains its entries name, the address lookups and the Deliver of local
-// delivery and of bounces, and the MTA-STS policies they keep.
+// Store is what the delivery workers use: the queue they work, what
+// package delivery needs for local delivery (address lookups, transfer,
+// Deliver, which bounces use too), the domains entries name, and the
+// MTA-STS policies they keep.
 // *mailstore.Bolt satisfies it; the methods keep the contract of
 // mailstore.Store.
 type Store interface {
@@ -20,9 +21,8 @@ type Store interface {
 	RecordAttempt(ctx context.Context, id int64, a mailstore.Attempt) (mailstore.Outbound, error)
 	ReleaseHeld(ctx context.Context, now time.Time) (int, error)
 
-	policy.Directory
+	delivery.Store // address lookups (policy.Directory), Transfer, Deliver
 	DomainWithID(ctx context.Context, id int64) (mailstore.Domain, error)
-	Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.DeliveryResult, error)
 
 	STSPolicy(ctx context.Context, domain string, now time.Time) (mailstore.STSPolicy, error)
 	PutSTSPolicy(ctx context.Context, p mailstore.STSPolicy, now time.Time) error
