@@ -15,9 +15,9 @@
 //
 //	                         MX (StartMX)         Submission              Forward (StartForward)
 //	                                              (StartSubmission)       queue-local delivery
-//	sender                   any, <> too          user's mailbox exists,  as queued
-//	                                              its domain neither
-//	                                              suspended nor at its
+//	sender                   any, <> too          user's mailbox exists,  as queued (outbound
+//	                                              its domain neither      holds the entries of
+//	                                              suspended nor at its    a suspended domain)
 //	                                              cap, MaySendAs
 //	domain not hosted        ErrNotHosted         queued, as the user's   ErrNoLongerHosted
 //	                         (never a relay)      submission              (temporary: the next
@@ -25,9 +25,9 @@
 //	SRS address              bounce routing       resolved as any         resolved as any
 //	                         (srs.go)             address                 address
 //	quota at RCPT            SIZE= announced      SIZE= announced         the entry's size
-//	recipient domain's cap   ErrTransferCap-      not checked             not checked
-//	                         Reached with
-//	                         RefuseInboundOverCap
+//	recipient domain's cap   ErrTransferCap-      not checked             as the MX (since
+//	                         Reached with                                 issue 10: before, not
+//	                         RefuseInboundOverCap                         checked)
 //	remote destination       KindForward for the  KindSubmission for the  KindForward for the
 //	of an alias              alias's domain, SRS  user's domain, the      alias's domain, SRS
 //	                         sender (<> stays     user's sender           sender (without SRS the
@@ -47,6 +47,12 @@
 // its domain, to anyone; a forward is a message this server already
 // took, so what it can no longer place waits in the queue rather than
 // being refused to someone, and its sender was checked when it came.
+//
+// One difference was a gap, closed: a Forward did not check the
+// recipient domain's cap, so with RefuseInboundOverCap mail queued for a
+// domain that became hosted here reached a domain the MX would have
+// refused. It now answers ErrTransferCapReached as the MX does, which
+// the queue defers (the entry waits, as the MX's sender would retry).
 package delivery
 
 import (
@@ -89,9 +95,9 @@ type Config struct {
 	// recipients that lead to a remote address (ErrNeedsRelay) and does
 	// not recognise SRS addresses; a Forward keeps the sender as it is.
 	SRS SRS
-	// RefuseInboundOverCap refuses an MX recipient (ErrTransferCapReached)
-	// when the domain of a mailbox it reaches has used its transfer cap
-	// for the month. Default false: inbound mail is always received and
+	// RefuseInboundOverCap refuses a recipient of the MX or of a Forward
+	// (ErrTransferCapReached) when the domain of a mailbox it reaches has
+	// used its transfer cap for the month. Default false: inbound mail is always received and
 	// counted (decisions.md, "Transfer cap").
 	RefuseInboundOverCap bool
 	// Now is the clock that picks the month of transfer checks. nil:

@@ -248,8 +248,10 @@ func TestAddRecipient(t *testing.T) {
 		{name: "forward entry too big for the room left", mode: Forward, from: "joe@elsewhere.test", size: 2 * mailstore.MB, rcpt: "bob@a.test", want: ErrOverQuota},
 		{name: "forward alias loop", mode: Forward, from: "joe@elsewhere.test", rcpt: "loop1@a.test", want: ErrAliasLoop},
 		{name: "forward through an alias", mode: Forward, from: "joe@elsewhere.test", rcpt: "fwd@a.test", remote: 1},
-		{name: "forward at its cap, configured (not checked)", mode: Forward, from: "joe@elsewhere.test", rcpt: "cap@capped.test", refuseOverCap: true,
+		{name: "forward domain at its cap, received by default", mode: Forward, from: "joe@elsewhere.test", rcpt: "cap@capped.test",
 			mailboxes: []string{"cap@capped.test"}},
+		{name: "forward domain at its cap, refused when configured", mode: Forward, from: "joe@elsewhere.test", rcpt: "cap@capped.test", refuseOverCap: true,
+			want: ErrTransferCapReached},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tx := f.start(f.agent(tc.refuseOverCap, tc.noSRS), tc.mode, tc.from, tc.size)

@@ -41,7 +41,7 @@ var (
 	ErrOverQuota = &Refusal{"mailbox full", true}
 	// ErrTransferCapReached: a domain the message would be counted
 	// against has used its monthly transfer cap: the submitting user's,
-	// or with Config.RefuseInboundOverCap a recipient's. It also matches
+	// or with Config.RefuseInboundOverCap a recipient's (MX, Forward). It also matches
 	// mailstore.ErrTransferCapReached when Deliver answered it.
 	ErrTransferCapReached = &Refusal{"domain used its monthly transfer cap", true}
 	// ErrSRSNotBounce: mail to an SRS address with a non-null sender;

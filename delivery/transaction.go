@@ -121,7 +121,7 @@ func (t *Transaction) accept(ctx context.Context, addr, raw string) (plan, error
 	if err := t.checkQuota(addr, res.Mailboxes); err != nil {
 		return plan{}, err
 	}
-	if t.mode == MX && t.a.cfg.RefuseInboundOverCap {
+	if t.mode != Submission && t.a.cfg.RefuseInboundOverCap {
 		if err := t.checkInboundCap(ctx, addr, res.Mailboxes); err != nil {
 			return plan{}, err
 		}

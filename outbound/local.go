@@ -52,8 +52,9 @@ func (s *Sender) deliverLocal(ctx context.Context, e mailstore.Outbound, body []
 // localReply is the reply the queue records for a recipient of a local
 // delivery that package delivery refused, the way an MX would answer it
 // at RCPT: permanent when the address leads nowhere, temporary when it
-// may yet be taken (a full mailbox, a domain no longer hosted whose next
-// attempt goes out, a mailbox deleted meanwhile, a failed lookup).
+// may yet be taken (a full mailbox, a domain at its transfer cap, a
+// domain no longer hosted whose next attempt goes out, a mailbox deleted
+// meanwhile, a failed lookup).
 func localReply(err error) reply {
 	switch {
 	case errors.Is(err, delivery.ErrUnknownRecipient):
@@ -69,6 +70,10 @@ func localReply(err error) reply {
 		// As the MX answers at RCPT (decisions.md): temporary, the
 		// mailbox may shrink before the entry expires.
 		return reply{Code: 452, Enhanced: smtp.EnhancedCode{4, 2, 2}, Text: "mailbox full"}
+	case errors.Is(err, delivery.ErrTransferCapReached):
+		// Config.RefuseInboundOverCap: the entry waits for the month's
+		// turn or a higher cap, as the MX's 451 4.7.1 has its sender wait.
+		return reply{Code: 451, Enhanced: smtp.EnhancedCode{4, 7, 1}, Text: "monthly transfer limit of the recipient's domain reached"}
 	case errors.Is(err, delivery.ErrGone):
 		return reply{Code: 450, Enhanced: smtp.EnhancedCode{4, 2, 1}, Text: "mailbox deleted during delivery"}
 	}

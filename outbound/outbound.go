@@ -165,6 +165,13 @@ type Config struct {
 	// local delivery forwards on through an alias. nil: bounces go to the
 	// envelope sender as it is, and forwards keep it.
 	SRS SRS
+	// RefuseInboundOverCap defers a recipient of an entry delivered here
+	// (451 4.7.1) while the domain of a mailbox it reaches has used its
+	// transfer cap for the month, as the MX refuses it at RCPT with the
+	// same setting (delivery.Config.RefuseInboundOverCap): the entry
+	// waits, and bounces if the cap stays used for Lifetime. Default
+	// false: delivered and counted, as inbound mail is.
+	RefuseInboundOverCap bool
 }
 
 // Defaults of Config.
@@ -247,7 +254,7 @@ func New(cfg Config) *Sender {
 	if s.resolver == nil {
 		s.resolver = net.DefaultResolver
 	}
-	s.delivery = delivery.New(delivery.Config{Store: cfg.Store, SRS: cfg.SRS, Now: s.now})
+	s.delivery = delivery.New(delivery.Config{Store: cfg.Store, SRS: cfg.SRS, RefuseInboundOverCap: cfg.RefuseInboundOverCap, Now: s.now})
 	c := &s.cfg
 	setDefault(&c.Port, DefaultPort)
 	setDefault(&c.Workers, DefaultWorkers)
