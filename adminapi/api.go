@@ -22,7 +22,7 @@ import (
 // Config is what New needs. Store and Plans are required; the other
 // fields have the documented defaults for their zero values.
 type Config struct {
-	Store mailstore.Store
+	Store Store
 	Plans *policy.Plans
 	// Logger receives one line per request; nil means slog.Default().
 	Logger *slog.Logger
@@ -58,7 +58,7 @@ type Config struct {
 
 // API is the management API; it implements http.Handler.
 type API struct {
-	store   mailstore.Store
+	store   Store
 	plans   *policy.Plans
 	log     *slog.Logger
 	now     func() time.Time

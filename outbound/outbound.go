@@ -46,7 +46,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/delivery"
 )
 
 // Config configures a Sender. Zero values are replaced by the defaults
@@ -55,7 +55,7 @@ type Config struct {
 	// Store holds the queue, the mailboxes that local destinations and
 	// bounces are delivered to, and the MTA-STS policies fetched.
 	// Required.
-	Store mailstore.Store
+	Store Store
 	// Hostname is the name said in EHLO and the Reporting-MTA of bounces,
 	// which come from MAILER-DAEMON@Hostname. "" means os.Hostname.
 	Hostname string
@@ -165,6 +165,13 @@ type Config struct {
 	// local delivery forwards on through an alias. nil: bounces go to the
 	// envelope sender as it is, and forwards keep it.
 	SRS SRS
+	// RefuseInboundOverCap defers a recipient of an entry delivered here
+	// (451 4.7.1) while the domain of a mailbox it reaches has used its
+	// transfer cap for the month, as the MX refuses it at RCPT with the
+	// same setting (delivery.Config.RefuseInboundOverCap): the entry
+	// waits, and bounces if the cap stays used for Lifetime. Default
+	// false: delivered and counted, as inbound mail is.
+	RefuseInboundOverCap bool
 }
 
 // Defaults of Config.
@@ -222,6 +229,8 @@ type Sender struct {
 	// them.
 	sts       *stsCache
 	stsClient *http.Client
+	// delivery accepts the recipients of entries delivered here.
+	delivery *delivery.Agent
 }
 
 // New makes a Sender from cfg; nothing happens until Run.
@@ -245,6 +254,7 @@ func New(cfg Config) *Sender {
 	if s.resolver == nil {
 		s.resolver = net.DefaultResolver
 	}
+	s.delivery = delivery.New(delivery.Config{Store: cfg.Store, SRS: cfg.SRS, RefuseInboundOverCap: cfg.RefuseInboundOverCap, Now: s.now})
 	c := &s.cfg
 	setDefault(&c.Port, DefaultPort)
 	setDefault(&c.Workers, DefaultWorkers)

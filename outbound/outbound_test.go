@@ -432,6 +432,55 @@ func TestLocalDestination(t *testing.T) {
 	f.waitEmpty()
 }
 
+// With RefuseInboundOverCap, an entry delivered here to a domain that has
+// used its transfer cap waits in the queue (4.7.1, temporary), as the MX
+// answers 451 4.7.1 at RCPT for it; without, it is delivered and counted,
+// as inbound mail always is by default.
+func TestLocalDestinationOverCap(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		refuse    bool
+		delivered bool
+	}{
+		{"received by default", false, true},
+		{"deferred when inbound is refused over the cap", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			clk := newClock()
+			// Queued while a.test had room (a relay for a domain at its
+			// cap would be held), then the cap is used.
+			f.queue(clk.Now(), mailstore.Relay{Kind: mailstore.KindSubmission, DomainID: f.domain.ID, From: "someone@remote.test",
+				To: []string{"carol@a.test"}}, message("over cap"))
+			if _, err := f.st.SetTransferCap(ctx, f.partner.ID, "a.test", 1); err != nil {
+				t.Fatal(err)
+			}
+			bob, _, err := f.st.MailboxByEmail(ctx, "bob@a.test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.st.Deliver(ctx, mailstore.Delivery{Body: bytes.Repeat([]byte("x"), mailstore.MB), ReceivedAt: clk.Now(), MailboxIDs: []int64{bob.ID}}); err != nil {
+				t.Fatal(err)
+			}
+			f.start(clk, func(c *Config) { c.RefuseInboundOverCap = tc.refuse })
+
+			if tc.delivered {
+				f.waitInbox("carol@a.test", 1)
+				f.waitEmpty()
+				return
+			}
+			e := f.waitAttempts(1)
+			if p := e.Pending(); !slices.Equal(p, []string{"carol@a.test"}) || !strings.Contains(e.LastError, "451 4.7.1") {
+				t.Errorf("after attempt 1: pending %q, last error %q; want carol@a.test pending with 451 4.7.1", p, e.LastError)
+			}
+			if n := len(f.inbox("carol@a.test")); n != 0 {
+				t.Errorf("carol has %d messages, want none", n)
+			}
+		})
+	}
+}
+
 // A local delivery that reaches an alias with a remote destination
 // forwards the message on behalf of the alias's domain with an SRS sender,
 // as the MX would, and counts it against that domain's transfer cap.

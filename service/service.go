@@ -135,7 +135,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		RelayUsername: cfg.RelayUsername, RelayPassword: cfg.RelayPassword, RelayVerifyTLS: cfg.RelayVerifyTLS,
 		MTASTS: cfg.MTASTS, Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
 		DelayWarning: delayWarning(cfg.QueueDelayWarning),
-		Now:          o.Now, Logger: log, SRS: srs,
+		Now:          o.Now, Logger: log, SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
 	})
 	ops.(*storeOps).wake = sender.Wake
 	// Where remote mail goes is worth a line at start: an operator who set

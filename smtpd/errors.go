@@ -7,30 +7,22 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/mailhost/mailhost/credential"
-	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/delivery"
 	"github.com/mailhost/mailhost/policy"
 )
 
 // Conditions found by the session itself, mapped to replies by reply.
+// Those of senders, recipients and delivery are package delivery's
+// outcomes (delivery.Refusal).
 var (
-	errMailboxFull   = errors.New("mailbox full")
-	errNeedsRelay    = errors.New("destination needs relaying and no SRS is configured")
-	errGone          = errors.New("every recipient mailbox was deleted")
-	errShuttingDown  = errors.New("server shutting down")
-	errBadRecipient  = errors.New("bad recipient address")
-	errNoTransaction = errors.New("no mail transaction")
-
-	errInboundOverCap = errors.New("recipient domain used its transfer cap")
-	errBadSRS         = errors.New("invalid or expired SRS address")
-	errSRSNotBounce   = errors.New("mail to an SRS address with a non-null sender")
+	errShuttingDown   = errors.New("server shutting down")
+	errBadRecipient   = errors.New("bad recipient address")
+	errNoTransaction  = errors.New("no mail transaction")
 	errTooManyRefused = errors.New("too many refused recipients")
 
 	errAuthRequired       = errors.New("not authenticated")
 	errEncryptionRequired = errors.New("AUTH without TLS")
 	errAuthUnavailable    = errors.New("authentication unavailable")
-	errAccountGone        = errors.New("authenticated mailbox deleted")
-	errSuspended          = errors.New("domain suspended")
-	errBadSender          = errors.New("bad sender address")
 	errFromNotOwned       = errors.New("From: header address not owned by the user")
 	errBadHeader          = errors.New("no valid From: header")
 	errMalformedHeader    = errors.New("malformed header section")
@@ -48,38 +40,36 @@ func reply(err error) *smtp.SMTPError {
 	switch {
 	case errors.As(err, &se):
 		return se // go-smtp's own, e.g. smtp.ErrDataTooLarge
-	case errors.Is(err, policy.ErrNotOwner), errors.Is(err, errFromNotOwned):
-		// First: MaySendAs wraps the resolution errors below.
+	case errors.Is(err, delivery.ErrSenderNotOwned), errors.Is(err, policy.ErrNotOwner), errors.Is(err, errFromNotOwned):
+		// First: MaySendAs wraps resolution errors.
 		msg := "Sender address is not yours"
 		if errors.Is(err, errFromNotOwned) {
 			msg = "From: header address is not yours"
 		}
 		return &smtp.SMTPError{Code: 553, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: msg}
 
-	// Recipients (both modes).
-	case errors.Is(err, policy.ErrNotHosted):
+	// Recipients (both modes) and delivery: package delivery's outcomes.
+	case errors.Is(err, delivery.ErrNotHosted):
 		// Never an open relay: only authenticated submission may send to
 		// other domains, and this is the MX.
 		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Relay access denied"}
-	case errors.Is(err, errSRSNotBounce):
+	case errors.Is(err, delivery.ErrSRSNotBounce):
 		// Policy, not an unknown user: the address may well be valid.
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "SRS addresses take only bounces (MAIL FROM:<>)"}
-	case errors.Is(err, errBadSRS):
+	case errors.Is(err, delivery.ErrBadSRS), errors.Is(err, delivery.ErrUnknownRecipient), errors.Is(err, delivery.ErrGone):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such user here"}
-	case errors.Is(err, policy.ErrUnknownUser), errors.Is(err, errGone):
-		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such user here"}
-	case errors.Is(err, policy.ErrAliasLoop), errors.Is(err, policy.ErrAliasTooDeep):
+	case errors.Is(err, delivery.ErrAliasLoop):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 4, 6}, Message: "Alias loop or chain too long"}
-	case errors.Is(err, errBadRecipient), errors.Is(err, policy.ErrBadAddress):
+	case errors.Is(err, errBadRecipient), errors.Is(err, delivery.ErrBadAddress):
 		return &smtp.SMTPError{Code: 501, EnhancedCode: smtp.EnhancedCode{5, 1, 3}, Message: "Bad recipient address syntax"}
-	case errors.Is(err, errMailboxFull), errors.Is(err, mailstore.ErrOverQuota):
+	case errors.Is(err, delivery.ErrOverQuota):
 		// Temporary, so that the sender retries (decisions.md, "Quota").
 		return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "Mailbox full, try again later"}
-	case errors.Is(err, errInboundOverCap), errors.Is(err, mailstore.ErrTransferCapReached):
+	case errors.Is(err, delivery.ErrTransferCapReached):
 		// Temporary: the client keeps the message and the cap frees at
 		// the month's turn or when raised (decisions.md, "Transfer cap").
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "Monthly transfer limit reached, try again later"}
-	case errors.Is(err, errNeedsRelay):
+	case errors.Is(err, delivery.ErrNeedsRelay):
 		// Accepting would lose the message, refusing for good would
 		// bounce mail that will be deliverable once forwarding is
 		// configured; a temporary error keeps it with the sender.
@@ -103,11 +93,11 @@ func reply(err error) *smtp.SMTPError {
 		return &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
 	case errors.Is(err, errAuthUnavailable):
 		return &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Temporary authentication failure"}
-	case errors.Is(err, errAccountGone):
+	case errors.Is(err, delivery.ErrAccountGone):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Account no longer exists"}
-	case errors.Is(err, errSuspended):
+	case errors.Is(err, delivery.ErrDomainSuspended):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Domain suspended, sending refused"}
-	case errors.Is(err, errBadSender):
+	case errors.Is(err, delivery.ErrBadSender):
 		return &smtp.SMTPError{Code: 501, EnhancedCode: smtp.EnhancedCode{5, 1, 7}, Message: "Bad sender address syntax"}
 	case errors.Is(err, errNoMemory):
 		// RFC 5321's 452 "insufficient system storage", X.3.1 "mail

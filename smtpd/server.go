@@ -1,9 +1,13 @@
 // Package smtpd is mailhost's SMTP server over github.com/emersion/go-smtp,
 // in two modes that share connection handling, limits and Shutdown.
 //
+// Which senders and recipients are taken, and the delivery itself, are
+// package delivery's (its comment states how the modes differ); smtpd
+// speaks SMTP around it and maps its outcomes to replies.
+//
 // The MX (New) takes mail from the Internet for hosted addresses only
-// (never an open relay): recipients are resolved with package policy at
-// RCPT (mailbox, alias, catch-all), full mailboxes are refused there
+// (never an open relay): recipients are resolved at RCPT (mailbox,
+// alias, catch-all), full mailboxes are refused there
 // (452 4.2.2), and DATA is answered 250 only once the message is stored
 // durably (decisions.md, "The mail plane"). Aliases with remote
 // destinations are queued for the outbound workers with an SRS-rewritten
@@ -41,6 +45,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/mailhost/mailhost/credential"
+	"github.com/mailhost/mailhost/delivery"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 	"github.com/mailhost/mailhost/tlsaccept"
@@ -51,7 +56,7 @@ import (
 type Config struct {
 	// Store is where mail is delivered and addresses are looked up.
 	// Required.
-	Store mailstore.Store
+	Store Store
 	// Hostname is the name in the greeting, the EHLO reply and Received
 	// headers. "" means os.Hostname.
 	Hostname string
@@ -190,6 +195,9 @@ type Server struct {
 	// sendLimit applies MaxRecipientsPerHour, by mailbox id; nil
 	// without one.
 	sendLimit *policy.Limiter
+	// delivery decides which senders and recipients are taken, and
+	// delivers.
+	delivery *delivery.Agent
 
 	// mu guards closing.
 	mu      sync.Mutex
@@ -226,6 +234,9 @@ func newServer(cfg Config, submission bool) *Server {
 		}
 		s.hostname = h
 	}
+	s.delivery = delivery.New(delivery.Config{
+		Store: cfg.Store, SRS: cfg.SRS, RefuseInboundOverCap: cfg.RefuseInboundOverCap, Now: s.now,
+	})
 	if submission && cfg.MaxRecipientsPerHour > 0 {
 		// A quiet mailbox may use the hour's allowance at once.
 		s.sendLimit = policy.NewLimiter(float64(cfg.MaxRecipientsPerHour)/3600, cfg.MaxRecipientsPerHour)

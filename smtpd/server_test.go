@@ -14,6 +14,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/mailhost/mailhost/delivery"
 	"github.com/mailhost/mailhost/internal/testcert"
 )
 
@@ -582,9 +583,9 @@ func TestReplyMapping(t *testing.T) {
 		want string
 	}{
 		{smtp.ErrDataTooLarge, "552 5.3.4"},
-		{errMailboxFull, "452 4.2.2"},
-		{errNeedsRelay, "451 4.3.0"},
-		{errGone, "550 5.1.1"},
+		{delivery.ErrOverQuota, "452 4.2.2"},
+		{delivery.ErrNeedsRelay, "451 4.3.0"},
+		{delivery.ErrGone, "550 5.1.1"},
 		{errShuttingDown, "421 4.3.2"},
 		{context.Canceled, "451 4.3.0"},
 		{&net.OpError{Op: "read", Err: timeoutErr{}}, "451 4.4.2"},
@@ -592,6 +593,42 @@ func TestReplyMapping(t *testing.T) {
 		if got := smtpCode(reply(tc.err)); got != tc.want {
 			t.Errorf("reply(%v) = %s, want %s", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestDeliveryOutcomeReplies: every outcome of package delivery has its
+// reply, the same as before the rules moved there (decisions.md fixes
+// 452 4.2.2 for quota and 451 4.7.1 for the transfer cap), also when
+// wrapped with details, and only the temporary ones answer 4xx.
+func TestDeliveryOutcomeReplies(t *testing.T) {
+	for _, tc := range []struct {
+		err  *delivery.Refusal
+		want string
+	}{
+		{delivery.ErrUnknownRecipient, "550 5.1.1 No such user here"},
+		{delivery.ErrNotHosted, "554 5.7.1 Relay access denied"},
+		{delivery.ErrAliasLoop, "550 5.4.6 Alias loop or chain too long"},
+		{delivery.ErrBadAddress, "501 5.1.3 Bad recipient address syntax"},
+		{delivery.ErrOverQuota, "452 4.2.2 Mailbox full, try again later"},
+		{delivery.ErrTransferCapReached, "451 4.7.1 Monthly transfer limit reached, try again later"},
+		{delivery.ErrSRSNotBounce, "550 5.7.1 SRS addresses take only bounces (MAIL FROM:<>)"},
+		{delivery.ErrBadSRS, "550 5.1.1 No such user here"},
+		{delivery.ErrNeedsRelay, "451 4.3.0 Forwarding is not available now, try again later"},
+		{delivery.ErrGone, "550 5.1.1 No such user here"},
+		{delivery.ErrAccountGone, "550 5.7.1 Account no longer exists"},
+		{delivery.ErrDomainSuspended, "550 5.7.1 Domain suspended, sending refused"},
+		{delivery.ErrBadSender, "501 5.1.7 Bad sender address syntax"},
+		{delivery.ErrSenderNotOwned, "553 5.7.1 Sender address is not yours"},
+	} {
+		t.Run(tc.err.Error(), func(t *testing.T) {
+			r := reply(fmt.Errorf("x@a.test: %w", tc.err))
+			if got := smtpCode(r) + " " + r.Message; got != tc.want {
+				t.Errorf("reply(%v) = %s, want %s", tc.err, got, tc.want)
+			}
+			if temp := r.Code < 500; temp != tc.err.Temporary() {
+				t.Errorf("reply(%v) is %d, but Temporary() = %v", tc.err, r.Code, tc.err.Temporary())
+			}
+		})
 	}
 }
 

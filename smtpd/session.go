@@ -9,13 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/delivery"
 	"github.com/mailhost/mailhost/policy"
 )
 
@@ -58,71 +57,16 @@ const maxRefusedRcpts = 20
 
 // transaction is the state of one mail transaction, MAIL to the end of DATA.
 type transaction struct {
-	id        string
-	from      string // reverse path, normalised on submission; "" for <>
-	size      int64  // SIZE= of MAIL (RFC 1870), 0 when not given
-	utf8      bool
-	rcpts     []string // accepted recipients, normalised, each once
-	mailboxes []mailstore.Mailbox
-	// relay are the remote recipients, grouped by kind, domain and
-	// envelope sender, each address once in all of them.
-	relay []mailstore.Relay
-
-	// Submission: the user and its domain, as read at MAIL.
-	user   mailstore.Mailbox
-	domain mailstore.Domain
-}
-
-// queue adds a remote recipient to the relay of the same kind, domain and
-// sender, or to a new one; an address queued already is left where it is.
-func (tx *transaction) queue(kind mailstore.OutboundKind, domainID int64, from, to string) {
-	for _, r := range tx.relay {
-		if slices.Contains(r.To, to) {
-			return
-		}
-	}
-	for i := range tx.relay {
-		if r := &tx.relay[i]; r.Kind == kind && r.DomainID == domainID && r.From == from {
-			r.To = append(r.To, to)
-			return
-		}
-	}
-	tx.relay = append(tx.relay, mailstore.Relay{Kind: kind, DomainID: domainID, From: from, To: []string{to}})
-}
-
-// addMailboxes adds local recipients, each once.
-func (tx *transaction) addMailboxes(ms []mailstore.Mailbox) {
-	for _, m := range ms {
-		if !slices.ContainsFunc(tx.mailboxes, func(h mailstore.Mailbox) bool { return h.ID == m.ID }) {
-			tx.mailboxes = append(tx.mailboxes, m)
-		}
-	}
-}
-
-func (tx *transaction) addRcpt(addr string) {
-	if !slices.Contains(tx.rcpts, addr) {
-		tx.rcpts = append(tx.rcpts, addr)
-	}
+	id   string
+	from string // reverse path, normalised on submission; "" for <>
+	size int64  // SIZE= of MAIL (RFC 1870), 0 when not given
+	utf8 bool
+	// del accepts the recipients and delivers; nil before MAIL.
+	del *delivery.Transaction
 }
 
 // empty reports whether the transaction has nowhere to send a message.
-func (tx *transaction) empty() bool { return len(tx.mailboxes) == 0 && len(tx.relay) == 0 }
-
-func (tx *transaction) mailboxIDs() []int64 {
-	ids := make([]int64, len(tx.mailboxes))
-	for i, m := range tx.mailboxes {
-		ids[i] = m.ID
-	}
-	return ids
-}
-
-func (tx *transaction) remote() int {
-	n := 0
-	for _, r := range tx.relay {
-		n += len(r.To)
-	}
-	return n
-}
+func (tx *transaction) empty() bool { return tx.del == nil || tx.del.Empty() }
 
 func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
 	if s.shuttingDown() {
@@ -166,13 +110,16 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 		tx.size = opts.Size
 		tx.utf8 = opts.UTF8
 	}
+	tx.del = s.srv.delivery.StartMX(tx.from, tx.size)
 	s.mu.Lock()
 	s.tx = tx
 	s.mu.Unlock()
 	return nil
 }
 
-// Rcpt accepts a recipient at a hosted domain: see inbound. Once
+// Rcpt accepts a recipient at a hosted domain, as package delivery
+// decides for the MX (delivery.StartMX): a mailbox, alias or catch-all
+// with room, an SRS address for a bounce. Once
 // maxRefusedRcpts recipients were refused in the session, the next RCPT
 // is answered 421 4.7.0 and the connection closed (RFC 5321 section 3.8).
 func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
@@ -181,16 +128,18 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if s.refused >= maxRefusedRcpts {
 		return s.hangUp(fmt.Errorf("%d recipients refused: %w", s.refused, errTooManyRefused))
 	}
+	if s.tx.del == nil {
+		return reply(errNoTransaction)
+	}
 	addr, err := policy.NormalizeAddress(to)
 	if err != nil {
 		s.refused++
 		return s.refuse(to, errBadRecipient)
 	}
-	if err := s.inbound(addr, to); err != nil {
+	if err := s.tx.del.AddRecipient(s.ctx, addr, to); err != nil {
 		s.refused++
 		return s.refuse(addr, err)
 	}
-	s.tx.addRcpt(addr)
 	return nil
 }
 
@@ -208,103 +157,6 @@ func (s *session) hangUp(err error) error {
 	fmt.Fprintf(c, "%s %s\r\n", code(r), r.Message)
 	c.Close()
 	return r
-}
-
-// inbound resolves a recipient (policy.Resolve: mailbox, alias,
-// catch-all), checks the quota of each mailbox it reaches against the size
-// announced at MAIL (policy.AcceptAtRCPT) and, with RefuseInboundOverCap,
-// the transfer cap of their domains, then adds the mailboxes to the
-// transaction and any remote destination to its relay, as a forward on
-// behalf of the domain whose alias names it, with an SRS sender. Nothing
-// is added unless the whole recipient is accepted. raw is the address as
-// the client wrote it; when not "", an SRS address is taken as a bounce
-// (see bounce). s.mu is held.
-func (s *session) inbound(addr, raw string) error {
-	if raw != "" && s.srv.cfg.SRS != nil && isSRS(addr) {
-		if handled, err := s.bounce(addr, raw); handled {
-			return err
-		}
-	}
-	res, err := policy.Resolve(s.ctx, s.srv.cfg.Store, addr)
-	if err != nil {
-		return err
-	}
-	if len(res.Mailboxes) == 0 && len(res.Remote) == 0 {
-		return fmt.Errorf("%s resolves to nothing: %w", addr, policy.ErrUnknownUser)
-	}
-	if err := s.checkQuota(addr, res.Mailboxes); err != nil {
-		return err
-	}
-	if s.srv.cfg.RefuseInboundOverCap {
-		if err := s.checkInboundCap(addr, res.Mailboxes); err != nil {
-			return err
-		}
-	}
-	froms := make([]string, len(res.Remote))
-	if len(res.Remote) > 0 {
-		if s.srv.cfg.SRS == nil {
-			return fmt.Errorf("%s to %v: %w", addr, res.Remote, errNeedsRelay)
-		}
-		// RFC 5321 section 4.5.5: the null sender stays null, so that a
-		// forwarded bounce cannot bounce.
-		for i, via := range res.RemoteVia {
-			if s.tx.from == "" {
-				continue
-			}
-			f, err := s.srv.cfg.SRS.Forward(s.tx.from, via.Name)
-			if err != nil {
-				return fmt.Errorf("%s: SRS forward of %s via %s: %w", addr, s.tx.from, via.Name, err)
-			}
-			froms[i] = f
-		}
-	}
-	s.tx.addMailboxes(res.Mailboxes)
-	for i, r := range res.Remote {
-		s.tx.queue(mailstore.KindForward, res.RemoteVia[i].ID, froms[i], r)
-	}
-	return nil
-}
-
-// checkQuota refuses a recipient when one of the mailboxes it reaches is
-// full, or would be with the size announced at MAIL (decisions.md,
-// "Quota").
-func (s *session) checkQuota(addr string, ms []mailstore.Mailbox) error {
-	for _, m := range ms {
-		if !policy.AcceptAtRCPT(m, s.tx.size) {
-			return fmt.Errorf("%s (%s, %d of %d bytes used, SIZE=%d): %w",
-				addr, m.Email, m.UsedBytes, m.QuotaBytes(), s.tx.size, errMailboxFull)
-		}
-	}
-	return nil
-}
-
-// checkInboundCap refuses a recipient when the domain of a mailbox it
-// reaches, whose inbound transfer the message would count in, has used its
-// cap for the month (Config.RefuseInboundOverCap).
-func (s *session) checkInboundCap(addr string, ms []mailstore.Mailbox) error {
-	st := s.srv.cfg.Store
-	month := mailstore.Month(s.srv.now())
-	var seen []string
-	for _, m := range ms {
-		name := policy.DomainOf(m.Email)
-		if slices.Contains(seen, name) {
-			continue
-		}
-		seen = append(seen, name)
-		d, err := st.DomainByName(s.ctx, name)
-		if err != nil {
-			return fmt.Errorf("%s: domain %s: %w", addr, name, err)
-		}
-		t, err := st.Transfer(s.ctx, d.ID, month)
-		if err != nil {
-			return fmt.Errorf("%s: transfer of %s: %w", addr, name, err)
-		}
-		if policy.TransferCapReached(d, t) {
-			return fmt.Errorf("%s: %s used %d+%d bytes of %d MB in %s: %w",
-				addr, name, t.InBytes, t.OutBytes, d.TransferMonthlyMB, month, errInboundOverCap)
-		}
-	}
-	return nil
 }
 
 // refuse logs a refused recipient and returns its reply.
@@ -332,7 +184,7 @@ func code(r *smtp.SMTPError) string {
 // failure, say) rather than an answer about the mail.
 func localFailure(err error) bool {
 	r := reply(err)
-	return r.Code == 451 && r.EnhancedCode == smtp.EnhancedCode{4, 3, 0} && !errors.Is(err, errNeedsRelay) ||
+	return r.Code == 451 && r.EnhancedCode == smtp.EnhancedCode{4, 3, 0} && !errors.Is(err, delivery.ErrNeedsRelay) ||
 		errors.Is(err, errAuthUnavailable)
 }
 
@@ -365,16 +217,16 @@ func (s *session) Data(r io.Reader) error {
 	t := traceInfo{
 		id: tx.id, from: tx.from, helo: s.helo, remoteIP: s.remoteIP,
 		hostname: s.srv.hostname, tls: s.tls, utf8: tx.utf8, at: at,
-		relayed: len(tx.relay) > 0, authResults: ar,
+		relayed: tx.del.Remote() > 0, authResults: ar,
 	}
-	if len(tx.rcpts) == 1 {
-		t.rcpt = tx.rcpts[0]
+	if rcpts := tx.del.Recipients(); len(rcpts) == 1 {
+		t.rcpt = rcpts[0].Address
 	}
-	if len(tx.mailboxes) == 1 {
-		t.deliveredTo = tx.mailboxes[0].Email
+	if mbs := tx.del.Mailboxes(); len(mbs) == 1 {
+		t.deliveredTo = mbs[0].Email
 	}
 	body := append(traceHeaders(t), msg...)
-	return s.deliver(tx, mailstore.Delivery{Body: body, ReceivedAt: at, MailboxIDs: tx.mailboxIDs(), Relay: tx.relay}, start)
+	return s.deliver(tx, body, at, start)
 }
 
 // readMessage reads the message data, with a read deadline per read,
@@ -402,21 +254,19 @@ func (s *session) readMessage(r io.Reader, id string, announced int64) (msg []by
 	return buf.Bytes(), br.release, nil
 }
 
-// deliver makes the one store.Deliver call of a message and logs it.
-func (s *session) deliver(tx transaction, d mailstore.Delivery, start time.Time) error {
-	res, err := s.srv.cfg.Store.Deliver(s.ctx, d)
-	if err == nil && len(res.Delivered) == 0 && len(res.Queued) == 0 {
-		err = errGone
-	}
+// deliver makes the one store.Deliver call of a message (through package
+// delivery) and logs it.
+func (s *session) deliver(tx transaction, body []byte, at, start time.Time) error {
+	res, err := tx.del.Commit(s.ctx, body, at)
 	if err != nil {
-		return s.refusal("delivery failed", err, "id", tx.id, "mailbox_ids", d.MailboxIDs, "remote", tx.remote())
+		return s.refusal("delivery failed", err, "id", tx.id, "mailbox_ids", tx.del.MailboxIDs(), "remote", tx.del.Remote())
 	}
 	if len(res.Queued) > 0 && s.srv.cfg.OnQueued != nil {
 		s.srv.cfg.OnQueued()
 	}
-	s.log.Info("delivered", "id", tx.id, "from", tx.from, "rcpts", len(tx.rcpts),
+	s.log.Info("delivered", "id", tx.id, "from", tx.from, "rcpts", len(tx.del.Recipients()),
 		"mailbox_ids", res.Delivered, "skipped_ids", res.Skipped, "queued_ids", res.Queued,
-		"size_bytes", len(d.Body), "tls", s.tls, "duration_ms", time.Since(start).Milliseconds())
+		"size_bytes", len(body), "tls", s.tls, "duration_ms", time.Since(start).Milliseconds())
 	return nil
 }
 

@@ -23,14 +23,15 @@ type submission struct {
 }
 
 // Mail starts a transaction of the authenticated user (530 5.7.0 before
-// AUTH, RFC 4954 section 6). The mailbox and its domain are read again,
-// so that a mailbox deleted or a domain suspended since AUTH sends
-// nothing more. The reverse path must be the user's to use (see
+// AUTH, RFC 4954 section 6) as package delivery decides for submission
+// (delivery.StartSubmission): the mailbox and its domain are read again,
+// so that a mailbox deleted (550 5.7.1) or a domain suspended (550 5.7.1)
+// since AUTH sends nothing more; a domain that has used its transfer cap
+// for the month is refused here (451 4.7.1), before the client sends the
+// message; the reverse path must be the user's to use (see
 // policy.MaySendAs), else 553 5.7.1. The null reverse path is accepted: a
 // client sends read receipts (RFC 8098 section 3) and other
-// notifications with it; the From: check after DATA still applies. A
-// domain that has used its transfer cap for the month is refused here
-// (451 4.7.1), before the client sends the message.
+// notifications with it; the From: check after DATA still applies.
 func (s *submission) Mail(from string, opts *smtp.MailOptions) error {
 	if s.srv.shuttingDown() {
 		return reply(errShuttingDown)
@@ -38,38 +39,16 @@ func (s *submission) Mail(from string, opts *smtp.MailOptions) error {
 	if s.user == nil {
 		return s.refuseSender(from, errAuthRequired)
 	}
-	st := s.srv.cfg.Store
-	mb, dom, err := st.MailboxByEmail(s.ctx, s.user.Email)
-	switch {
-	case errors.Is(err, mailstore.ErrNotFound), err == nil && mb.ID != s.user.ID:
-		return s.refuseSender(from, fmt.Errorf("%s: %w", s.user.Email, errAccountGone))
-	case err != nil:
-		return s.refuseSender(from, fmt.Errorf("%s: %w", s.user.Email, err))
-	case dom.Suspended:
-		return s.refuseSender(from, fmt.Errorf("%s: %w", dom.Name, errSuspended))
-	}
-	// Refused here already when the cap is used, so that the client does
-	// not send the message for nothing; Deliver checks again, in the
-	// transaction that counts it.
-	month := mailstore.Month(s.srv.now())
-	if t, err := st.Transfer(s.ctx, dom.ID, month); err != nil {
-		return s.refuseSender(from, fmt.Errorf("transfer of %s: %w", dom.Name, err))
-	} else if policy.TransferCapReached(dom, t) {
-		return s.refuseSender(from, fmt.Errorf("%s used %d+%d bytes of %d MB in %s: %w",
-			dom.Name, t.InBytes, t.OutBytes, dom.TransferMonthlyMB, month, mailstore.ErrTransferCapReached))
-	}
-	sender := ""
-	if from != "" {
-		if sender, err = policy.NormalizeAddress(from); err != nil {
-			return s.refuseSender(from, fmt.Errorf("%w: %w", errBadSender, err))
-		}
-		if err := policy.MaySendAs(s.ctx, st, mb, sender); err != nil {
-			return s.refuseSender(from, err)
-		}
-	}
-	tx := transaction{id: newID(), from: sender, user: mb, domain: dom}
+	var size int64
 	if opts != nil {
-		tx.size = opts.Size
+		size = opts.Size
+	}
+	del, err := s.srv.delivery.StartSubmission(s.ctx, *s.user, from, size)
+	if err != nil {
+		return s.refuseSender(from, err)
+	}
+	tx := transaction{id: newID(), from: del.From(), size: size, del: del}
+	if opts != nil {
 		tx.utf8 = opts.UTF8
 	}
 	s.setBusy(true)
@@ -84,14 +63,18 @@ func (s *submission) refuseSender(from string, err error) error {
 	return s.refusal("sender refused", err, "from", clean(from))
 }
 
-// Rcpt accepts any recipient. A hosted address is resolved as on the MX
-// (550 5.1.1 for an unknown user, 452 4.2.2 for a full mailbox); the
-// remote destinations of its aliases and every address of a domain not
-// hosted here are queued, as the user's submission: the user's domain is
-// charged and the envelope sender is the user's own (no SRS).
+// Rcpt accepts any recipient (see delivery's Submission mode). A hosted
+// address is resolved as on the MX (550 5.1.1 for an unknown user, 452
+// 4.2.2 for a full mailbox); the remote destinations of its aliases and
+// every address of a domain not hosted here are queued, as the user's
+// submission: the user's domain is charged and the envelope sender is
+// the user's own (no SRS).
 func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.tx.del == nil {
+		return reply(errNoTransaction)
+	}
 	addr, err := policy.NormalizeAddress(to)
 	if err != nil {
 		return s.refuse(to, errBadRecipient)
@@ -99,37 +82,14 @@ func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if l := s.srv.sendLimit; l != nil {
 		// Taken before the recipient is resolved, and not given back if
 		// it is refused: probing addresses counts too.
-		if ok, wait := l.Take(s.tx.user.ID, s.srv.now()); !ok {
+		user := s.tx.del.User()
+		if ok, wait := l.Take(user.ID, s.srv.now()); !ok {
 			return s.refuse(addr, fmt.Errorf("%s: %d recipients an hour, next in %v: %w",
-				s.tx.user.Email, s.srv.cfg.MaxRecipientsPerHour, wait.Round(time.Second), errSendLimit))
+				user.Email, s.srv.cfg.MaxRecipientsPerHour, wait.Round(time.Second), errSendLimit))
 		}
 	}
-	if err := s.recipient(addr); err != nil {
+	if err := s.tx.del.AddRecipient(s.ctx, addr, to); err != nil {
 		return s.refuse(addr, err)
-	}
-	s.tx.addRcpt(addr)
-	return nil
-}
-
-// recipient is Rcpt's decision; s.mu is held.
-func (s *submission) recipient(addr string) error {
-	res, err := policy.Resolve(s.ctx, s.srv.cfg.Store, addr)
-	if errors.Is(err, policy.ErrNotHosted) {
-		s.tx.queue(mailstore.KindSubmission, s.tx.domain.ID, s.tx.from, addr)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if len(res.Mailboxes) == 0 && len(res.Remote) == 0 {
-		return fmt.Errorf("%s resolves to nothing: %w", addr, policy.ErrUnknownUser)
-	}
-	if err := s.checkQuota(addr, res.Mailboxes); err != nil {
-		return err
-	}
-	s.tx.addMailboxes(res.Mailboxes)
-	for _, r := range res.Remote {
-		s.tx.queue(mailstore.KindSubmission, s.tx.domain.ID, s.tx.from, r)
 	}
 	return nil
 }
@@ -169,10 +129,7 @@ func (s *submission) Data(r io.Reader) error {
 			return s.refuseMessage(tx, fmt.Errorf("DKIM signing for %s: %w", signing.Name, err))
 		}
 	}
-	return s.deliver(tx, mailstore.Delivery{
-		Body: body, ReceivedAt: at, MailboxIDs: tx.mailboxIDs(),
-		SenderDomainID: tx.domain.ID, Relay: tx.relay,
-	}, start)
+	return s.deliver(tx, body, at, start)
 }
 
 // checkFrom applies policy.MaySendAs to every From: address and returns
@@ -196,7 +153,7 @@ func (s *submission) checkFrom(tx transaction, msg []byte) (mailstore.Domain, er
 		if err != nil {
 			return mailstore.Domain{}, fmt.Errorf("From: %q: %w: %w", clean(a), errFromNotOwned, err)
 		}
-		if err := policy.MaySendAs(s.ctx, st, tx.user, n); err != nil {
+		if err := policy.MaySendAs(s.ctx, st, tx.del.User(), n); err != nil {
 			if errors.Is(err, policy.ErrNotOwner) {
 				err = fmt.Errorf("From: %w: %w", errFromNotOwned, err)
 			}

@@ -1,6 +1,7 @@
-package smtpd
+package delivery
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,21 +16,21 @@ func isSRS(addr string) bool {
 	return strings.HasPrefix(addr, "srs0=") || strings.HasPrefix(addr, "srs1=")
 }
 
-// bounce routes a recipient in SRS form at a hosted domain: mail to it is
-// a bounce (or another notification) of a message this server forwarded,
-// for the original sender. It answers handled false when addr's domain is
-// not hosted, for Resolve to refuse.
+// bounce routes an MX recipient in SRS form at a hosted domain: mail to
+// it is a bounce (or another notification) of a message this server
+// forwarded, for the original sender. It answers handled false when
+// addr's domain is not hosted, for Resolve to refuse.
 //
-//   - Mail with a non-null reverse path is refused 550 5.7.1, before the
+//   - Mail with a non-null reverse path is ErrSRSNotBounce, before the
 //     address is checked: only bounces and other notifications come back
 //     to an SRS address (see below), and anything else would make this
 //     server relay third parties' mail to whoever the address names, for
 //     anyone who forged or harvested one. Checking the sender first also
 //     keeps the hash from being guessed with ordinary mail.
-//   - A forged, malformed or expired address is refused 550 5.1.1, as an
-//     unknown user: it names nobody (even where a catch-all would take it).
+//   - A forged, malformed or expired address is ErrBadSRS: it names
+//     nobody (even where a catch-all would take it).
 //   - An original sender in a hosted domain is a recipient like any other
-//     (see inbound), without a second SRS round.
+//     (see accept), without a second SRS round.
 //   - Any other is queued as a bounce with the null envelope sender it
 //     came with. Notifications are sent with a null reverse path (RFC
 //     5321 section 4.5.5, RFC 3464, RFC 3834 section 3.3), so that nothing
@@ -37,33 +38,34 @@ func isSRS(addr string) bool {
 //     only the null one is taken.
 //
 // raw is the address as the client wrote it, reversed as it is so that
-// the original sender's local part keeps its case. s.mu is held.
-func (s *session) bounce(addr, raw string) (handled bool, err error) {
-	st := s.srv.cfg.Store
-	via, err := st.DomainByName(s.ctx, policy.DomainOf(addr))
+// the original sender's local part keeps its case.
+func (t *Transaction) bounce(ctx context.Context, addr, raw string) (p plan, handled bool, err error) {
+	st := t.a.cfg.Store
+	via, err := st.DomainByName(ctx, policy.DomainOf(addr))
 	if err != nil {
 		if errors.Is(err, mailstore.ErrNotFound) {
-			return false, nil
+			return plan{}, false, nil
 		}
-		return true, fmt.Errorf("%s: %w", addr, err)
+		return plan{}, true, fmt.Errorf("%s: %w", addr, err)
 	}
-	if s.tx.from != "" {
-		return true, fmt.Errorf("%s from <%s>: %w", addr, clean(s.tx.from), errSRSNotBounce)
+	if t.from != "" {
+		return plan{}, true, fmt.Errorf("%s from %q: %w", addr, t.from, ErrSRSNotBounce)
 	}
-	orig, err := s.srv.cfg.SRS.Reverse(raw)
+	orig, err := t.a.cfg.SRS.Reverse(raw)
 	if err != nil {
-		return true, fmt.Errorf("%s: %w: %w", addr, errBadSRS, err)
+		return plan{}, true, fmt.Errorf("%s: %w: %w", addr, ErrBadSRS, err)
 	}
 	norm, err := policy.NormalizeAddress(orig)
 	if err != nil {
-		return true, fmt.Errorf("%s reverses to %q: %w", addr, orig, errBadSRS)
+		return plan{}, true, fmt.Errorf("%s reverses to %q: %w", addr, orig, ErrBadSRS)
 	}
-	_, err = st.DomainByName(s.ctx, policy.DomainOf(norm))
+	_, err = st.DomainByName(ctx, policy.DomainOf(norm))
 	switch {
 	case err == nil:
-		return true, s.inbound(norm, "")
+		p, err := t.accept(ctx, norm, "")
+		return p, true, err
 	case !errors.Is(err, mailstore.ErrNotFound):
-		return true, fmt.Errorf("%s reverses to %s: %w", addr, norm, err)
+		return plan{}, true, fmt.Errorf("%s reverses to %s: %w", addr, norm, err)
 	}
 	// The remote address as it was sent: its local part's case is the
 	// remote server's business (RFC 5321 section 2.4). It goes out on
@@ -71,6 +73,5 @@ func (s *session) bounce(addr, raw string) (handled bool, err error) {
 	// its transfer, held at its cap and while it is suspended, as its
 	// forwards are, so that the SRS addresses a customer's forward hands
 	// out are no free way out for mail.
-	s.tx.queue(mailstore.KindBounce, via.ID, "", orig)
-	return true, nil
+	return plan{relays: []queued{{mailstore.KindBounce, via.ID, "", orig}}}, true, nil
 }

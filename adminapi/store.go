@@ -1,0 +1,48 @@
+package adminapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// Store is what the API reads and changes: the control plane it manages,
+// the lookups across partners that answer a taken address or domain name
+// before a password is hashed or a key made, and the DKIM keys its DNS
+// listing shows. *mailstore.Bolt satisfies it; the methods keep the
+// contract of mailstore.Store.
+type Store interface {
+	APIKeyByLookup(ctx context.Context, lookup string) (mailstore.APIKey, error)
+
+	CreateDomain(ctx context.Context, partnerID int64, d mailstore.NewDomain, now time.Time) (mailstore.Domain, error)
+	Domains(ctx context.Context, partnerID int64, p mailstore.Page) ([]mailstore.Domain, int, error)
+	Domain(ctx context.Context, partnerID int64, name string) (mailstore.Domain, error)
+	ApplyPlan(ctx context.Context, partnerID int64, name string, plan mailstore.Plan) (mailstore.Domain, error)
+	SetDomainLimits(ctx context.Context, partnerID int64, name string, l mailstore.DomainLimits) (mailstore.Domain, error)
+	SetRetention(ctx context.Context, partnerID int64, name string, days int64) (mailstore.Domain, error)
+	SetTransferCap(ctx context.Context, partnerID int64, name string, mb int64) (mailstore.Domain, error)
+	SetSuspended(ctx context.Context, partnerID int64, name string, suspended bool) (mailstore.Domain, error)
+	DeleteDomain(ctx context.Context, partnerID int64, name string, force bool) error
+	DomainUsage(ctx context.Context, partnerID int64, name string, month string) (mailstore.DomainUsage, error)
+
+	CreateMailbox(ctx context.Context, partnerID int64, domainName, email, passwordHash string, now time.Time) (mailstore.Mailbox, error)
+	Mailboxes(ctx context.Context, partnerID int64, domainID int64, p mailstore.Page) ([]mailstore.MailboxEntry, int, error)
+	Mailbox(ctx context.Context, partnerID int64, email string) (mailstore.Mailbox, error)
+	SetPassword(ctx context.Context, partnerID int64, email, passwordHash string, now time.Time) (mailstore.Mailbox, error)
+	SetQuota(ctx context.Context, partnerID int64, email string, mb int64) (mailstore.Mailbox, error)
+	DeleteMailbox(ctx context.Context, partnerID int64, email string) error
+
+	CreateAlias(ctx context.Context, partnerID int64, domainName, source, destination string, now time.Time) (mailstore.Alias, error)
+	Aliases(ctx context.Context, partnerID int64, domainID int64, p mailstore.Page) ([]mailstore.Alias, int, error)
+	DeleteAlias(ctx context.Context, partnerID int64, source string) error
+
+	// Across partners: an address or a domain name is taken whoever
+	// owns it.
+	MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error)
+	AliasBySource(ctx context.Context, source string) (mailstore.Alias, error)
+	DomainByName(ctx context.Context, name string) (mailstore.Domain, error)
+
+	DKIMKeys(ctx context.Context, domainID int64) ([]mailstore.DKIMKey, error)
+	EnsureDKIMKeys(ctx context.Context, domainID int64, keys []mailstore.DKIMKey) ([]mailstore.DKIMKey, error)
+}

@@ -1,0 +1,207 @@
+// Package delivery is mailhost's one delivery use case, outside the
+// protocols: it accepts a message's recipients (mailbox, alias and
+// catch-all resolution with package policy, bounces to SRS addresses,
+// the quota at RCPT, transfer caps) and, for submission, its sender
+// (account, suspended domain, transfer cap, policy.MaySendAs), then
+// delivers it with one Store.Deliver: the local copies and the queue
+// entries of its remote destinations in one transaction. It knows nothing
+// of SMTP: every refusal is a typed outcome (Refusal, outcome.go),
+// temporary or permanent, that smtpd maps to a reply in one function and
+// outbound to the reply a queue entry records and bounces with.
+//
+// A Transaction is started in one of three modes (Mode), one for each way
+// mail reaches a mailbox. They differ on purpose, and only as this table
+// says:
+//
+//	                         MX (StartMX)         Submission              Forward (StartForward)
+//	                                              (StartSubmission)       queue-local delivery
+//	sender                   any, <> too          user's mailbox exists,  as queued (outbound
+//	                                              its domain neither      holds the entries of
+//	                                              suspended nor at its    a suspended domain)
+//	                                              cap, MaySendAs
+//	domain not hosted        ErrNotHosted         queued, as the user's   ErrNoLongerHosted
+//	                         (never a relay)      submission              (temporary: the next
+//	                                                                      attempt sends it out)
+//	SRS address              bounce routing       resolved as any         resolved as any
+//	                         (srs.go)             address                 address
+//	quota at RCPT            SIZE= announced      SIZE= announced         the entry's size
+//	recipient domain's cap   ErrTransferCap-      not checked             as the MX (since
+//	                         Reached with                                 issue 10: before, not
+//	                         RefuseInboundOverCap                         checked)
+//	remote destination       KindForward for the  KindSubmission for the  KindForward for the
+//	of an alias              alias's domain, SRS  user's domain, the      alias's domain, SRS
+//	                         sender (<> stays     user's sender           sender (without SRS the
+//	                         <>); without SRS                             sender as it is); a
+//	                         ErrNeedsRelay                                bounce or <>: KindBounce,
+//	                                                                      counted for no one
+//	sender domain's cap      -                    Deliver refuses the     -
+//	                                              whole message
+//	                                              (ErrTransferCapReached)
+//	mailboxes deleted        ErrGone if nothing   ErrGone if nothing      Result.Gone, per
+//	before Deliver           stored nor queued    stored nor queued       recipient: resolved
+//	                                                                      again next attempt
+//
+// Why: the MX answers strangers, so it relays nothing it was not asked
+// to forward, takes SRS addresses only for bounces, and can be told to
+// refuse domains at their cap; submission is a user sending, charged to
+// its domain, to anyone; a forward is a message this server already
+// took, so what it can no longer place waits in the queue rather than
+// being refused to someone, and its sender was checked when it came.
+//
+// One difference was a gap, closed: a Forward did not check the
+// recipient domain's cap, so with RefuseInboundOverCap mail queued for a
+// domain that became hosted here reached a domain the MX would have
+// refused. It now answers ErrTransferCapReached as the MX does, which
+// the queue defers (the entry waits, as the MX's sender would retry).
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
+)
+
+// Store is what delivery reads and writes: address lookups
+// (policy.Directory), the month's transfer of a domain, and Deliver.
+// *mailstore.Bolt satisfies it; the methods keep the contract of
+// mailstore.Store.
+type Store interface {
+	policy.Directory
+	Transfer(ctx context.Context, domainID int64, month string) (mailstore.Transfer, error)
+	Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.DeliveryResult, error)
+}
+
+// SRS is the Sender Rewriting Scheme; *mailauth.SRS satisfies it.
+type SRS interface {
+	// Forward rewrites sender (not empty) into an address at
+	// forwardDomain that Reverse turns back into it.
+	Forward(sender, forwardDomain string) (string, error)
+	// Reverse returns the original sender of an SRS0= or SRS1= address,
+	// or an error when addr is not one, is forged or has expired.
+	Reverse(addr string) (string, error)
+}
+
+// Config configures an Agent.
+type Config struct {
+	// Store is where addresses are looked up and mail delivered.
+	// Required.
+	Store Store
+	// SRS rewrites the envelope sender of forwarded mail and reverses
+	// the SRS addresses bounces come back to. nil: the MX refuses
+	// recipients that lead to a remote address (ErrNeedsRelay) and does
+	// not recognise SRS addresses; a Forward keeps the sender as it is.
+	SRS SRS
+	// RefuseInboundOverCap refuses a recipient of the MX or of a Forward
+	// (ErrTransferCapReached) when the domain of a mailbox it reaches has
+	// used its transfer cap for the month. Default false: inbound mail is always received and
+	// counted (decisions.md, "Transfer cap").
+	RefuseInboundOverCap bool
+	// Now is the clock that picks the month of transfer checks. nil:
+	// time.Now.
+	Now func() time.Time
+}
+
+// Agent starts transactions. Its methods may be called from any
+// goroutine; each Transaction belongs to one.
+type Agent struct {
+	cfg Config
+	now func() time.Time
+}
+
+// New makes an Agent from cfg; nothing can fail.
+func New(cfg Config) *Agent {
+	a := &Agent{cfg: cfg, now: cfg.Now}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	return a
+}
+
+// Mode is how a message came: see the package comment.
+type Mode int
+
+const (
+	// MX: from the Internet, for hosted addresses only.
+	MX Mode = iota + 1
+	// Submission: from an authenticated user, to anyone.
+	Submission
+	// Forward: a queued message whose destination is hosted here.
+	Forward
+)
+
+func (m Mode) String() string {
+	switch m {
+	case MX:
+		return "mx"
+	case Submission:
+		return "submission"
+	case Forward:
+		return "forward"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// StartMX starts a transaction of the MX: from is the reverse path
+// ("" for the null one, RFC 5321 section 4.5.5), accepted whatever it is;
+// size the size announced with SIZE= (RFC 1870; 0 when none).
+func (a *Agent) StartMX(from string, size int64) *Transaction {
+	return &Transaction{a: a, mode: MX, from: from, size: size}
+}
+
+// StartSubmission starts a transaction of an authenticated user (RFC
+// 6409) with reverse path from ("" for the null one: read receipts, RFC
+// 8098 section 3) and announced size. The mailbox and its domain are read
+// again, so that a mailbox deleted (ErrAccountGone) or a domain suspended
+// (ErrDomainSuspended) since the login sends nothing more; a domain that
+// has used its transfer cap for the month is refused here
+// (ErrTransferCapReached), before the client sends the message, and
+// Deliver checks again in the transaction that counts it. A non-null
+// from must be an address (ErrBadSender) the user may send as
+// (ErrSenderNotOwned, policy.MaySendAs).
+func (a *Agent) StartSubmission(ctx context.Context, user mailstore.Mailbox, from string, size int64) (*Transaction, error) {
+	st := a.cfg.Store
+	mb, dom, err := st.MailboxByEmail(ctx, user.Email)
+	switch {
+	case errors.Is(err, mailstore.ErrNotFound), err == nil && mb.ID != user.ID:
+		return nil, fmt.Errorf("%s: %w", user.Email, ErrAccountGone)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", user.Email, err)
+	case dom.Suspended:
+		return nil, fmt.Errorf("%s: %w", dom.Name, ErrDomainSuspended)
+	}
+	month := mailstore.Month(a.now())
+	t, err := st.Transfer(ctx, dom.ID, month)
+	if err != nil {
+		return nil, fmt.Errorf("transfer of %s: %w", dom.Name, err)
+	}
+	if policy.TransferCapReached(dom, t) {
+		return nil, fmt.Errorf("%s used %d+%d bytes of %d MB in %s: %w",
+			dom.Name, t.InBytes, t.OutBytes, dom.TransferMonthlyMB, month, ErrTransferCapReached)
+	}
+	sender := ""
+	if from != "" {
+		if sender, err = policy.NormalizeAddress(from); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadSender, err)
+		}
+		if err := policy.MaySendAs(ctx, st, mb, sender); err != nil {
+			if errors.Is(err, policy.ErrNotOwner) {
+				return nil, refuse(ErrSenderNotOwned, err)
+			}
+			return nil, err
+		}
+	}
+	return &Transaction{a: a, mode: Submission, from: sender, size: size, user: mb, domain: dom}, nil
+}
+
+// StartForward starts the local delivery of queue entry e, whose
+// destination domain is hosted here (it was queued before the domain was
+// added, or submission queued it whole): its recipients are accepted as
+// the MX would accept them, against the entry's size, and alias
+// destinations outside are queued again as forwards.
+func (a *Agent) StartForward(e mailstore.Outbound) *Transaction {
+	return &Transaction{a: a, mode: Forward, from: e.From, size: e.Size, kind: e.Kind}
+}
