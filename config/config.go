@@ -159,7 +159,7 @@ var Settings = []Setting{
 		c.APIRateBurst = n
 		return nil
 	}},
-	{"refuse_inbound_over_cap", "MAILHOST_REFUSE_INBOUND_OVER_CAP", "false", "also refuse mail to a domain (451 4.7.1 at RCPT) once it has used its monthly transfer cap", boolean(func(c *Config) *bool { return &c.RefuseInboundOverCap })},
+	{"refuse_inbound_over_cap", "MAILHOST_REFUSE_INBOUND_OVER_CAP", "false", "also refuse mail to a domain (451 4.7.1 at RCPT) once it has used its monthly transfer cap; forwards already queued for it wait in the queue", boolean(func(c *Config) *bool { return &c.RefuseInboundOverCap })},
 	{"send_limit_per_hour", "MAILHOST_SEND_LIMIT_PER_HOUR", "0", "most recipients one mailbox may send to in an hour over submission (450 4.7.1 beyond; a quiet mailbox may use them at once): what a stolen password can send; 0 = no limit", integer(func(c *Config) *int64 { return &c.SendLimitPerHour }, 0)},
 	{"max_conns_per_ip", "MAILHOST_MAX_CONNS_PER_IP", "20", "most connections at once from one IP address to each service: the MX, submission (587 and 465 together) and IMAP (143 and 993 together); beyond it SMTP answers 421 4.7.0, IMAP BYE [UNAVAILABLE], and the implicit-TLS ports close the connection before the handshake", integer(func(c *Config) *int64 { return &c.MaxConnsPerIP }, 1)},
 	{"queue_lifetime", "MAILHOST_QUEUE_LIFETIME", "120h", "how long the outbound queue retries a message before it bounces it (Go duration)", func(c *Config, v string) error {
