@@ -36,6 +36,10 @@ type Config struct {
 	// 0 means 20. RateBurst is how many a key may send at once; 0 means 100.
 	RateLimit float64
 	RateBurst int
+	// Share, when set, is this node's part of the cluster's limits (the
+	// rate per key and the failed authentications per address): each of
+	// n live nodes allows 1/n of them.
+	Share *policy.Share
 	// Hostname is this server's host name: the MX target and the mail
 	// client server of the records GET /domains/{domain_name}/dns lists.
 	// "" means the system's host name.
@@ -120,8 +124,8 @@ func New(cfg Config) *API {
 		burst = 100
 	}
 	// One request per key, rate a second after a burst.
-	a.limiter = policy.NewLimiter(rate, burst)
-	a.failures = policy.NewLimiter(failureRate, failureBurst)
+	a.limiter = policy.NewLimiter(rate, burst).Shared(cfg.Share)
+	a.failures = policy.NewLimiter(failureRate, failureBurst).Shared(cfg.Share)
 	a.mux = http.NewServeMux()
 	a.routes(a.mux.HandleFunc)
 	return a

@@ -46,6 +46,10 @@ type LoginConfig struct {
 	// CacheTTL is how long a verified password is remembered. 0 means 10
 	// minutes.
 	CacheTTL time.Duration
+	// Share, when set, is this node's part of the cluster's limits: with
+	// n live nodes sharing the store, each allows MaxFailures/n (rounded
+	// up), so that a guesser spreading over the nodes gets no more.
+	Share *policy.Share
 }
 
 // Throttling rule. Failures are counted in three sliding windows:
@@ -89,6 +93,7 @@ type Logins struct {
 	max      int
 	window   time.Duration
 	ttl      time.Duration
+	share    *policy.Share // nil: one node
 	salt     [32]byte
 
 	// dummy is a hash to verify against for unknown addresses, made on
@@ -113,6 +118,7 @@ func NewLogins(cfg LoginConfig) *Logins {
 		max:      cfg.MaxFailures,
 		window:   cfg.Window,
 		ttl:      cfg.CacheTTL,
+		share:    cfg.Share,
 		pairs:    make(map[string]*counter),
 		ips:      make(map[string]*counter),
 		addrs:    make(map[string]*counter),
@@ -263,11 +269,12 @@ func (l *Logins) remember(key [32]byte, now time.Time) {
 func (l *Logins) throttled(addr, ipKey, pairKey string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	limit := l.share.Int(l.max)
 	pair := l.count(l.pairs, pairKey, now)
-	if pair >= l.max || l.count(l.ips, ipKey, now) >= l.max*ipFactor {
+	if pair >= limit || l.count(l.ips, ipKey, now) >= limit*ipFactor {
 		return true
 	}
-	return pair > 0 && l.count(l.addrs, addr, now) >= l.max*addrFactor
+	return pair > 0 && l.count(l.addrs, addr, now) >= limit*addrFactor
 }
 
 func (l *Logins) fail(addr, ipKey, pairKey string, now time.Time) {

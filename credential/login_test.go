@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
 	"golang.org/x/crypto/argon2"
 )
 
@@ -292,5 +293,33 @@ func TestCounter(t *testing.T) {
 				t.Errorf("count(%d) after %v = %d, want %d", tt.at, tt.adds, got, tt.count)
 			}
 		})
+	}
+}
+
+// With two live nodes, each node allows half the failures (MaxFailures 4
+// here), so that a guesser who alternates between the nodes is stopped
+// after the cluster's four, not eight.
+func TestThrottleShared(t *testing.T) {
+	ctx := context.Background()
+	share := &policy.Share{}
+	share.SetNodes(2)
+	a := &accounts{
+		boxes: map[string]mailstore.Mailbox{"alice@example.com": {ID: 7, Email: "alice@example.com"}},
+		doms:  map[string]mailstore.Domain{"example.com": {ID: 1, Name: "example.com"}},
+	}
+	a.setPassword(t, "alice@example.com", goodPassword, time.Unix(1000, 0))
+	c := &clock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
+	l := NewLogins(LoginConfig{Accounts: a, Now: c.now, MaxFailures: 4, Window: 8 * time.Minute, Share: share})
+	for i := range 2 {
+		if _, err := l.Authenticate(ctx, "alice@example.com", "wrong", ip1); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("failure %d = %v, want ErrInvalidCredentials", i+1, err)
+		}
+	}
+	if _, err := l.Authenticate(ctx, "alice@example.com", goodPassword, ip1); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("after this node's share (2) of 4 failures: %v, want ErrThrottled", err)
+	}
+	share.SetNodes(1)
+	if _, err := l.Authenticate(ctx, "alice@example.com", goodPassword, ip1); err != nil {
+		t.Fatalf("alone again (limit 4, 2 used): %v, want nil", err)
 	}
 }

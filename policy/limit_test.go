@@ -55,3 +55,33 @@ func TestLimiterSweep(t *testing.T) {
 		t.Errorf("%d buckets after the sweep, want 1 (the new one)", n)
 	}
 }
+
+// With two live nodes a shared limiter gives each half the burst and half
+// the rate; when the other node goes, the whole comes back.
+func TestLimiterShared(t *testing.T) {
+	share := &Share{}
+	share.SetNodes(2)
+	l := NewLimiter(2, 10).Shared(share)
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	took := 0
+	for range 20 {
+		if ok, _ := l.Take(1, now); ok {
+			took++
+		}
+	}
+	if took != 5 {
+		t.Fatalf("two nodes: took %d of a burst of 10, want 5", took)
+	}
+	if ok, wait := l.Take(1, now); ok || wait != time.Second {
+		t.Fatalf("two nodes, empty bucket: Take = %v, %v; want false, 1s (rate 1/s)", ok, wait)
+	}
+	share.SetNodes(1)
+	for i := range 2 { // a second at the whole rate of 2/s
+		if ok, _ := l.Take(1, now.Add(time.Second)); !ok {
+			t.Fatalf("one node, a second later: Take %d = false, want true", i+1)
+		}
+	}
+	if ok, wait := l.Take(1, now.Add(time.Second)); ok || wait != 500*time.Millisecond {
+		t.Fatalf("one node, empty bucket: Take = %v, %v; want false, 500ms (rate 2/s)", ok, wait)
+	}
+}

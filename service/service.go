@@ -103,6 +103,15 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	defer st.Close()
 	log.Info("store open", "store", storeKind(cfg), "node", NodeName(cfg))
+	// This node's part of the limits meant for the whole cluster; with
+	// bbolt, always the whole.
+	share := &policy.Share{}
+	node := NodeName(cfg)
+	if n, err := beat(ctx, st, node, share, o.Now()); err != nil {
+		return fmt.Errorf("heartbeat: %w", err)
+	} else if n > 1 {
+		log.Info("joined a cluster", "nodes", n)
+	}
 	ops := NewStoreOperator(st, o.Now)
 	if err := firstStart(ctx, st, ops, o.Stdout, log); err != nil {
 		return err
@@ -129,7 +138,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	// and the API's hashes together: a login burst during a provisioning
 	// burst stays within it.
 	passwords := credential.NewVerifier(0)
-	logins := credential.NewLogins(credential.LoginConfig{Accounts: st, Verifier: passwords, Now: o.Now})
+	logins := credential.NewLogins(credential.LoginConfig{Accounts: st, Verifier: passwords, Now: o.Now, Share: share})
 	sender := outbound.New(outbound.Config{
 		Store: st, Hostname: hostname, Resolver: resolver, Relay: cfg.Relay,
 		RelayUsername: cfg.RelayUsername, RelayPassword: cfg.RelayPassword, RelayVerifyTLS: cfg.RelayVerifyTLS,
@@ -236,7 +245,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Store: st, Plans: policy.NewPlans(cfg.Plans), Logger: log, Now: o.Now, Hostname: hostname,
 			Passwords: passwords, OnResume: onResume,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
-			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst,
+			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst, Share: share,
 		})
 		hs := &http.Server{
 			Handler:           api,
@@ -278,7 +287,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
-			MaxRecipientsPerHour: int(cfg.SendLimitPerHour),
+			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share,
 			Signer:               mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
 		})
 		servers = append(servers, s)
@@ -302,7 +311,11 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 
 	rctx, stopRetention := context.WithCancel(ctx)
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		runHeartbeat(rctx, st, node, share, o.Now, log)
+	}()
 	go func() {
 		defer wg.Done()
 		runRetention(rctx, st, cfg.RetentionTime, o.Now, log)

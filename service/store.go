@@ -13,10 +13,17 @@ import (
 	"github.com/mailhost/mailhost/mailstore/pgstore"
 )
 
+// store is what the wiring needs of a backend: the Store every part
+// uses, and what the nodes of a shared store agree on.
+type store interface {
+	mailstore.Store
+	mailstore.Members
+}
+
 // openStore opens the store the configuration names: the bbolt file in
 // the data directory, or the PostgreSQL database of the store URL. A
 // bbolt file held by another process is ErrLocked after lockTimeout.
-func openStore(ctx context.Context, cfg *config.Config, lockTimeout time.Duration) (mailstore.Store, error) {
+func openStore(ctx context.Context, cfg *config.Config, lockTimeout time.Duration) (store, error) {
 	if cfg.Store == "" {
 		st, err := mailstore.Open(ctx, cfg.DataDir, mailstore.Options{LockTimeout: lockTimeout})
 		if err != nil {

@@ -115,6 +115,9 @@ type Config struct {
 	// more are answered 450 4.7.1 at RCPT. It bounds what a stolen
 	// password can send. 0: no limit.
 	MaxRecipientsPerHour int
+	// Share, when set, is this node's part of the cluster's limits: with
+	// n live nodes each allows MaxRecipientsPerHour/n.
+	Share *policy.Share
 
 	// MX only.
 
@@ -239,7 +242,7 @@ func newServer(cfg Config, submission bool) *Server {
 	})
 	if submission && cfg.MaxRecipientsPerHour > 0 {
 		// A quiet mailbox may use the hour's allowance at once.
-		s.sendLimit = policy.NewLimiter(float64(cfg.MaxRecipientsPerHour)/3600, cfg.MaxRecipientsPerHour)
+		s.sendLimit = policy.NewLimiter(float64(cfg.MaxRecipientsPerHour)/3600, cfg.MaxRecipientsPerHour).Shared(cfg.Share)
 	}
 	if s.cfg.MaxMessageBytes <= 0 {
 		s.cfg.MaxMessageBytes = DefaultMaxMessageBytes
