@@ -51,13 +51,3 @@ func (s *Store) FlushOutboundDomain(ctx context.Context, domainID int64, now tim
 func (s *Store) DeleteOutbound(ctx context.Context, id int64) (mailstore.Outbound, error) {
 	return mailstore.Outbound{}, errNotImplemented
 }
-
-// STSPolicy implements mailstore.Store.
-func (s *Store) STSPolicy(ctx context.Context, domain string, now time.Time) (mailstore.STSPolicy, error) {
-	return mailstore.STSPolicy{}, errNotImplemented
-}
-
-// PutSTSPolicy implements mailstore.Store.
-func (s *Store) PutSTSPolicy(ctx context.Context, p mailstore.STSPolicy, now time.Time) error {
-	return errNotImplemented
-}
