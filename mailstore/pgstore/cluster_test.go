@@ -19,8 +19,8 @@ import (
 
 var clusterNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-// twoNodes opens nodes "a" and "b" on one fresh schema.
-func twoNodes(t *testing.T) (a, b *pgstore.Store) {
+// nodesAB opens nodes "a" and "b" on one fresh schema.
+func nodesAB(t *testing.T) (a, b *pgstore.Store) {
 	t.Helper()
 	url := pgtest.URL(t)
 	for _, p := range []struct {
@@ -73,7 +73,7 @@ func leasedBy(t *testing.T, s *pgstore.Store, id int64) string {
 // ClaimOptions, each entry is claimed exactly once, in the name of the
 // node that claimed it.
 func TestClusterClaimOnce(t *testing.T) {
-	a, b := twoNodes(t)
+	a, b := nodesAB(t)
 	const n = 400
 	want := map[int64]bool{}
 	for i := range n {
@@ -143,7 +143,7 @@ func TestClusterClaimOnce(t *testing.T) {
 // TestClusterReleaseLeases: a node's ReleaseLeases ends its own leases
 // and leaves the other node's.
 func TestClusterReleaseLeases(t *testing.T) {
-	a, b := twoNodes(t)
+	a, b := nodesAB(t)
 	ctx := context.Background()
 	for i := range 6 {
 		queueEntry(t, a, 0, "r.example", 10, clusterNow.Add(time.Duration(i-10)*time.Second), false)
@@ -196,7 +196,7 @@ func TestClusterReleaseLeases(t *testing.T) {
 // (it died) are claimable by another node once the lease runs out, and
 // not before.
 func TestClusterDeadNode(t *testing.T) {
-	a, b := twoNodes(t)
+	a, b := nodesAB(t)
 	ctx := context.Background()
 	id := queueEntry(t, a, 0, "r.example", 10, clusterNow, false)
 	lease := 5 * time.Minute
@@ -227,7 +227,7 @@ func TestClusterDeadNode(t *testing.T) {
 // under its transfer cap: the entries that go are those one release
 // alone would let go, counted once.
 func TestClusterReleaseHeldCap(t *testing.T) {
-	a, b := twoNodes(t)
+	a, b := nodesAB(t)
 	ctx := context.Background()
 	var pid, did int64
 	if err := a.Pool().QueryRow(ctx, `INSERT INTO partners (name, created_at) VALUES ('p', $1) RETURNING id`, clusterNow).Scan(&pid); err != nil {
@@ -285,7 +285,7 @@ func TestClusterReleaseHeldCap(t *testing.T) {
 // TestClusterRunOnce: two nodes racing RunOnce for one slot, one call of
 // one node wins; two racing to make a setting both answer one value.
 func TestClusterRunOnce(t *testing.T) {
-	a, b := twoNodes(t)
+	a, b := nodesAB(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
