@@ -157,10 +157,20 @@ func (s *Store) claimDue(ctx context.Context, tx pgx.Tx, now, until time.Time, l
 // claimPage is how many due entries claimSpread reads at a time.
 const claimPage = 256
 
+// dueEntry is what claimSpread reads of a due entry.
+type dueEntry struct {
+	id   int64
+	dest string
+	at   time.Time
+}
+
 // claimSpread leases up to limit due entries, earliest first, passing
 // over those opt rules out; the entries passed over, and those another
 // claim locked or took since they were read, count towards
-// ClaimScanLimit.
+// ClaimScanLimit. Each round reads a page after the last entry it
+// considered, so that an entry it did not get to (the round stopped at
+// limit, and some of those it chose were then taken elsewhere) is
+// considered in the next.
 func (s *Store) claimSpread(ctx context.Context, tx pgx.Tx, now, until time.Time, limit int, opt mailstore.ClaimOptions) ([]mailstore.Outbound, error) {
 	skip := make(map[string]bool, len(opt.Skip))
 	for _, d := range opt.Skip {
@@ -169,43 +179,39 @@ func (s *Store) claimSpread(ctx context.Context, tx pgx.Tx, now, until time.Time
 	taken := map[string]int{}
 	passed := 0
 	out := []mailstore.Outbound{}
-	// The page cursor: the last (next_attempt, id) read.
-	var afterAt time.Time
-	afterID := int64(-1)
+	// The cursor: the last (next_attempt, id) considered.
+	after := dueEntry{id: -1}
 	for len(out) < limit && passed < mailstore.ClaimScanLimit {
 		rows, err := tx.Query(ctx, `
 			SELECT id, destination, next_attempt FROM queue
 			WHERE NOT held AND next_attempt <= $1 AND (next_attempt, id) > ($2, $3)
 			ORDER BY next_attempt, id
-			LIMIT $4`, now, afterAt, afterID, claimPage)
+			LIMIT $4`, now, after.at, after.id, claimPage)
+		if err != nil {
+			return nil, fmt.Errorf("read due entries: %w", err)
+		}
+		page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dueEntry, error) {
+			var e dueEntry
+			err := r.Scan(&e.id, &e.dest, &e.at)
+			return e, err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("read due entries: %w", err)
 		}
 		var ids []int64
-		want := map[int64]string{} // id -> destination, of those chosen
-		read := 0
-		for rows.Next() {
-			var id int64
-			var dest string
-			if err := rows.Scan(&id, &dest, &afterAt); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			afterID = id
-			read++
+		chosen := map[int64]string{} // id -> destination
+		for _, e := range page {
 			if len(out)+len(ids) >= limit || passed >= mailstore.ClaimScanLimit {
-				continue // past what this claim may take or pass over
+				break
 			}
-			if skip[dest] || (opt.PerDestination > 0 && taken[dest] >= opt.PerDestination) {
+			after = e
+			if skip[e.dest] || (opt.PerDestination > 0 && taken[e.dest] >= opt.PerDestination) {
 				passed++
 				continue
 			}
-			taken[dest]++
-			ids = append(ids, id)
-			want[id] = dest
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("read due entries: %w", err)
+			taken[e.dest]++
+			ids = append(ids, e.id)
+			chosen[e.id] = e.dest
 		}
 		if len(ids) > 0 {
 			got, err := s.lease(ctx, tx, `
@@ -215,19 +221,19 @@ func (s *Store) claimSpread(ctx context.Context, tx pgx.Tx, now, until time.Time
 			if err != nil {
 				return nil, err
 			}
-			// Those another claim has are gone: their destinations' slots
+			// Those another claim has are lost: their destinations' slots
 			// are free again, and they count as passed over.
 			for _, o := range got {
-				delete(want, o.ID)
+				delete(chosen, o.ID)
 			}
-			for _, dest := range want {
+			for _, dest := range chosen {
 				taken[dest]--
 				passed++
 			}
 			out = append(out, got...)
 		}
-		if read < claimPage {
-			break
+		if len(page) == 0 || (len(page) < claimPage && after.id == page[len(page)-1].id) {
+			break // every due entry was considered
 		}
 	}
 	return out, nil

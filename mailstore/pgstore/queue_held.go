@@ -107,31 +107,41 @@ func (s *Store) releaseDomain(ctx context.Context, domainID int64, now time.Time
 			}
 		}
 		var ids []int64
-		var counted, lastBlob int64
+		var counted int64
+		// bodies are the bodies of the entries released so far: the
+		// entries of one message (one body) go together and count once.
+		// Deliver queues them one after the other, but ids from racing
+		// Delivers may interleave, so a set rather than the last body.
+		bodies := map[int64]bool{}
 		lastID := int64(0)
+		// full: the cap was reached; the rest of the page is read only for
+		// the siblings of entries released.
+		full := false
 	pages:
-		for {
+		for !full {
 			page, err := heldPage(ctx, tx, domainID, lastID)
 			if err != nil {
 				return err
 			}
 			for _, e := range page {
 				lastID = e.id
-				// The entries of one message (one body) are queued one after
-				// the other and go together, counted once.
-				sibling := e.blobID == lastBlob
-				if len(ids) >= releaseBatch && !sibling {
-					more = true
-					break pages
+				sibling := bodies[e.blobID]
+				if !sibling && (full || len(ids) >= releaseBatch) {
+					if !full {
+						more = true
+						break pages
+					}
+					continue
 				}
 				if !gone && !sibling {
 					if d.TransferCapReached(x) {
-						break pages
+						full = true
+						continue
 					}
 					x.OutBytes += e.size
 					counted += e.size
 				}
-				lastBlob = e.blobID
+				bodies[e.blobID] = true
 				ids = append(ids, e.id)
 			}
 			if len(page) < releasePage {
