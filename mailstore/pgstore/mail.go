@@ -58,7 +58,7 @@ const (
 )
 
 // changeLogKeep is how many changes of a folder the log keeps at least.
-const changeLogKeep = 1000
+const changeLogKeep = mailstore.ChangeLogKeep
 
 // pruneEvery: a writer prunes a folder's log when its highest_modseq
 // crosses a multiple of pruneEvery, so the log holds at most
@@ -194,7 +194,7 @@ func mailScanFolder(row pgx.Row) (mailstore.Folder, error) {
 	err := row.Scan(&f.ID, &f.MailboxID, &f.Name, &f.SpecialUse, &f.Subscribed, &validity,
 		&next, &f.Messages, &f.Unseen, &f.Size, &modseq)
 	f.UIDValidity, f.UIDNext = uint32(validity), uint32(next)
-	_ = modseq // Folder.HighestModSeq comes with the change log
+	f.HighestModSeq = uint64(modseq)
 	return f, err
 }
 
@@ -391,14 +391,16 @@ WITH c AS (
 	FROM c WHERE f.id = c.id
 	RETURNING f.id, f.highest_modseq - c.n AS mod0, f.highest_modseq AS mod1
 ), r AS (
-	SELECT * FROM unnest($6::bigint[], $7::bigint[], $8::smallint[], $9::bigint[], $10::text[]) AS r(folder_id, k, kind, uid, flags)
+	SELECT * FROM unnest($6::bigint[], $7::bigint[], $8::smallint[], $9::bigint[], $10::text[],
+		$11::bigint[], $12::bigint[], $13::timestamptz[])
+		AS r(folder_id, k, kind, uid, flags, blob_id, size, received_at)
 ), l AS (
-	INSERT INTO changes (folder_id, modseq, kind, uid, flags)
-	SELECT r.folder_id, f.mod0 + r.k + 1, r.kind, r.uid, ` + sqlFlags + `
+	INSERT INTO changes (folder_id, modseq, kind, uid, flags, blob_id, size, received_at)
+	SELECT r.folder_id, f.mod0 + r.k + 1, r.kind, r.uid, ` + sqlFlags + `, r.blob_id, r.size, r.received_at
 	FROM r JOIN f ON f.id = r.folder_id
 )
 DELETE FROM changes x USING f
-WHERE x.folder_id = f.id AND f.mod1 / $11 > f.mod0 / $11 AND x.modseq <= f.mod1 - $12`
+WHERE x.folder_id = f.id AND f.mod1 / $14 > f.mod0 / $14 AND x.modseq <= f.mod1 - $15`
 
 // logBatch gathers the arguments of sqlLogChanges.
 type logBatch struct {
@@ -408,6 +410,8 @@ type logBatch struct {
 	rFolder, rK, rUID           []int64
 	rKind                       []int16
 	rFlags                      []string
+	rBlob, rSize                []int64
+	rReceived                   []*time.Time
 }
 
 func (b *logBatch) folder(id int64) int {
@@ -434,17 +438,26 @@ func (b *logBatch) removed(folderID int64, uid uint32, size int64, flags []strin
 	b.cMsgs[i]--
 	b.cUnseen[i] -= unseen(flags)
 	b.cBytes[i] -= size
-	b.change(i, folderID, changeExpunge, uid, nil)
+	b.change(i, changeExpunge, mailstore.Message{FolderID: folderID, UID: uid})
 }
 
-// reflagged logs a flag change from old to next.
-func (b *logBatch) reflagged(folderID int64, uid uint32, old, next []string) {
-	i := b.folder(folderID)
-	b.cUnseen[i] += unseen(next) - unseen(old)
-	b.change(i, folderID, changeFlags, uid, next)
+// reflagged logs a flag change of m (as it is after the change) from old.
+func (b *logBatch) reflagged(m mailstore.Message, old []string) {
+	i := b.folder(m.FolderID)
+	b.cUnseen[i] += unseen(m.Flags) - unseen(old)
+	b.change(i, changeFlags, m)
 }
 
-func (b *logBatch) change(i int, folderID int64, kind int16, uid uint32, flags []string) {
+// change logs m (only its folder and UID for an expunge).
+func (b *logBatch) change(i int, kind int16, m mailstore.Message) {
+	folderID, uid, flags := m.FolderID, m.UID, m.Flags
+	var received *time.Time
+	if !m.ReceivedAt.IsZero() {
+		received = &m.ReceivedAt
+	}
+	b.rBlob = append(b.rBlob, m.BlobID)
+	b.rSize = append(b.rSize, m.Size)
+	b.rReceived = append(b.rReceived, received)
 	b.rFolder = append(b.rFolder, folderID)
 	b.rK = append(b.rK, b.cN[i])
 	b.cN[i]++
@@ -457,7 +470,7 @@ func (b *logBatch) empty() bool { return len(b.rFolder) == 0 }
 
 func (b *logBatch) args() []any {
 	return []any{b.cID, b.cMsgs, b.cUnseen, b.cBytes, b.cN, b.rFolder, b.rK, b.rKind, b.rUID, b.rFlags,
-		int64(pruneEvery), int64(changeLogKeep)}
+		b.rBlob, b.rSize, b.rReceived, int64(pruneEvery), int64(changeLogKeep)}
 }
 
 // Account counters.
