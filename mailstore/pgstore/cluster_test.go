@@ -7,6 +7,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -332,4 +333,72 @@ func TestClusterRunOnce(t *testing.T) {
 	if ok, err := b.RunOnce(ctx, "retention", clusterNow.Add(24*time.Hour)); err != nil || !ok {
 		t.Errorf("b.RunOnce(next slot) = %v, %v; want true", ok, err)
 	}
+}
+
+// TestClusterReleaseHeldAgainstDeliver: one node releases held entries
+// while the other delivers submissions of the same domain: both decide
+// on the figures under the domain row's lock, so the domain ends at most
+// one message past its cap, and what it counted is what went.
+func TestClusterReleaseHeldAgainstDeliver(t *testing.T) {
+	a, b := nodesAB(t)
+	ctx := context.Background()
+	p, err := a.CreatePartner(ctx, "p", clusterNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := a.CreateDomain(ctx, p.ID, mailstore.NewDomain{Name: "capped.example",
+		Plan: mailstore.Plan{Name: "tiny", QuotaMB: 100, TransferMonthlyMB: 1}, MaxMailboxes: 10, MaxAliases: 10}, clusterNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 100 * 1024
+	for i := range 20 {
+		queueEntry(t, a, d.ID, fmt.Sprintf("r%d.example", i), size, clusterNow, true)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	released, delivered, refused := 0, 0, 0 // guarded by mu
+	for i := range 24 {
+		if i%3 == 0 {
+			wg.Go(func() {
+				n, err := a.ReleaseHeld(ctx, clusterNow)
+				if err != nil {
+					t.Errorf("ReleaseHeld() = %v", err)
+				}
+				mu.Lock()
+				released += n
+				mu.Unlock()
+			})
+			continue
+		}
+		wg.Go(func() {
+			_, err := b.Deliver(ctx, mailstore.Delivery{Body: make([]byte, size), ReceivedAt: clusterNow, SenderDomainID: d.ID,
+				Relay: []mailstore.Relay{{Kind: mailstore.KindSubmission, DomainID: d.ID, From: "x@capped.example", To: []string{"y@far.example"}}}})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				delivered++
+			case errors.Is(err, mailstore.ErrTransferCapReached):
+				refused++
+			default:
+				t.Errorf("Deliver() = %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	x, err := a.Transfer(ctx, d.ID, mailstore.Month(clusterNow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.OutBytes != int64(released+delivered)*size {
+		t.Errorf("out bytes = %d, want %d (%d released, %d delivered)", x.OutBytes, int64(released+delivered)*size, released, delivered)
+	}
+	if x.OutBytes >= mailstore.MB+size {
+		t.Errorf("out bytes = %d: more than one message past the cap of %d (%d released, %d delivered)", x.OutBytes, mailstore.MB, released, delivered)
+	}
+	if released+delivered != 11 {
+		t.Errorf("%d released + %d delivered, want 11 in all (ten under the cap, one across)", released, delivered)
+	}
+	t.Logf("released %d, delivered %d, refused %d", released, delivered, refused)
 }

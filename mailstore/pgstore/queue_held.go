@@ -22,15 +22,16 @@ const releasePage = 500
 // are found with a skip scan of the index queue_held (one seek per
 // domain), and each domain is released in transactions of its own:
 //
-//   - the domain row is locked FOR KEY SHARE, so that it is not deleted
-//     meanwhile but deliveries still update its counters;
-//   - the domain's transfer row for the month is made if missing and
-//     locked FOR UPDATE: releases of one domain on several nodes, and
-//     Deliver's cap checks, take their turns on it, so that the figures
-//     read are the figures the release adds to, and the domain stays
-//     under its cap whoever releases;
+//   - the domain row is locked FOR NO KEY UPDATE, as Deliver locks it:
+//     every writer of a domain's transfer holds that lock (mail_deliver.go
+//     decides caps on figures read under it), so releases of one domain
+//     on several nodes and Deliver's cap checks take their turns, the
+//     figures read are those the release adds to, and the domain stays
+//     under its cap whoever releases; the lock also keeps the domain from
+//     being deleted meanwhile;
 //   - the entries are read oldest first (by id) and locked, and released
-//     while the figures are under the cap, adding to them by delta.
+//     while the figures are under the cap, adding to them by delta (an
+//     upsert, as Deliver's).
 //
 // Entries of a domain deleted meanwhile (no domain row) are released
 // uncounted; their row locks alone keep two releasers from both taking
@@ -87,20 +88,18 @@ func (s *Store) releaseDomain(ctx context.Context, domainID int64, now time.Time
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		released, more = 0, false
 		var capMB int64
-		err := tx.QueryRow(ctx, `SELECT transfer_monthly_mb FROM domains WHERE id = $1 FOR KEY SHARE`, domainID).Scan(&capMB)
+		err := tx.QueryRow(ctx, `SELECT transfer_monthly_mb FROM domains WHERE id = $1 FOR NO KEY UPDATE`, domainID).Scan(&capMB)
 		gone := noRows(err)
 		if err != nil && !gone {
-			return fmt.Errorf("read domain: %w", err)
+			return fmt.Errorf("lock domain: %w", err)
 		}
 		d := mailstore.Domain{TransferMonthlyMB: capMB}
 		var x mailstore.Transfer
 		if !gone {
-			if _, err := tx.Exec(ctx, `INSERT INTO transfer (domain_id, month) VALUES ($1, $2) ON CONFLICT DO NOTHING`, domainID, month); err != nil {
-				return fmt.Errorf("make transfer row: %w", err)
-			}
-			if err := tx.QueryRow(ctx, `SELECT in_bytes, out_bytes FROM transfer WHERE domain_id = $1 AND month = $2 FOR UPDATE`,
-				domainID, month).Scan(&x.InBytes, &x.OutBytes); err != nil {
-				return fmt.Errorf("lock transfer row: %w", err)
+			err := tx.QueryRow(ctx, `SELECT in_bytes, out_bytes FROM transfer WHERE domain_id = $1 AND month = $2`,
+				domainID, month).Scan(&x.InBytes, &x.OutBytes)
+			if err != nil && !noRows(err) {
+				return fmt.Errorf("read transfer: %w", err)
 			}
 			if d.TransferCapReached(x) {
 				return nil
@@ -157,7 +156,9 @@ func (s *Store) releaseDomain(ctx context.Context, domainID int64, now time.Time
 		}
 		released = int(tag.RowsAffected())
 		if counted > 0 {
-			if _, err := tx.Exec(ctx, `UPDATE transfer SET out_bytes = out_bytes + $3 WHERE domain_id = $1 AND month = $2`,
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO transfer (domain_id, month, out_bytes) VALUES ($1, $2, $3)
+				ON CONFLICT (domain_id, month) DO UPDATE SET out_bytes = transfer.out_bytes + EXCLUDED.out_bytes`,
 				domainID, month, counted); err != nil {
 				return fmt.Errorf("count transfer: %w", err)
 			}
