@@ -564,3 +564,12 @@ func copyManyBatches(t *testing.T, via string) {
 		t.Errorf("leases after the copies: %v, %v; want the first entry leased", got.Queue[0].Leased, got.Queue[1].Leased)
 	}
 }
+
+func TestCopyHidesPassword(t *testing.T) {
+	src := t.TempDir()
+	populate(t, src)
+	_, err := Copy(context.Background(), src, "postgres://mh:s3cret@127.0.0.1:1/none?sslmode=disable", Options{})
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "xxxxx") {
+		t.Errorf("Copy to an unreachable database = %v; want an error naming it without its password", err)
+	}
+}
