@@ -108,3 +108,57 @@ func fetchCount(b *testing.B, c *imapclient.Client, set imap.SeqSet, opts *imap.
 	}
 	return got
 }
+
+// BenchmarkIdleNewMessage is the cost of telling an idling session of one
+// new message (issue 10): alice's INBOX holds 10,000 messages of 4 KB, one
+// session has it selected and is in IDLE, and each iteration delivers a
+// message through the store and waits for the session's EXISTS. The
+// delivery (a synced bbolt commit) is in every iteration, before and after
+// the change log alike; cpu-µs/op, the CPU time of the whole process,
+// shows what the session's update costs on top of it.
+func BenchmarkIdleNewMessage(b *testing.B) {
+	const n = 10_000
+	e := newEnv(b, envOptions{})
+	fillInbox(b, e, n)
+	exists := make(chan uint32, 16)
+	c := e.login(&imapclient.Options{UnilateralDataHandler: &imapclient.UnilateralDataHandler{
+		Mailbox: func(d *imapclient.UnilateralDataMailbox) {
+			if d.NumMessages != nil {
+				exists <- *d.NumMessages
+			}
+		},
+	}})
+	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
+		b.Fatalf("SELECT: %v", err)
+	}
+	idle, err := c.Idle()
+	if err != nil {
+		b.Fatalf("IDLE: %v", err)
+	}
+	body := benchBody(n)
+	want := uint32(n)
+	cpu0 := cpuTime(b)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := e.st.Deliver(context.Background(), mailstore.Delivery{Body: body, ReceivedAt: time.Now(), MailboxIDs: []int64{e.mb.ID}}); err != nil {
+			b.Fatalf("Deliver: %v", err)
+		}
+		want++
+		select {
+		case got := <-exists:
+			if got != want {
+				b.Fatalf("EXISTS %d, want %d", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			b.Fatalf("no EXISTS within 10 s of delivery %d", want)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	if err := idle.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := idle.Wait(); err != nil {
+		b.Fatalf("IDLE: %v", err)
+	}
+}

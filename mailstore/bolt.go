@@ -16,7 +16,7 @@ import (
 
 // schemaVersion is the layout version this binary writes. Open upgrades an
 // older file, one migration per version, each in its own transaction.
-const schemaVersion = 5
+const schemaVersion = 6
 
 // Bucket layout. Every lookup the API and the mail plane make is a key or a
 // prefix seek in one of these; nothing scans another partner's data.
@@ -63,6 +63,11 @@ const schemaVersion = 5
 //
 //	folder_counts     mailboxID -> number of folders (uint64)
 //
+// Schema 6 logs each folder's changes (bolt_mail_changes.go); folders
+// made before it have HighestModSeq 0 and an empty log:
+//
+//	changes           folderID|modseq(8) -> change record
+//
 // The mail plane's buckets are described in bolt_mail.go.
 var (
 	bMeta             = []byte("meta")
@@ -100,6 +105,10 @@ type Options struct {
 	// LockTimeout is how long Open waits for another process to release the
 	// file before answering ErrLocked. Zero means 100ms.
 	LockTimeout time.Duration
+	// ChangeLogKeep is how many changes each folder's log keeps. Zero
+	// means mailstore.ChangeLogKeep; a smaller one is for tests of what a
+	// session does when the log no longer reaches back to it.
+	ChangeLogKeep int
 }
 
 // Bolt is the bbolt implementation of Store.
@@ -107,6 +116,8 @@ type Bolt struct {
 	db *bolt.DB
 	// watch wakes IMAP sessions after mail-plane commits (watch.go).
 	watch hub
+	// changeLogKeep is Options.ChangeLogKeep with its default.
+	changeLogKeep uint64
 }
 
 var _ Store = (*Bolt)(nil)
@@ -137,7 +148,10 @@ func Open(ctx context.Context, dataDir string, opt Options) (*Bolt, error) {
 	// one commit and one fsync.
 	db.MaxBatchDelay = 2 * time.Millisecond
 	db.MaxBatchSize = 256
-	s := &Bolt{db: db}
+	s := &Bolt{db: db, changeLogKeep: ChangeLogKeep}
+	if opt.ChangeLogKeep > 0 {
+		s.changeLogKeep = uint64(opt.ChangeLogKeep)
+	}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -239,6 +253,10 @@ var migrations = []func(*bolt.Tx) error{
 			}
 		}
 		return nil
+	},
+	func(tx *bolt.Tx) error { // 5 -> 6: the change log, empty
+		_, err := tx.CreateBucketIfNotExists(bChanges)
+		return err
 	},
 }
 

@@ -31,6 +31,9 @@ package mailstore
 //     Domain.MessageCount/UsedBytes are the counts and sums over the
 //     message records (UsedBytes counts each message's Size, even when its
 //     body is shared);
+//   - every change to a folder's messages (a message added, its flags
+//     changed, removed) is a record of the folder's change log with the
+//     folder's next HighestModSeq (bolt_mail_changes.go);
 //   - the Folder's UIDNext is above every UID in it, and UIDs are never
 //     reused within a folder (a folder's UIDValidity is its id, from a
 //     store-wide sequence, so a folder made again under an old name has a
@@ -89,7 +92,7 @@ func createMailboxFolders(tx *bolt.Tx, m Mailbox) error {
 // mailbox record and takes the figures off the domain; watchers of the
 // mailbox are told once the transaction commits.
 func (s *Bolt) deleteMailboxMessages(tx *bolt.Tx, m Mailbox) (msgs, bytes int64, err error) {
-	t := newMailTx(tx)
+	t := s.mailTx(tx)
 	var folderIDs []int64
 	prefix := id8(m.ID)
 	c := t.names.Cursor()
@@ -114,6 +117,9 @@ func (s *Bolt) deleteMailboxMessages(tx *bolt.Tx, m Mailbox) (msgs, bytes int64,
 			bytes += msg.Size
 		}
 		if err := t.folders.Delete(id8(fid)); err != nil {
+			return 0, 0, err
+		}
+		if err := t.deleteLog(fid); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -391,6 +397,18 @@ type mailTx struct {
 	xcache map[string]*monthFigures // transferKey -> a domain's month
 	// touched are the accounts changed, to notify after commit.
 	touched map[int64]struct{}
+	// changes are the folder changes logged, in ModSeq order within each
+	// folder, written by flush (bolt_mail_changes.go); keep is how many
+	// records a folder's log keeps.
+	changes []Change
+	keep    uint64
+}
+
+// mailTx is newMailTx with the store's change log length.
+func (s *Bolt) mailTx(tx *bolt.Tx) *mailTx {
+	t := newMailTx(tx)
+	t.keep = s.changeLogKeep
+	return t
 }
 
 func newMailTx(tx *bolt.Tx) *mailTx {
@@ -411,6 +429,7 @@ func newMailTx(tx *bolt.Tx) *mailTx {
 		rcache:    map[int64]uint64{},
 		xcache:    map[string]*monthFigures{},
 		touched:   map[int64]struct{}{},
+		keep:      ChangeLogKeep,
 	}
 }
 
@@ -561,6 +580,7 @@ func (t *mailTx) add(f *Folder, m Message) (Message, error) {
 	d.MessageCount++
 	d.UsedBytes += m.Size
 	t.touched[mb.ID] = struct{}{}
+	t.logChange(f, ChangeAdd, m)
 	return m, nil
 }
 
@@ -586,6 +606,7 @@ func (t *mailTx) remove(f *Folder, m Message, free bool) error {
 	d.MessageCount--
 	d.UsedBytes -= m.Size
 	t.touched[mb.ID] = struct{}{}
+	t.logChange(f, ChangeExpunge, m)
 	return nil
 }
 
@@ -628,6 +649,9 @@ func (t *mailTx) flush() error {
 		if err := putJSON(t.transfer, []byte(key), x.Transfer); err != nil {
 			return err
 		}
+	}
+	if err := t.flushChanges(); err != nil {
+		return err
 	}
 	return t.flushRefs()
 }

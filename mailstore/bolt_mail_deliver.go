@@ -40,7 +40,7 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 	var refused error
 	err = s.batch(ctx, func(tx *bolt.Tx) error {
 		res, refused = DeliveryResult{}, nil
-		t := newMailTx(tx)
+		t := s.mailTx(tx)
 		// Every decision is taken on the month's figures as they stand
 		// before this delivery, and before anything is written.
 		if d.SenderDomainID != 0 {
@@ -182,7 +182,7 @@ func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byt
 	}
 	var out Message
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		t := newMailTx(tx)
+		t := s.mailTx(tx)
 		f, err := t.folder(mailboxID, folderID)
 		if err != nil {
 			return err

@@ -78,7 +78,7 @@ func (s *Bolt) DeleteFolder(ctx context.Context, mailboxID int64, name string) e
 		return fmt.Errorf("delete folder %q: %w", name, ErrFolderProtected)
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		t := newMailTx(tx)
+		t := s.mailTx(tx)
 		f, err := t.folderByName(mailboxID, name)
 		if err != nil {
 			return err
@@ -95,7 +95,12 @@ func (s *Bolt) DeleteFolder(ctx context.Context, mailboxID int64, name string) e
 				return err
 			}
 		}
+		// Its log goes with it (the removals above logged nothing that
+		// anyone could read: the folder id is never used again).
 		delete(t.fcache, f.ID)
+		if err := t.deleteLog(f.ID); err != nil {
+			return err
+		}
 		if err := t.folders.Delete(id8(f.ID)); err != nil {
 			return err
 		}
@@ -127,7 +132,7 @@ func (s *Bolt) RenameFolder(ctx context.Context, mailboxID int64, oldName, newNa
 		return fmt.Errorf("rename folder %q: %w", oldName, err)
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		t := newMailTx(tx)
+		t := s.mailTx(tx)
 		if _, err := t.folderByName(mailboxID, oldName); err != nil {
 			return err
 		}
@@ -184,7 +189,7 @@ func (s *Bolt) RenameFolder(ctx context.Context, mailboxID int64, oldName, newNa
 // SetSubscribed implements Mail.
 func (s *Bolt) SetSubscribed(ctx context.Context, mailboxID int64, name string, subscribed bool) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		t := newMailTx(tx)
+		t := s.mailTx(tx)
 		f, err := t.folderByName(mailboxID, name)
 		if err != nil {
 			return err

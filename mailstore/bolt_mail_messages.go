@@ -64,7 +64,7 @@ func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 	var out []Message
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		out = []Message{}
-		t := newMailTx(tx)
+		t := s.mailTx(tx)
 		f, err := t.folder(mailboxID, folderID)
 		if err != nil {
 			return err
@@ -87,6 +87,7 @@ func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 			if err := t.messages.Put(msgKey(folderID, uid), encodeMessage(m)); err != nil {
 				return err
 			}
+			t.logChange(f, ChangeFlags, m)
 			out = append(out, m)
 		}
 		if len(out) == 0 {
@@ -132,7 +133,7 @@ func (s *Bolt) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []u
 	var out []uint32
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		out = []uint32{}
-		t := newMailTx(tx)
+		t := s.mailTx(tx)
 		if _, err := t.folder(mailboxID, fromFolderID); err != nil {
 			return err
 		}
@@ -180,7 +181,7 @@ func (s *Bolt) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []u
 	var out []uint32
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		out = []uint32{}
-		t := newMailTx(tx)
+		t := s.mailTx(tx)
 		from, err := t.folder(mailboxID, fromFolderID)
 		if err != nil {
 			return err
@@ -221,7 +222,7 @@ func (s *Bolt) Expunge(ctx context.Context, mailboxID, folderID int64, uids []ui
 	var out []uint32
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		out = []uint32{}
-		t := newMailTx(tx)
+		t := s.mailTx(tx)
 		f, err := t.folder(mailboxID, folderID)
 		if err != nil {
 			return err

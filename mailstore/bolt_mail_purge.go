@@ -71,7 +71,7 @@ func (s *Bolt) purgeDomainBatch(ctx context.Context, domainID int64, cutoff time
 	var touched []int64
 	err = s.update(ctx, func(tx *bolt.Tx) error {
 		msgs, size = 0, 0
-		t := newMailTx(tx)
+		t := s.mailTx(tx)
 		prefix := id8(domainID)
 		limit := make([]byte, 16)
 		copy(limit, prefix)

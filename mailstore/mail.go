@@ -37,7 +37,39 @@ type Folder struct {
 	Messages int64 `json:"messages"`
 	Unseen   int64 `json:"unseen"`
 	Size     int64 `json:"size"`
+	// HighestModSeq is the ModSeq of the folder's latest change (0 before any).
+	HighestModSeq uint64 `json:"highest_modseq"`
 }
+
+// ChangeKind says what one Change did.
+type ChangeKind uint8
+
+const (
+	ChangeAdd     ChangeKind = iota + 1 // a message arrived (delivery, APPEND, COPY or MOVE into the folder)
+	ChangeFlags                         // a message's flags changed
+	ChangeExpunge                       // a message was removed (EXPUNGE, MOVE out, retention, DeleteFolder excluded)
+)
+
+// Change is one committed change to one message of a folder.
+type Change struct {
+	ModSeq uint64
+	Kind   ChangeKind
+	// Message is the message after the change: for ChangeExpunge only its UID (and FolderID) are set.
+	Message Message
+}
+
+// ErrChangesGone answers Changes when the log no longer reaches back to since.
+var ErrChangesGone = errors.New("change log does not reach back that far")
+
+// ChangeLogKeep is how many of each folder's latest changes the log keeps
+// at least. A session is behind by the changes made since it last looked
+// (a few, or a burst: a client marking a page read, a batch of
+// deliveries); past a thousand, reading the changes costs about what
+// re-reading the folder does (one record either way), so a longer log
+// would buy little. The bbolt log keeps exactly this many, some 40 bytes
+// each: at most ~40 KB for a folder, and only for one that has had a
+// thousand changes, whose messages weigh far more.
+const ChangeLogKeep = 1000
 
 // DefaultFolders are created with every mailbox: name and special use.
 var DefaultFolders = [][2]string{
@@ -204,6 +236,17 @@ type Mail interface {
 	// A domain with retention_days 0 or less keeps its mail. It returns
 	// one result per domain where it deleted something.
 	PurgeBefore(ctx context.Context, now time.Time) ([]PurgeResult, error)
+
+	// Changes answers the changes to the account's folder with a ModSeq above since, in ModSeq order,
+	// and the folder as it stands after the last of them (its HighestModSeq is that change's ModSeq, or since's folder state when none).
+	// Each folder has its own ModSeq sequence, which grows by one for each change, in the same transaction as the change.
+	// The log keeps at least the last ChangeLogKeep changes of each folder; for an older since it answers ErrChangesGone and the caller re-reads the folder with Messages.
+	// ErrFolderNotFound for a folder that is not the account's. Its cost is that of the changes it answers, not of the folder.
+	//
+	// A folder made before the log existed starts at HighestModSeq 0 with an empty log:
+	// Changes(since 0) on it answers no changes, and its first change is ModSeq 1.
+	// Several changes to one message may be answered as several Changes; a flag change that changes nothing logs nothing.
+	Changes(ctx context.Context, mailboxID, folderID int64, since uint64) (Folder, []Change, error)
 
 	// Watch returns a channel that receives (without blocking the writer;
 	// several changes may coalesce into one signal) after every committed

@@ -58,6 +58,9 @@ type Store struct {
 	// commit, and when another node's notification arrives (notify.go).
 	watch mailstore.Watchers
 	bell  *doorbell
+	// deliveries gathers concurrent Deliver calls into shared
+	// transactions (mail_deliver.go).
+	deliveries deliveries
 }
 
 var _ mailstore.Store = (*Store)(nil)

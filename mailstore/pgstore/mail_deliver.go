@@ -1,0 +1,554 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// Deliver is the hot path: every SMTP session's DATA ends in one. It runs
+// as a group commit, as bbolt's db.Batch does: calls that arrive while
+// another delivery is under way wait up to deliverDelay for company and
+// then share one transaction, so that 20 sessions cost a few commits
+// (each a WAL flush) rather than 20, and lock a busy domain's counter row
+// once per batch rather than once per message. A call that finds nothing
+// under way goes at once.
+//
+// One batch is one transaction of two round trips besides BEGIN and
+// COMMIT, whatever its size:
+//
+//  1. lock the recipients' INBOX rows, then their mailbox rows, then the
+//     domain rows (recipients', sender's and relays'), each sorted by id
+//     (the lock order of mail.go); read the transfer figures the caps are
+//     decided on (under the domain locks, so they are exact: every writer
+//     of a domain's transfer holds its row); take ids for the bodies and
+//     queue entries from their sequences;
+//  2. insert the bodies, the messages (sqlAddMessages: UIDs, counters,
+//     change log), the mailbox and domain counters, the transfer upserts
+//     and the queue entries, all set-based (unnest).
+//
+// Each delivery of the batch is decided in Go between the two, in order,
+// on the figures as the earlier ones of the batch left them, as if they
+// had run one after the other. A refusal (cap reached, unknown sender or
+// relay domain) leaves the delivery out of step 2 and fails only its own
+// call. If the transaction fails for another reason, each delivery of
+// the batch runs again alone, so that one bad delivery cannot fail the
+// others.
+
+const (
+	// deliverDelay is how long a delivery waits for others to share its
+	// transaction when one is under way already.
+	deliverDelay = 2 * time.Millisecond
+	// deliverMax bounds a batch; a full one goes at once.
+	deliverMax = 256
+	// deliverTimeout bounds a batch's transaction, which runs under no
+	// caller's context (it serves several).
+	deliverTimeout = time.Minute
+)
+
+// deliveries gathers concurrent Deliver calls. The zero value is ready.
+type deliveries struct {
+	mu       sync.Mutex
+	pending  []*delivery
+	timer    *time.Timer
+	inflight int // batches running
+}
+
+// delivery is one Deliver call, checked, and what became of it.
+type delivery struct {
+	ctx      context.Context
+	body     []byte
+	size     int64
+	received time.Time
+	month    string
+	ids      []int64 // recipients, each once, in the order given
+	sender   int64
+	groups   []relayGroup
+
+	res  mailstore.DeliveryResult
+	err  error
+	done chan struct{}
+}
+
+// Deliver implements mailstore.Store.
+func (s *Store) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.DeliveryResult, error) {
+	if d.ReceivedAt.IsZero() {
+		return mailstore.DeliveryResult{}, fmt.Errorf("deliver: no received time: %w", mailstore.ErrInvalidArgument)
+	}
+	ids := make([]int64, 0, len(d.MailboxIDs))
+	for _, id := range d.MailboxIDs {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	groups, err := relayGroups(d.Relay)
+	if err != nil {
+		return mailstore.DeliveryResult{}, fmt.Errorf("deliver: %w", err)
+	}
+	if len(ids) == 0 && len(groups) == 0 {
+		return mailstore.DeliveryResult{}, ctx.Err()
+	}
+	if err := ctx.Err(); err != nil {
+		return mailstore.DeliveryResult{}, err
+	}
+	received := utc(d.ReceivedAt)
+	c := &delivery{
+		ctx: ctx, body: d.Body, size: int64(len(d.Body)), received: received,
+		month: mailstore.Month(received), ids: ids, sender: d.SenderDomainID, groups: groups,
+		done: make(chan struct{}),
+	}
+	s.deliveries.enqueue(s, c)
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		// The batch may still commit it: the sender then retries, and the
+		// message may come twice, never zero times.
+		return mailstore.DeliveryResult{}, fmt.Errorf("deliver: %w", ctx.Err())
+	}
+	if c.err != nil {
+		return mailstore.DeliveryResult{}, fmt.Errorf("deliver: %w", c.err)
+	}
+	return c.res, nil
+}
+
+// enqueue runs c at once when nothing is under way, else adds it to the
+// next batch.
+func (q *deliveries) enqueue(s *Store, c *delivery) {
+	q.mu.Lock()
+	if q.inflight == 0 && len(q.pending) == 0 {
+		q.inflight++
+		q.mu.Unlock()
+		s.runDeliveries([]*delivery{c})
+		return
+	}
+	q.pending = append(q.pending, c)
+	if len(q.pending) >= deliverMax {
+		batch := q.take()
+		q.mu.Unlock()
+		go s.runDeliveries(batch)
+		return
+	}
+	if q.timer == nil {
+		q.timer = time.AfterFunc(deliverDelay, func() {
+			q.mu.Lock()
+			batch := q.take()
+			q.mu.Unlock()
+			if len(batch) > 0 {
+				s.runDeliveries(batch)
+			}
+		})
+	}
+	q.mu.Unlock()
+}
+
+// take answers the pending calls as a batch, counted in flight. q.mu is
+// held. A timer that fires after its batch was taken takes the next
+// calls early, which is harmless.
+func (q *deliveries) take() []*delivery {
+	batch := q.pending
+	q.pending = nil
+	if q.timer != nil {
+		q.timer.Stop()
+		q.timer = nil
+	}
+	if len(batch) > 0 {
+		q.inflight++
+	}
+	return batch
+}
+
+// runDeliveries runs a batch, answers each call, and rings the doorbell
+// of the accounts that got mail.
+func (s *Store) runDeliveries(batch []*delivery) {
+	defer func() {
+		s.deliveries.mu.Lock()
+		s.deliveries.inflight--
+		s.deliveries.mu.Unlock()
+	}()
+	live := make([]*delivery, 0, len(batch))
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			close(c.done)
+			continue
+		}
+		live = append(live, c)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
+	defer cancel()
+	err := s.write(ctx, func(tx pgx.Tx) error { return deliverTx(ctx, tx, live) })
+	if err != nil && len(live) > 1 {
+		for _, c := range live {
+			if err := s.write(ctx, func(tx pgx.Tx) error { return deliverTx(ctx, tx, []*delivery{c}) }); err != nil {
+				c.res, c.err = mailstore.DeliveryResult{}, err
+			}
+		}
+	} else if err != nil {
+		live[0].res, live[0].err = mailstore.DeliveryResult{}, err
+	}
+	var ring []int64
+	for _, c := range live {
+		if c.err == nil {
+			ring = append(ring, c.res.Delivered...)
+		}
+	}
+	if s.bell != nil {
+		s.bell.ring(ring...)
+	}
+	for _, c := range live {
+		close(c.done)
+	}
+}
+
+// domainMonth keys a domain's transfer figures for a month.
+type domainMonth struct {
+	domain int64
+	month  string
+}
+
+// inbox is a recipient's INBOX, locked.
+type inbox struct{ folder, domain int64 }
+
+// deliverTx runs a batch of deliveries in tx (see Deliver). It sets each
+// call's result, or its refusal; an error fails the whole batch. It
+// starts from scratch, as s.tx may run it again.
+func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
+	var (
+		mbIDs, domIDs  []int64
+		pairD          []int64
+		pairM          []string
+		seen           = map[int64]bool{}
+		seenDom        = map[int64]bool{}
+		figs           = map[domainMonth]*mailstore.Transfer{}
+		nQueue, nBlobs int
+	)
+	wantFigures := func(did int64, month string) {
+		if !seenDom[did] {
+			seenDom[did] = true
+			domIDs = append(domIDs, did)
+		}
+		k := domainMonth{did, month}
+		if figs[k] == nil {
+			figs[k] = &mailstore.Transfer{Month: month}
+			pairD, pairM = append(pairD, did), append(pairM, month)
+		}
+	}
+	for _, c := range calls {
+		c.res, c.err = mailstore.DeliveryResult{}, nil
+		for _, id := range c.ids {
+			if !seen[id] {
+				seen[id] = true
+				mbIDs = append(mbIDs, id)
+			}
+		}
+		if c.sender != 0 {
+			wantFigures(c.sender, c.month)
+		}
+		for _, g := range c.groups {
+			nQueue++
+			if g.relay.DomainID != 0 {
+				wantFigures(g.relay.DomainID, c.month)
+			}
+		}
+		nBlobs++
+	}
+
+	// Round trip 1: locks, figures, ids.
+	inboxes := map[int64]inbox{}
+	exists := map[int64]bool{}
+	caps := map[int64]int64{} // domain -> transfer_monthly_mb
+	var blobIDs, queueIDs []int64
+	b := &pgx.Batch{}
+	if len(mbIDs) > 0 {
+		b.Queue(`SELECT f.id, f.mailbox_id, m.domain_id FROM folders f JOIN mailboxes m ON m.id = f.mailbox_id
+			WHERE f.mailbox_id = ANY($1) AND f.name = 'INBOX'
+			ORDER BY f.id FOR NO KEY UPDATE OF f`, mbIDs).Query(func(rows pgx.Rows) error {
+			var fid, mid, did int64
+			_, err := pgx.ForEachRow(rows, []any{&fid, &mid, &did}, func() error {
+				inboxes[mid] = inbox{fid, did}
+				return nil
+			})
+			return err
+		})
+		b.Queue(`SELECT id FROM mailboxes WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, mbIDs).Query(func(rows pgx.Rows) error {
+			var id int64
+			_, err := pgx.ForEachRow(rows, []any{&id}, func() error {
+				exists[id] = true
+				return nil
+			})
+			return err
+		})
+	}
+	b.Queue(`SELECT id, transfer_monthly_mb FROM domains
+		WHERE id = ANY(ARRAY(SELECT domain_id FROM mailboxes WHERE id = ANY($1)) || $2::bigint[])
+		ORDER BY id FOR NO KEY UPDATE`, mbIDs, domIDs).Query(func(rows pgx.Rows) error {
+		var id, mb int64
+		_, err := pgx.ForEachRow(rows, []any{&id, &mb}, func() error {
+			caps[id] = mb
+			return nil
+		})
+		return err
+	})
+	if len(pairD) > 0 {
+		b.Queue(`SELECT t.domain_id, t.month, t.in_bytes, t.out_bytes
+			FROM transfer t JOIN unnest($1::bigint[], $2::text[]) AS p(domain_id, month)
+			ON t.domain_id = p.domain_id AND t.month = p.month`, pairD, pairM).Query(func(rows pgx.Rows) error {
+			var k domainMonth
+			var in, out int64
+			_, err := pgx.ForEachRow(rows, []any{&k.domain, &k.month, &in, &out}, func() error {
+				if f := figs[k]; f != nil {
+					f.InBytes, f.OutBytes = in, out
+				}
+				return nil
+			})
+			return err
+		})
+	}
+	b.Queue(`SELECT nextval(pg_get_serial_sequence('blobs', 'id')) FROM generate_series(1, $1::int)`, nBlobs).Query(func(rows pgx.Rows) error {
+		var err error
+		blobIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	if nQueue > 0 {
+		b.Queue(`SELECT nextval(pg_get_serial_sequence('queue', 'id')) FROM generate_series(1, $1::int)`, nQueue).Query(func(rows pgx.Rows) error {
+			var err error
+			queueIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			return err
+		})
+	}
+	if err := sendBatch(ctx, tx, b); err != nil {
+		return fmt.Errorf("lock recipients: %w", err)
+	}
+
+	// Decisions, in order, on the figures as the batch changes them.
+	capUsed := func(did int64, month string) bool {
+		return mailstore.Domain{TransferMonthlyMB: caps[did]}.TransferCapReached(*figs[domainMonth{did, month}])
+	}
+	transfer := map[domainMonth][2]int64{} // what the batch adds: in, out
+	count := func(did int64, month string, in, out int64) {
+		k := domainMonth{did, month}
+		v := transfer[k]
+		transfer[k] = [2]int64{v[0] + in, v[1] + out}
+		if f := figs[k]; f != nil {
+			f.InBytes += in
+			f.OutBytes += out
+		}
+	}
+	var (
+		add                 addBatch
+		mbUse, domUse       = usage{}, usage{}
+		bIDs, bRefs         []int64
+		bBodies             [][]byte
+		qRows               queueRows
+		nextBlob, nextQueue int
+	)
+	for _, c := range calls {
+		if c.sender != 0 {
+			if _, ok := caps[c.sender]; !ok {
+				c.err = fmt.Errorf("sender domain %d: %w", c.sender, mailstore.ErrDomainNotFound)
+				continue
+			}
+			if capUsed(c.sender, c.month) {
+				c.err = fmt.Errorf("sender domain %d: %w", c.sender, mailstore.ErrTransferCapReached)
+				continue
+			}
+		}
+		held := map[int64]bool{}
+		for _, g := range c.groups {
+			did := g.relay.DomainID
+			if _, ok := held[did]; ok || did == 0 || did == c.sender {
+				continue
+			}
+			if _, ok := caps[did]; !ok {
+				c.err = fmt.Errorf("relay domain %d: %w", did, mailstore.ErrDomainNotFound)
+				break
+			}
+			held[did] = capUsed(did, c.month)
+		}
+		if c.err != nil {
+			continue
+		}
+		var inDomains []int64
+		for _, id := range c.ids {
+			in, ok := inboxes[id]
+			if !ok {
+				if exists[id] {
+					return fmt.Errorf("mailbox %d: INBOX: %w", id, mailstore.ErrFolderNotFound)
+				}
+				c.res.Skipped = append(c.res.Skipped, id)
+				continue
+			}
+			c.res.Delivered = append(c.res.Delivered, id)
+			if !slices.Contains(inDomains, in.domain) {
+				inDomains = append(inDomains, in.domain)
+			}
+		}
+		refs := len(c.res.Delivered) + len(c.groups)
+		if refs == 0 {
+			continue
+		}
+		blob := blobIDs[nextBlob]
+		nextBlob++
+		bIDs, bRefs, bBodies = append(bIDs, blob), append(bRefs, int64(refs)), append(bBodies, c.body)
+		for _, id := range c.res.Delivered {
+			in := inboxes[id]
+			add.add(newMessage{folderID: in.folder, mailboxID: id, domainID: in.domain, blobID: blob, size: c.size, received: c.received})
+			mbUse.add(id, 1, c.size)
+			domUse.add(in.domain, 1, c.size)
+		}
+		for _, g := range c.groups {
+			id := queueIDs[nextQueue]
+			nextQueue++
+			if err := qRows.add(id, g, blob, c.size, c.received, held[g.relay.DomainID]); err != nil {
+				return err
+			}
+			c.res.Queued = append(c.res.Queued, id)
+		}
+		for _, did := range inDomains {
+			count(did, c.month, c.size, 0)
+		}
+		// Outbound: once per domain per message, the sender's and each
+		// relay's that is not held.
+		var outDomains []int64
+		if c.sender != 0 {
+			outDomains = append(outDomains, c.sender)
+		}
+		for _, g := range c.groups {
+			did := g.relay.DomainID
+			if did != 0 && !held[did] && !slices.Contains(outDomains, did) {
+				outDomains = append(outDomains, did)
+			}
+		}
+		for _, did := range outDomains {
+			count(did, c.month, 0, c.size)
+		}
+	}
+	if len(bIDs) == 0 {
+		return nil
+	}
+
+	// Round trip 2: the writes, set-based.
+	b = &pgx.Batch{}
+	b.Queue(`INSERT INTO blobs (id, refs, body) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[])`, bIDs, bRefs, bBodies)
+	if len(add.msgs) > 0 {
+		b.Queue(sqlAddMessages, add.args()...)
+	}
+	queueUsage(b, "mailboxes", mbUse, false)
+	queueUsage(b, "domains", domUse, false)
+	if len(transfer) > 0 {
+		keys := make([]domainMonth, 0, len(transfer))
+		for k := range transfer {
+			keys = append(keys, k)
+		}
+		// Sorted, so that concurrent upserts take the rows in one order.
+		slices.SortFunc(keys, func(a, b domainMonth) int {
+			if a.domain != b.domain {
+				return int(a.domain - b.domain)
+			}
+			return strings.Compare(a.month, b.month)
+		})
+		td, tm := make([]int64, len(keys)), make([]string, len(keys))
+		ti, to := make([]int64, len(keys)), make([]int64, len(keys))
+		for i, k := range keys {
+			td[i], tm[i], ti[i], to[i] = k.domain, k.month, transfer[k][0], transfer[k][1]
+		}
+		b.Queue(`INSERT INTO transfer (domain_id, month, in_bytes, out_bytes)
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])
+			ON CONFLICT (domain_id, month) DO UPDATE
+			SET in_bytes = transfer.in_bytes + EXCLUDED.in_bytes, out_bytes = transfer.out_bytes + EXCLUDED.out_bytes`,
+			td, tm, ti, to)
+	}
+	if len(qRows.id) > 0 {
+		b.Queue(`INSERT INTO queue (id, kind, domain_id, from_addr, destination, recipients, blob_id, size, queued_at, next_attempt, held)
+			SELECT q.id, q.kind, q.domain_id, q.from_addr, q.destination, q.recipients::jsonb, q.blob_id, q.size, q.at, q.at, q.held
+			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::timestamptz[], $10::bool[])
+			AS q(id, kind, domain_id, from_addr, destination, recipients, blob_id, size, at, held)`,
+			qRows.id, qRows.kind, qRows.domain, qRows.from, qRows.dest, qRows.rcpts, qRows.blob, qRows.size, qRows.at, qRows.held)
+	}
+	if err := sendBatch(ctx, tx, b); err != nil {
+		return fmt.Errorf("store deliveries: %w", err)
+	}
+	return nil
+}
+
+// queueRows are the queue entries a batch inserts, column by column.
+type queueRows struct {
+	id, domain, blob, size []int64
+	kind, from, dest       []string
+	rcpts                  []string // JSON of []mailstore.OutboundRecipient
+	at                     []time.Time
+	held                   []bool
+}
+
+func (q *queueRows) add(id int64, g relayGroup, blob, size int64, at time.Time, held bool) error {
+	rcpts := make([]mailstore.OutboundRecipient, len(g.to))
+	for i, a := range g.to {
+		rcpts[i] = mailstore.OutboundRecipient{Address: a, State: mailstore.RecipientPending}
+	}
+	js, err := json.Marshal(rcpts)
+	if err != nil {
+		return err
+	}
+	q.id = append(q.id, id)
+	q.kind = append(q.kind, string(g.relay.Kind))
+	q.domain = append(q.domain, g.relay.DomainID)
+	q.from = append(q.from, g.relay.From)
+	q.dest = append(q.dest, g.destination)
+	q.rcpts = append(q.rcpts, string(js))
+	q.blob = append(q.blob, blob)
+	q.size = append(q.size, size)
+	q.at = append(q.at, at)
+	q.held = append(q.held, held)
+	return nil
+}
+
+// relayGroup is one queue entry to be: a relay's recipients in one
+// destination domain.
+type relayGroup struct {
+	relay       *mailstore.Relay
+	destination string
+	to          []string
+}
+
+// relayGroups checks a delivery's relays and groups each one's recipients
+// by destination domain (what follows the last "@", in lower case), in the
+// order they first appear; an address given twice counts once. As bbolt.
+func relayGroups(relays []mailstore.Relay) ([]relayGroup, error) {
+	var out []relayGroup
+	for i := range relays {
+		r := &relays[i]
+		switch r.Kind {
+		case mailstore.KindSubmission, mailstore.KindForward, mailstore.KindBounce:
+		default:
+			return nil, fmt.Errorf("relay kind %q: %w", r.Kind, mailstore.ErrInvalidArgument)
+		}
+		first := len(out)
+		for _, addr := range r.To {
+			at := strings.LastIndexByte(addr, '@')
+			if at <= 0 || at == len(addr)-1 {
+				return nil, fmt.Errorf("relay recipient %q: %w", addr, mailstore.ErrInvalidArgument)
+			}
+			dest := strings.ToLower(addr[at+1:])
+			g := slices.IndexFunc(out[first:], func(g relayGroup) bool { return g.destination == dest })
+			if g < 0 {
+				out = append(out, relayGroup{relay: r, destination: dest})
+				g = len(out) - first - 1
+			}
+			if grp := &out[first+g]; !slices.Contains(grp.to, addr) {
+				grp.to = append(grp.to, addr)
+			}
+		}
+	}
+	return out, nil
+}

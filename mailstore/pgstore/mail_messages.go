@@ -1,0 +1,531 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// sqlQuotaTake counts n messages of `bytes` bytes on a mailbox if it has
+// room: at or over its quota, or over it with them, it changes nothing
+// (a zero quota admits nothing, as in policy.AcceptAtRCPT). The check and
+// the change are one statement on the locked row, so racing APPENDs and
+// COPYs cannot pass the quota together.
+const sqlQuotaTake = `UPDATE mailboxes SET message_count = message_count + $2, used_bytes = used_bytes + $3
+	WHERE id = $1 AND used_bytes < quota_mb * $4 AND $3 <= quota_mb * $4 - used_bytes`
+
+// Messages implements mailstore.Store.
+func (s *Store) Messages(ctx context.Context, mailboxID, folderID int64) ([]mailstore.Message, error) {
+	var out []mailstore.Message
+	err := s.read(ctx, func(tx pgx.Tx) error {
+		var n int64
+		err := tx.QueryRow(ctx, `SELECT messages FROM folders WHERE id = $1 AND mailbox_id = $2`, folderID, mailboxID).Scan(&n)
+		if noRows(err) {
+			return mailstore.ErrFolderNotFound
+		}
+		if err != nil {
+			return err
+		}
+		out = make([]mailstore.Message, 0, max(n, 0))
+		rows, err := tx.Query(ctx, `SELECT `+messageColumns+` FROM messages m WHERE m.folder_id = $1 ORDER BY m.uid`, folderID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			m, err := scanMessage(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("messages of folder %d: %w", folderID, err)
+	}
+	return out, nil
+}
+
+// Body implements mailstore.Store: one statement, which tells a folder
+// that is not the account's from a UID that is not in it.
+func (s *Store) Body(ctx context.Context, mailboxID, folderID int64, uid uint32) ([]byte, error) {
+	var body []byte
+	err := s.read(ctx, func(tx pgx.Tx) error {
+		var found bool
+		err := tx.QueryRow(ctx, `SELECT m.uid IS NOT NULL, b.body FROM folders f
+			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = $3
+			LEFT JOIN blobs b ON b.id = m.blob_id
+			WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, int64(uid)).Scan(&found, &body)
+		switch {
+		case noRows(err):
+			return mailstore.ErrFolderNotFound
+		case err != nil:
+			return err
+		case !found:
+			return mailstore.ErrMessageNotFound
+		case body == nil:
+			return fmt.Errorf("body missing")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("body of message %d/%d: %w", folderID, uid, err)
+	}
+	return body, nil
+}
+
+// Bounds on one query of Bodies: 64 bodies make the statement's cost
+// small per message; 4 MiB bounds what a session holds (one buffer,
+// reused from chunk to chunk, plus at most one message beyond the bound).
+const (
+	bodiesChunkMessages = 64
+	bodiesChunkBytes    = 4 << 20
+)
+
+// Bodies implements mailstore.Store. A first query reads the sizes of the
+// messages asked for (and checks the folder); the bodies then come in
+// chunks bounded by count and bytes, each one statement (one snapshot) whose
+// bodies are copied into a buffer reused from chunk to chunk; fn runs
+// after the statement, outside any transaction.
+func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error {
+	if len(uids) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	wrap := func(err error) error { return fmt.Errorf("bodies of folder %d: %w", folderID, err) }
+	want := make([]int64, 0, len(uids))
+	for _, u := range uids {
+		want = append(want, int64(u))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT m.uid, m.size FROM folders f
+		LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = ANY($3)
+		WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, want)
+	if err != nil {
+		return wrap(err)
+	}
+	sizes := map[uint32]int64{}
+	folder := false
+	var uid, size *int64
+	if _, err := pgx.ForEachRow(rows, []any{&uid, &size}, func() error {
+		folder = true
+		if uid != nil {
+			sizes[uint32(*uid)] = *size
+		}
+		return nil
+	}); err != nil {
+		return wrap(err)
+	}
+	if !folder {
+		return wrap(mailstore.ErrFolderNotFound)
+	}
+	var (
+		buf   []byte
+		chunk []int64
+		ends  []int // end of each body of chunk in buf; -1: not there
+	)
+	for next := 0; next < len(uids); {
+		chunk = chunk[:0]
+		var bytes int64
+		for ; next < len(uids) && len(chunk) < bodiesChunkMessages && bytes < bodiesChunkBytes; next++ {
+			if n, ok := sizes[uids[next]]; ok {
+				chunk = append(chunk, int64(uids[next]))
+				bytes += n
+			}
+		}
+		if len(chunk) == 0 {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		buf, ends = buf[:0], ends[:0]
+		rows, err := s.pool.Query(ctx, `SELECT m.uid IS NOT NULL, b.body FROM folders f
+			CROSS JOIN unnest($3::bigint[]) WITH ORDINALITY AS u(uid, ord)
+			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = u.uid
+			LEFT JOIN blobs b ON b.id = m.blob_id
+			WHERE f.id = $1 AND f.mailbox_id = $2 ORDER BY u.ord`, folderID, mailboxID, chunk)
+		if err != nil {
+			return wrap(err)
+		}
+		var there bool
+		var body pgtype.DriverBytes // the driver's memory, copied at once
+		if _, err := pgx.ForEachRow(rows, []any{&there, &body}, func() error {
+			if !there || body == nil {
+				ends = append(ends, -1) // expunged meanwhile: skipped
+				return nil
+			}
+			buf = append(buf, body...)
+			ends = append(ends, len(buf))
+			return nil
+		}); err != nil {
+			return wrap(err)
+		}
+		if len(ends) == 0 {
+			return wrap(mailstore.ErrFolderNotFound) // deleted meanwhile
+		}
+		start := 0
+		for i, end := range ends {
+			if end < 0 {
+				continue
+			}
+			// The full slice expression keeps fn from appending into the
+			// next body.
+			if err := fn(uint32(chunk[i]), buf[start:end:end]); err != nil {
+				return err
+			}
+			start = end
+		}
+	}
+	return nil
+}
+
+// Append implements mailstore.Store.
+func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []byte, flags []string, receivedAt time.Time) (mailstore.Message, error) {
+	if receivedAt.IsZero() {
+		return mailstore.Message{}, fmt.Errorf("append: no received time: %w", mailstore.ErrInvalidArgument)
+	}
+	flags = normFlags(flags)
+	size := int64(len(body))
+	var out mailstore.Message
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		fs, err := lockFolders(ctx, tx, mailboxID, folderID)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, sqlQuotaTake, mailboxID, 1, size, int64(mailstore.MB))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return mailstore.ErrOverQuota
+		}
+		blob, err := addBlob(ctx, tx, body, 1)
+		if err != nil {
+			return err
+		}
+		var add addBatch
+		add.add(newMessage{folderID: folderID, mailboxID: mailboxID, domainID: fs[folderID].domainID,
+			blobID: blob, size: size, received: utc(receivedAt), flags: flags})
+		msgs, err := addMessages(ctx, tx, &add)
+		if err != nil {
+			return err
+		}
+		out = msgs[0]
+		b := &pgx.Batch{}
+		queueUsage(b, "domains", usage{fs[folderID].domainID: {1, size}}, false)
+		return sendBatch(ctx, tx, b)
+	})
+	if err != nil {
+		return mailstore.Message{}, fmt.Errorf("append to folder %d: %w", folderID, err)
+	}
+	s.bell.ring(mailboxID)
+	return out, nil
+}
+
+// SetFlags implements mailstore.Store. UIDs no longer in the folder are
+// skipped; the messages whose flags did change come back, in the order
+// of uids (a UID given twice is applied twice, as in bbolt).
+func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string) ([]mailstore.Message, error) {
+	flags = normFlags(flags)
+	var out []mailstore.Message
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		out = []mailstore.Message{}
+		if _, err := lockFolders(ctx, tx, mailboxID, folderID); err != nil {
+			return err
+		}
+		cur, err := loadMessages(ctx, tx, folderID, uids)
+		if err != nil {
+			return err
+		}
+		var lb logBatch
+		final := map[uint32][]string{}
+		for _, uid := range uids {
+			m, ok := cur[uid]
+			if !ok {
+				continue
+			}
+			next, changed := applyFlags(m.Flags, op, flags)
+			if !changed {
+				continue
+			}
+			old := m.Flags
+			m.Flags = next
+			cur[uid] = m
+			final[uid] = next
+			lb.reflagged(m, old)
+			out = append(out, m)
+		}
+		if lb.empty() {
+			return nil
+		}
+		fu := make([]int64, 0, len(final))
+		ff := make([]string, 0, len(final))
+		for uid, f := range final {
+			fu = append(fu, int64(uid))
+			ff = append(ff, flagsJSON(f))
+		}
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE messages m SET flags = ARRAY(SELECT jsonb_array_elements_text(u.flags::jsonb))
+			FROM unnest($2::bigint[], $3::text[]) AS u(uid, flags) WHERE m.folder_id = $1 AND m.uid = u.uid`, folderID, fu, ff)
+		b.Queue(sqlLogChanges, lb.args()...)
+		return sendBatch(ctx, tx, b)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
+	}
+	if len(out) > 0 {
+		s.bell.ring(mailboxID)
+	}
+	return out, nil
+}
+
+// loadMessages reads the folder's messages of uids, by UID. The caller
+// holds the folder's lock, so they stay as read.
+func loadMessages(ctx context.Context, tx pgx.Tx, folderID int64, uids []uint32) (map[uint32]mailstore.Message, error) {
+	want := make([]int64, len(uids))
+	for i, u := range uids {
+		want[i] = int64(u)
+	}
+	rows, err := tx.Query(ctx, `SELECT `+messageColumns+` FROM messages m WHERE m.folder_id = $1 AND m.uid = ANY($2)`, folderID, want)
+	if err != nil {
+		return nil, fmt.Errorf("read messages: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[uint32]mailstore.Message, len(uids))
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[m.UID] = m
+	}
+	return out, rows.Err()
+}
+
+// sources loads the messages named by uids, in that order, each once;
+// ErrMessageNotFound if one is not in the folder (COPY and MOVE succeed
+// whole or not at all, RFC 9051 6.4.7).
+func sources(ctx context.Context, tx pgx.Tx, folderID int64, uids []uint32) ([]mailstore.Message, error) {
+	cur, err := loadMessages(ctx, tx, folderID, uids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mailstore.Message, 0, len(cur))
+	seen := make(map[uint32]bool, len(uids))
+	for _, uid := range uids {
+		if seen[uid] {
+			continue
+		}
+		seen[uid] = true
+		m, ok := cur[uid]
+		if !ok {
+			return nil, fmt.Errorf("uid %d: %w", uid, mailstore.ErrMessageNotFound)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Copy implements mailstore.Store. Copies share the originals' bodies
+// (refBlobs: a body freed meanwhile means its message is gone, which is
+// ErrMessageNotFound) but count in full against the quota, as every
+// message does.
+func (s *Store) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error) {
+	var out []uint32
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		out = []uint32{}
+		fs, err := lockFolders(ctx, tx, mailboxID, fromFolderID, toFolderID)
+		if err != nil {
+			return err
+		}
+		msgs, err := sources(ctx, tx, fromFolderID, uids)
+		if err != nil || len(msgs) == 0 {
+			return err
+		}
+		var total int64
+		refs := map[int64]int64{}
+		for _, m := range msgs {
+			total += m.Size
+			refs[m.BlobID]++
+		}
+		tag, err := tx.Exec(ctx, sqlQuotaTake, mailboxID, len(msgs), total, int64(mailstore.MB))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return mailstore.ErrOverQuota
+		}
+		ok, err := refBlobs(ctx, tx, refs)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return mailstore.ErrMessageNotFound
+		}
+		domainID := fs[toFolderID].domainID
+		var add addBatch
+		for _, m := range msgs {
+			add.add(newMessage{folderID: toFolderID, mailboxID: mailboxID, domainID: domainID,
+				blobID: m.BlobID, size: m.Size, received: m.ReceivedAt, flags: m.Flags})
+		}
+		added, err := addMessages(ctx, tx, &add)
+		if err != nil {
+			return err
+		}
+		for _, m := range added {
+			out = append(out, m.UID)
+		}
+		b := &pgx.Batch{}
+		queueUsage(b, "domains", usage{domainID: {int64(len(msgs)), total}}, false)
+		return sendBatch(ctx, tx, b)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("copy from folder %d to %d: %w", fromFolderID, toFolderID, err)
+	}
+	if len(out) > 0 {
+		s.bell.ring(mailboxID)
+	}
+	return out, nil
+}
+
+// Move implements mailstore.Store: each message leaves its folder (logged
+// as an expunge there) and enters the other under a new UID, keeping its
+// body, flags and received time. The account's and domain's counters do
+// not change, nor do body references.
+func (s *Store) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error) {
+	var out []uint32
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		out = []uint32{}
+		fs, err := lockFolders(ctx, tx, mailboxID, fromFolderID, toFolderID)
+		if err != nil {
+			return err
+		}
+		msgs, err := sources(ctx, tx, fromFolderID, uids)
+		if err != nil || len(msgs) == 0 {
+			return err
+		}
+		gone := make([]int64, len(msgs))
+		var lb logBatch
+		var add addBatch
+		for i, m := range msgs {
+			gone[i] = int64(m.UID)
+			lb.removed(fromFolderID, m.UID, m.Size, m.Flags)
+			add.add(newMessage{folderID: toFolderID, mailboxID: mailboxID, domainID: fs[toFolderID].domainID,
+				blobID: m.BlobID, size: m.Size, received: m.ReceivedAt, flags: m.Flags})
+		}
+		b := &pgx.Batch{}
+		b.Queue(`DELETE FROM messages WHERE folder_id = $1 AND uid = ANY($2)`, fromFolderID, gone)
+		b.Queue(sqlLogChanges, lb.args()...)
+		if err := sendBatch(ctx, tx, b); err != nil {
+			return err
+		}
+		added, err := addMessages(ctx, tx, &add)
+		if err != nil {
+			return err
+		}
+		for _, m := range added {
+			out = append(out, m.UID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("move from folder %d to %d: %w", fromFolderID, toFolderID, err)
+	}
+	if len(out) > 0 {
+		s.bell.ring(mailboxID)
+	}
+	return out, nil
+}
+
+// Expunge implements mailstore.Store. Given UIDs are removed whatever
+// their flags, in the order given; nil removes the \Deleted ones, in UID
+// order.
+func (s *Store) Expunge(ctx context.Context, mailboxID, folderID int64, uids []uint32) ([]uint32, error) {
+	var out []uint32
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		out = []uint32{}
+		fs, err := lockFolders(ctx, tx, mailboxID, folderID)
+		if err != nil {
+			return err
+		}
+		var rows pgx.Rows
+		if uids == nil {
+			rows, err = tx.Query(ctx, `DELETE FROM messages WHERE folder_id = $1 AND $2 = ANY(flags)
+				RETURNING uid, blob_id, size, flags`, folderID, flagDeleted)
+		} else {
+			want := make([]int64, len(uids))
+			for i, u := range uids {
+				want[i] = int64(u)
+			}
+			rows, err = tx.Query(ctx, `DELETE FROM messages WHERE folder_id = $1 AND uid = ANY($2)
+				RETURNING uid, blob_id, size, flags`, folderID, want)
+		}
+		if err != nil {
+			return err
+		}
+		type gone struct {
+			blob, size int64
+			flags      []string
+		}
+		removed := map[uint32]gone{}
+		var uid, blob, size int64
+		var flags []string
+		if _, err := pgx.ForEachRow(rows, []any{&uid, &blob, &size, &flags}, func() error {
+			removed[uint32(uid)] = gone{blob, size, flags}
+			flags = nil
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(removed) == 0 {
+			return nil
+		}
+		order := uids
+		if uids == nil {
+			order = make([]uint32, 0, len(removed))
+			for u := range removed {
+				order = append(order, u)
+			}
+			slices.Sort(order)
+		}
+		var lb logBatch
+		drops := map[int64]int64{}
+		var bytes int64
+		for _, u := range order {
+			g, ok := removed[u]
+			if !ok {
+				continue
+			}
+			delete(removed, u) // a UID given twice is removed once
+			out = append(out, u)
+			lb.removed(folderID, u, g.size, g.flags)
+			drops[g.blob]++
+			bytes += g.size
+		}
+		n := int64(len(out))
+		b := &pgx.Batch{}
+		b.Queue(sqlLogChanges, lb.args()...)
+		queueUsage(b, "mailboxes", usage{mailboxID: {-n, -bytes}}, false)
+		queueUsage(b, "domains", usage{fs[folderID].domainID: {-n, -bytes}}, false)
+		if err := sendBatch(ctx, tx, b); err != nil {
+			return err
+		}
+		return unrefBlobs(ctx, tx, drops)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expunge in folder %d: %w", folderID, err)
+	}
+	if len(out) > 0 {
+		s.bell.ring(mailboxID)
+	}
+	return out, nil
+}
