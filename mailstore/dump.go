@@ -17,10 +17,13 @@ import (
 // the id sequences. Indexes (bbolt's name and parent buckets, the
 // addresses namespace, the queue's due and held keys, the retention keys)
 // are rebuilt by the Loader. Not in the stream: the folders' change log
-// (a copied folder starts with an empty one, and clients that synced
-// with it re-read the folder once), the queue's leases' node names on
-// bbolt (a leased entry stays leased until its NextAttempt), and
-// PostgreSQL's jobs table (each node recreates its rows).
+// (a copied folder keeps its HighestModSeq with an empty log, so that a
+// session that synced before asks for changes since an older ModSeq,
+// hears ErrChangesGone and re-reads the folder once; a HighestModSeq set
+// back to 0 would instead answer "no changes" until it passed the
+// session's), the queue's leases' node names on bbolt (a leased entry
+// stays leased until its NextAttempt), and PostgreSQL's jobs table (each
+// node recreates its rows).
 
 // Record is one object of a store's dump: one of the *Record types below.
 type Record interface{ recordKind() Kind }
@@ -123,7 +126,7 @@ type MailboxRecord struct {
 // AliasRecord is an alias.
 type AliasRecord struct{ Alias }
 
-// FolderRecord is a folder with its counters and UIDs.
+// FolderRecord is a folder with its counters, UIDs and HighestModSeq.
 type FolderRecord struct{ Folder }
 
 // BlobRecord is a stored body and its reference count. Body is only

@@ -166,6 +166,7 @@ func (d *digester) add(r mailstore.Record) {
 		d.str(f.Name)
 		d.str(f.SpecialUse)
 		d.flag(f.Subscribed)
+		d.i64(int64(f.HighestModSeq))
 	case mailstore.BlobRecord:
 		d.i64(r.ID)
 		d.i64(r.Refs)

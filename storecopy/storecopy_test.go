@@ -28,12 +28,18 @@ const srsSecret = "0123456789abcdef0123456789abcdef"
 // carry, through the Store interface, and closes it.
 func populate(t *testing.T, dir string) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := mailstore.Open(ctx, dir, mailstore.Options{})
-	if err != nil {
+	st := openBolt(t, dir)
+	defer st.Close()
+	fill(t, st)
+	if err := os.WriteFile(filepath.Join(dir, mailstore.SRSKeyFile), []byte(srsSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+}
+
+// fill makes one of everything through the Store interface.
+func fill(t *testing.T, st mailstore.Store) {
+	t.Helper()
+	ctx := context.Background()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -125,7 +131,6 @@ func populate(t *testing.T, dir string) {
 	must(err)
 	must(st.PutSTSPolicy(ctx, mailstore.STSPolicy{Domain: "remote.example", ID: "20260314", Mode: "enforce",
 		MX: []string{"mx1.remote.example", "*.remote.example"}, MaxAge: 86400 * time.Second, Expires: t0.Add(24 * time.Hour)}, t0))
-	must(os.WriteFile(filepath.Join(dir, mailstore.SRSKeyFile), []byte(srsSecret+"\n"), 0o600))
 	_ = db
 }
 
@@ -274,6 +279,19 @@ func checkAfterCopy(t *testing.T, dir string, want state) {
 	}
 	if d, err := st.Verify(ctx); err != nil || len(d) != 0 {
 		t.Errorf("Verify after copy = %v, %v; want no drift", d, err)
+	}
+	// The change log is not copied: a session synced before the copy
+	// hears that its changes are gone, and re-reads the folder.
+	for _, f := range want.Folders[m1.ID] {
+		if f.Name != "INBOX" {
+			continue
+		}
+		if f.HighestModSeq == 0 {
+			t.Errorf("INBOX copied with HighestModSeq 0")
+		}
+		if _, _, err := st.Changes(ctx, m1.ID, f.ID, f.HighestModSeq-1); !errors.Is(err, mailstore.ErrChangesGone) {
+			t.Errorf("Changes(since %d) after copy = %v, want ErrChangesGone", f.HighestModSeq-1, err)
+		}
 	}
 	// New objects get ids past every copied (and deleted) one.
 	p, err := st.CreatePartner(ctx, "new", t0)
@@ -575,4 +593,31 @@ func TestCopyHidesPassword(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "xxxxx") {
 		t.Errorf("Copy to an unreachable database = %v; want an error naming it without its password", err)
 	}
+}
+
+// TestCopyPostgresWrittenToBolt copies a PostgreSQL store filled through
+// its own Store methods into bbolt, and compares the two through the
+// Store interface.
+func TestCopyPostgresWrittenToBolt(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	pg, err := pgstore.Open(ctx, url, pgstore.Options{Node: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, pg)
+	if _, err := pg.Pool().Exec(ctx, `INSERT INTO settings (name, value) VALUES ('srs_secret', $1)`, srsSecret); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := pg.Verify(ctx); err != nil || len(d) != 0 {
+		t.Errorf("Verify of the filled PostgreSQL store = %v, %v; want no drift", d, err)
+	}
+	want := readState(t, pg)
+	pg.Close()
+	dst := filepath.Join(t.TempDir(), "bolt")
+	if _, err := Copy(ctx, url, dst, Options{}); err != nil {
+		t.Fatalf("Copy: %v", err)
+	}
+	checkSame(t, want, stateOf(t, dst))
+	checkAfterCopy(t, dst, want)
 }

@@ -205,12 +205,12 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 	{
 		var r mailstore.FolderRecord
 		f := &r.Folder
-		var validity, next int64
+		var validity, next, modseq int64
 		if err := each(ctx, tx, "folders", `SELECT id, mailbox_id, name, special_use, subscribed, uid_validity,
-				uid_next, messages, unseen, size FROM folders ORDER BY id`,
+				uid_next, messages, unseen, size, highest_modseq FROM folders ORDER BY id`,
 			[]any{&f.ID, &f.MailboxID, &f.Name, &f.SpecialUse, &f.Subscribed, &validity, &next,
-				&f.Messages, &f.Unseen, &f.Size}, func() error {
-				f.UIDValidity, f.UIDNext = uint32(validity), uint32(next)
+				&f.Messages, &f.Unseen, &f.Size, &modseq}, func() error {
+				f.UIDValidity, f.UIDNext, f.HighestModSeq = uint32(validity), uint32(next), uint64(modseq)
 				return fn(r)
 			}); err != nil {
 			return err
@@ -311,7 +311,7 @@ var tableColumns = map[string][]string{
 	"transfer":     {"domain_id", "month", "in_bytes", "out_bytes"},
 	"dkim_keys":    {"domain_id", "position", "selector", "algorithm", "private", "created_at"},
 	"blobs":        {"id", "refs", "body"},
-	"folders":      {"id", "mailbox_id", "name", "special_use", "subscribed", "uid_validity", "uid_next", "messages", "unseen", "size"},
+	"folders":      {"id", "mailbox_id", "name", "special_use", "subscribed", "uid_validity", "uid_next", "messages", "unseen", "size", "highest_modseq"},
 	"messages":     {"folder_id", "uid", "mailbox_id", "domain_id", "blob_id", "size", "received_at", "flags"},
 	"queue":        {"id", "kind", "domain_id", "from_addr", "destination", "recipients", "blob_id", "size", "queued_at", "next_attempt", "attempts", "last_error", "held", "leased_by", "warned"},
 	"sts_policies": {"domain", "policy_id", "mode", "mx", "max_age_s", "expires"},
@@ -458,7 +458,7 @@ func (l *pgLoader) row(r mailstore.Record) error {
 		l.saw(mailstore.SeqUIDValidity, int64(f.UIDValidity))
 		l.folderMailbox[f.ID] = [2]int64{f.MailboxID, l.mailboxDomain[f.MailboxID]}
 		l.add("folders", f.ID, f.MailboxID, f.Name, f.SpecialUse, f.Subscribed, int64(f.UIDValidity),
-			int64(f.UIDNext), f.Messages, f.Unseen, f.Size)
+			int64(f.UIDNext), f.Messages, f.Unseen, f.Size, int64(f.HighestModSeq))
 	case mailstore.BlobRecord:
 		l.saw(mailstore.SeqBlobs, r.ID)
 		l.bytes += len(r.Body)
