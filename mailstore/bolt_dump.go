@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,12 +59,26 @@ func (s *Bolt) Dump(ctx context.Context, fn func(Record) error) error {
 	if err != nil {
 		return err
 	}
-	if secret != "" {
-		if err := fn(SettingRecord{Name: SettingSRSSecret, Value: secret}); err != nil {
-			return err
-		}
-	}
 	return s.view(ctx, func(tx *bolt.Tx) error {
+		// Settings: the Cluster ones (bolt_cluster.go), and the SRS
+		// secret from its file, in name order.
+		var settings []SettingRecord
+		if b := tx.Bucket(bCluster); b != nil {
+			prefix := clusterSettingKey("")
+			c := b.Cursor()
+			for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+				settings = append(settings, SettingRecord{Name: string(k[len(prefix):]), Value: string(v)})
+			}
+		}
+		if secret != "" && !slices.ContainsFunc(settings, func(r SettingRecord) bool { return r.Name == SettingSRSSecret }) {
+			settings = append(settings, SettingRecord{Name: SettingSRSSecret, Value: secret})
+			slices.SortFunc(settings, func(a, b SettingRecord) int { return strings.Compare(a.Name, b.Name) })
+		}
+		for _, r := range settings {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
 		d := boltDumper{tx: tx, ctx: ctx, fn: fn}
 		return d.dump()
 	})
@@ -322,10 +337,22 @@ func (l *boltLoader) put(r Record) error {
 func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 	switch r := r.(type) {
 	case SettingRecord:
-		if r.Name != SettingSRSSecret {
-			return fmt.Errorf("setting %q: a bbolt store has no place for it", r.Name)
+		if r.Name == SettingSRSSecret {
+			// Where package service reads it.
+			return writeSRSKey(l.s.dataDir(), r.Value)
 		}
-		return writeSRSKey(l.s.dataDir(), r.Value)
+		b, err := tx.CreateBucketIfNotExists(bCluster)
+		if err != nil {
+			return err
+		}
+		k := clusterSettingKey(r.Name)
+		if have := b.Get(k); have != nil {
+			if string(have) != r.Value {
+				return fmt.Errorf("setting %s has another value: %w", r.Name, ErrNotEmpty)
+			}
+			return nil
+		}
+		return b.Put(k, []byte(r.Value))
 	case PartnerRecord:
 		p := r.Partner
 		l.saw(SeqPartners, p.ID)

@@ -22,8 +22,9 @@ import (
 // hears ErrChangesGone and re-reads the folder once; a HighestModSeq set
 // back to 0 would instead answer "no changes" until it passed the
 // session's), the queue's leases' node names on bbolt (a leased entry
-// stays leased until its NextAttempt), and PostgreSQL's jobs table (each
-// node recreates its rows).
+// stays leased until its NextAttempt), and the Cluster jobs' last slots
+// (bbolt's cluster "job/" keys, PostgreSQL's jobs table: a periodic job
+// may run once more after a copy, which each of them tolerates).
 
 // Record is one object of a store's dump: one of the *Record types below.
 type Record interface{ recordKind() Kind }
@@ -85,7 +86,8 @@ const SettingSRSSecret = "srs_secret"
 // secret (package service makes it).
 const SRSKeyFile = "srs.key"
 
-// SettingRecord is a store-wide setting.
+// SettingRecord is a store-wide setting: a Cluster setting, or the SRS
+// secret (SettingSRSSecret).
 type SettingRecord struct {
 	Name, Value string
 }

@@ -132,6 +132,13 @@ func fill(t *testing.T, st mailstore.Store) {
 	must(st.PutSTSPolicy(ctx, mailstore.STSPolicy{Domain: "remote.example", ID: "20260314", Mode: "enforce",
 		MX: []string{"mx1.remote.example", "*.remote.example"}, MaxAge: 86400 * time.Second, Expires: t0.Add(24 * time.Hour)}, t0))
 	_ = db
+	c, ok := st.(mailstore.Cluster)
+	if !ok {
+		t.Fatalf("%T is not a mailstore.Cluster", st)
+	}
+	if v, err := c.Setting(ctx, "shared_key", func() (string, error) { return "v1", nil }); err != nil || v != "v1" {
+		t.Fatalf("Setting = %q, %v", v, err)
+	}
 }
 
 // state is everything a store answers through the Store interface.
@@ -293,6 +300,9 @@ func checkAfterCopy(t *testing.T, dir string, want state) {
 			t.Errorf("Changes(since %d) after copy = %v, want ErrChangesGone", f.HighestModSeq-1, err)
 		}
 	}
+	if v, err := st.Setting(ctx, "shared_key", func() (string, error) { return "made anew", nil }); err != nil || v != "v1" {
+		t.Errorf("Setting(shared_key) after copy = %q, %v; want the source's v1", v, err)
+	}
 	// New objects get ids past every copied (and deleted) one.
 	p, err := st.CreatePartner(ctx, "new", t0)
 	if err != nil || p.ID != 3 {
@@ -328,7 +338,7 @@ func TestCopyBoltToBolt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Copy: %v", err)
 	}
-	if line := rep.String(); !strings.Contains(line, "2 partners") || !strings.Contains(line, "4 messages") ||
+	if line := rep.String(); !strings.Contains(line, "2 settings, 2 partners") || !strings.Contains(line, "4 messages") ||
 		!strings.Contains(line, "counts and checksums match") {
 		t.Errorf("report %q", line)
 	}
