@@ -34,6 +34,10 @@ Usage:
   mailhost queue flush [flags]           retry every queued message now
   mailhost queue delete ENTRY_ID [flags] drop a queued message for one destination:
                                          no bounce, not sent (JSON: the entry)
+  mailhost store copy --from DIR_OR_URL --to DIR_OR_URL
+                                         copy a stopped store into an empty one (bbolt, PostgreSQL)
+  mailhost store verify [--store DIR_OR_URL]
+                                         recompute every counter and report drift (exit 1)
 
 PARTNER is a partner's name or id. Every command takes the configuration
 flags (mailhost serve -h lists them) and reads the same environment and
@@ -48,6 +52,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)
 		return 0
+	}
+	if args[0] == "store" {
+		return storeCommand(args[1:], stdout, stderr)
 	}
 	cmd, rest := args[0], args[1:]
 	if cmd != "serve" && len(rest) > 0 && rest[0] != "" && rest[0][0] != '-' {

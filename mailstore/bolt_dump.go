@@ -1,0 +1,503 @@
+package mailstore
+
+// Dump and Load of the bbolt store (dump.go). Dump reads the buckets
+// directly in one read transaction: the store is not in use while it is
+// copied (the file lock says so), so holding one transaction costs no
+// writer anything, and it is the one consistent snapshot. Load writes in
+// batches of loadBatchRecords records or loadBatchBytes bytes per write
+// transaction, so that a copy of many gigabytes neither holds its bodies
+// in memory nor makes one huge commit.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	_ Dumper   = (*Bolt)(nil)
+	_ Loader   = (*Bolt)(nil)
+	_ Verifier = (*Bolt)(nil)
+)
+
+// Batch bounds of Load: a write transaction commits after this many
+// records or bytes of bodies, whichever comes first.
+const (
+	loadBatchRecords = 1000
+	loadBatchBytes   = 32 << 20
+)
+
+// dataDir is the directory that holds the store's file (and srs.key).
+func (s *Bolt) dataDir() string { return filepath.Dir(s.db.Path()) }
+
+// readSRSKey answers the SRS secret kept in the data directory, "" when
+// there is none.
+func readSRSKey(dir string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, SRSKeyFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read SRS secret: %w", err)
+	}
+	return strings.TrimSpace(string(raw)), nil
+}
+
+// Dump implements Dumper.
+func (s *Bolt) Dump(ctx context.Context, fn func(Record) error) error {
+	secret, err := readSRSKey(s.dataDir())
+	if err != nil {
+		return err
+	}
+	return s.view(ctx, func(tx *bolt.Tx) error {
+		// Settings: the Cluster ones (bolt_cluster.go), and the SRS
+		// secret from its file, in name order.
+		var settings []SettingRecord
+		if b := tx.Bucket(bCluster); b != nil {
+			prefix := clusterSettingKey("")
+			c := b.Cursor()
+			for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+				settings = append(settings, SettingRecord{Name: string(k[len(prefix):]), Value: string(v)})
+			}
+		}
+		if secret != "" && !slices.ContainsFunc(settings, func(r SettingRecord) bool { return r.Name == SettingSRSSecret }) {
+			settings = append(settings, SettingRecord{Name: SettingSRSSecret, Value: secret})
+			slices.SortFunc(settings, func(a, b SettingRecord) int { return strings.Compare(a.Name, b.Name) })
+		}
+		for _, r := range settings {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		d := boltDumper{tx: tx, ctx: ctx, fn: fn}
+		return d.dump()
+	})
+}
+
+type boltDumper struct {
+	tx  *bolt.Tx
+	ctx context.Context
+	fn  func(Record) error
+	// n counts records, to check ctx now and then rather than per record.
+	n int
+}
+
+func (d *boltDumper) emit(r Record) error {
+	if d.n++; d.n%1024 == 0 {
+		if err := d.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return d.fn(r)
+}
+
+// eachJSON decodes every value of a bucket into a new T, in key order.
+func eachJSON[T any](tx *bolt.Tx, bucket []byte, fn func(k []byte, v *T) error) error {
+	return tx.Bucket(bucket).ForEach(func(k, raw []byte) error {
+		v := new(T)
+		if err := json.Unmarshal(raw, v); err != nil {
+			return fmt.Errorf("%s %x: %w", bucket, k, err)
+		}
+		return fn(k, v)
+	})
+}
+
+func (d *boltDumper) dump() error {
+	tx := d.tx
+	if err := eachJSON(tx, bPartners, func(_ []byte, p *Partner) error {
+		return d.emit(PartnerRecord{Partner: *p, DomainCount: partnerDomainCount(tx, p.ID)})
+	}); err != nil {
+		return err
+	}
+	if err := eachJSON(tx, bKeys, func(_ []byte, k *APIKey) error {
+		return d.emit(APIKeyRecord{*k})
+	}); err != nil {
+		return err
+	}
+	if err := eachJSON(tx, bDomains, func(_ []byte, v *Domain) error {
+		return d.emit(DomainRecord{*v})
+	}); err != nil {
+		return err
+	}
+	if err := eachJSON(tx, bDKIM, func(k []byte, keys *[]DKIMKey) error {
+		return d.emit(DKIMRecord{DomainID: int64(binary.BigEndian.Uint64(k)), Keys: *keys})
+	}); err != nil {
+		return err
+	}
+	if err := eachJSON(tx, bTransfer, func(k []byte, t *Transfer) error {
+		if len(k) < 8 {
+			return fmt.Errorf("transfer key %x: too short", k)
+		}
+		t.Month = string(k[8:])
+		return d.emit(TransferRecord{DomainID: int64(binary.BigEndian.Uint64(k)), Transfer: *t})
+	}); err != nil {
+		return err
+	}
+	if err := eachJSON(tx, bMailboxes, func(_ []byte, m *Mailbox) error {
+		return d.emit(MailboxRecord{Mailbox: *m, FolderCount: int64(folderCount(tx, m.ID))})
+	}); err != nil {
+		return err
+	}
+	if err := eachJSON(tx, bAliases, func(_ []byte, a *Alias) error {
+		return d.emit(AliasRecord{*a})
+	}); err != nil {
+		return err
+	}
+	if err := eachJSON(tx, bFolders, func(_ []byte, f *Folder) error {
+		return d.emit(FolderRecord{*f})
+	}); err != nil {
+		return err
+	}
+	refs := tx.Bucket(bBlobRefs)
+	if err := tx.Bucket(bBlobs).ForEach(func(k, body []byte) error {
+		var n int64
+		if v := refs.Get(k); len(v) == 8 {
+			n = int64(binary.BigEndian.Uint64(v))
+		}
+		return d.emit(BlobRecord{ID: int64(binary.BigEndian.Uint64(k)), Refs: n, Body: body})
+	}); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bMessages).ForEach(func(k, v []byte) error {
+		m, err := decodeMessage(k, v)
+		if err != nil {
+			return fmt.Errorf("message %x: %w", k, err)
+		}
+		return d.emit(MessageRecord{m})
+	}); err != nil {
+		return err
+	}
+	if err := eachJSON(tx, bQueue, func(_ []byte, o *Outbound) error {
+		return d.emit(OutboundRecord{Outbound: *o})
+	}); err != nil {
+		return err
+	}
+	if err := eachJSON(tx, bSTS, func(k []byte, r *stsRecord) error {
+		return d.emit(STSRecord{STSPolicy{
+			Domain: string(k), ID: r.ID, Mode: r.Mode, MX: r.MX,
+			MaxAge: time.Duration(r.MaxAge) * time.Second, Expires: r.Expires,
+		}})
+	}); err != nil {
+		return err
+	}
+	for _, sq := range boltSequences {
+		if err := d.emit(SequenceRecord{Name: sq.name, Value: int64(tx.Bucket(sq.bucket).Sequence())}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// boltSequences are the buckets whose sequences hand out ids, by the
+// name the dump gives them. The folders' sequence also hands out
+// UIDVALIDITY (a new folder's is its id).
+var boltSequences = []struct {
+	name   string
+	bucket []byte
+}{
+	{SeqPartners, bPartners},
+	{SeqAPIKeys, bKeys},
+	{SeqDomains, bDomains},
+	{SeqMailboxes, bMailboxes},
+	{SeqAliases, bAliases},
+	{SeqFolders, bFolders},
+	{SeqUIDValidity, bFolders},
+	{SeqBlobs, bBlobs},
+	{SeqQueue, bQueue},
+}
+
+// dataBuckets are the buckets that hold objects (the others are indexes
+// of these, or meta): a store with none of them filled is empty.
+var dataBuckets = [][]byte{
+	bPartners, bKeys, bDomains, bDKIM, bTransfer, bMailboxes, bAliases,
+	bFolders, bBlobs, bMessages, bQueue, bSTS,
+}
+
+// Load implements Loader.
+func (s *Bolt) Load(ctx context.Context, src func(put func(Record) error) error) error {
+	if err := s.view(ctx, func(tx *bolt.Tx) error {
+		for _, b := range dataBuckets {
+			if k, _ := tx.Bucket(b).Cursor().First(); k != nil {
+				return fmt.Errorf("%s: bucket %s has data: %w", s.db.Path(), b, ErrNotEmpty)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	l := &boltLoader{
+		s: s, ctx: ctx,
+		folderMailbox: map[int64]int64{},
+		mailboxDomain: map[int64]int64{},
+		seq:           map[string]uint64{},
+	}
+	defer l.rollback()
+	if err := src(l.put); err != nil {
+		return err
+	}
+	if err := l.begin(); err != nil {
+		return err
+	}
+	for _, sq := range boltSequences {
+		b := l.tx.Bucket(sq.bucket)
+		if v := l.seq[sq.name]; v > b.Sequence() {
+			if err := b.SetSequence(v); err != nil {
+				return fmt.Errorf("set sequence of %s: %w", sq.bucket, err)
+			}
+		}
+	}
+	return l.commit()
+}
+
+// boltLoader is one Load: the write transaction of the current batch
+// and what later records need from earlier ones.
+type boltLoader struct {
+	s     *Bolt
+	ctx   context.Context
+	tx    *bolt.Tx
+	n     int // records in the current batch
+	bytes int // body bytes in the current batch
+
+	// folderMailbox and mailboxDomain file a message's retention key
+	// (domain, received, folder, uid -> mailbox).
+	folderMailbox map[int64]int64
+	mailboxDomain map[int64]int64
+	// seq is, per sequence name, the highest of the source's sequence and
+	// the ids loaded.
+	seq map[string]uint64
+}
+
+func (l *boltLoader) begin() error {
+	if l.tx != nil {
+		return nil
+	}
+	if err := l.ctx.Err(); err != nil {
+		return err
+	}
+	tx, err := l.s.db.Begin(true)
+	if err != nil {
+		return fmt.Errorf("begin load batch: %w", err)
+	}
+	l.tx, l.n, l.bytes = tx, 0, 0
+	return nil
+}
+
+func (l *boltLoader) commit() error {
+	if l.tx == nil {
+		return nil
+	}
+	tx := l.tx
+	l.tx = nil
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit load batch: %w", err)
+	}
+	return nil
+}
+
+func (l *boltLoader) rollback() {
+	if l.tx != nil {
+		_ = l.tx.Rollback()
+		l.tx = nil
+	}
+}
+
+// saw raises a sequence to an id loaded.
+func (l *boltLoader) saw(name string, id int64) {
+	if id > 0 && uint64(id) > l.seq[name] {
+		l.seq[name] = uint64(id)
+	}
+}
+
+func (l *boltLoader) put(r Record) error {
+	if err := l.begin(); err != nil {
+		return err
+	}
+	if err := l.write(l.tx, r); err != nil {
+		return fmt.Errorf("load %T: %w", r, err)
+	}
+	l.n++
+	if l.n >= loadBatchRecords || l.bytes >= loadBatchBytes {
+		return l.commit()
+	}
+	return nil
+}
+
+// write files one record and rebuilds its index keys, as the Store
+// methods that make such objects do.
+func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
+	switch r := r.(type) {
+	case SettingRecord:
+		if r.Name == SettingSRSSecret {
+			// Where package service reads it.
+			return writeSRSKey(l.s.dataDir(), r.Value)
+		}
+		b, err := tx.CreateBucketIfNotExists(bCluster)
+		if err != nil {
+			return err
+		}
+		k := clusterSettingKey(r.Name)
+		if have := b.Get(k); have != nil {
+			if string(have) != r.Value {
+				return fmt.Errorf("setting %s has another value: %w", r.Name, ErrNotEmpty)
+			}
+			return nil
+		}
+		return b.Put(k, []byte(r.Value))
+	case PartnerRecord:
+		p := r.Partner
+		l.saw(SeqPartners, p.ID)
+		if err := tx.Bucket(bPartnerNames).Put([]byte(p.Name), id8(p.ID)); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bPartners), id8(p.ID), p)
+	case APIKeyRecord:
+		k := r.APIKey
+		l.saw(SeqAPIKeys, k.ID)
+		if err := tx.Bucket(bKeyLookup).Put([]byte(k.Lookup), id8(k.ID)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bPartnerKeys).Put(pair(k.PartnerID, k.ID), nil); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bKeys), id8(k.ID), k)
+	case DomainRecord:
+		d := r.Domain
+		l.saw(SeqDomains, d.ID)
+		if err := tx.Bucket(bDomainNames).Put([]byte(d.Name), id8(d.ID)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bPartnerDomains).Put(pair(d.PartnerID, d.ID), nil); err != nil {
+			return err
+		}
+		return putDomain(tx, d)
+	case DKIMRecord:
+		return putJSON(tx.Bucket(bDKIM), id8(r.DomainID), r.Keys)
+	case TransferRecord:
+		t := r.Transfer
+		return putJSON(tx.Bucket(bTransfer), transferKey(r.DomainID, t.Month), t)
+	case MailboxRecord:
+		m := r.Mailbox
+		l.saw(SeqMailboxes, m.ID)
+		l.mailboxDomain[m.ID] = m.DomainID
+		if err := tx.Bucket(bAddresses).Put([]byte(m.Email), addrValue(addrMailbox, m.ID)); err != nil {
+			return err
+		}
+		entry := entryValue(m)
+		if err := tx.Bucket(bPartnerMailboxes).Put(pair(m.PartnerID, m.ID), entry); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bDomainMailboxes).Put(pair(m.DomainID, m.ID), entry); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bFolderCounts).Put(id8(m.ID), u64(uint64(r.FolderCount))); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bMailboxes), id8(m.ID), m)
+	case AliasRecord:
+		a := r.Alias
+		l.saw(SeqAliases, a.ID)
+		if err := tx.Bucket(bAddresses).Put([]byte(a.Source), addrValue(addrAlias, a.ID)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bPartnerAliases).Put(pair(a.PartnerID, a.ID), nil); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bDomainAliases).Put(pair(a.DomainID, a.ID), nil); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bAliases), id8(a.ID), a)
+	case FolderRecord:
+		f := r.Folder
+		l.saw(SeqFolders, f.ID)
+		l.saw(SeqFolders, int64(f.UIDValidity))
+		l.folderMailbox[f.ID] = f.MailboxID
+		if err := tx.Bucket(bMailboxFolders).Put(folderNameKey(f.MailboxID, f.Name), id8(f.ID)); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bFolders), id8(f.ID), f)
+	case BlobRecord:
+		l.saw(SeqBlobs, r.ID)
+		l.bytes += len(r.Body)
+		// bbolt keeps a value by reference until the commit, and the
+		// body is only the dumper's until this call returns.
+		if err := tx.Bucket(bBlobs).Put(id8(r.ID), bytes.Clone(r.Body)); err != nil {
+			return err
+		}
+		if r.Refs == 0 {
+			return nil
+		}
+		return tx.Bucket(bBlobRefs).Put(id8(r.ID), u64(uint64(r.Refs)))
+	case MessageRecord:
+		m := r.Message
+		mailboxID, ok := l.folderMailbox[m.FolderID]
+		if !ok {
+			return fmt.Errorf("message %d/%d: folder not loaded", m.FolderID, m.UID)
+		}
+		domainID := l.mailboxDomain[mailboxID]
+		if err := tx.Bucket(bMessages).Put(msgKey(m.FolderID, m.UID), encodeMessage(m)); err != nil {
+			return err
+		}
+		return tx.Bucket(bRetention).Put(retentionKey(domainID, m.ReceivedAt, m.FolderID, m.UID), id8(mailboxID))
+	case OutboundRecord:
+		o := r.Outbound
+		l.saw(SeqQueue, o.ID)
+		o.Leased = o.Leased || r.LeasedBy != ""
+		return newQueueTx(tx).put(o)
+	case STSRecord:
+		p := r.STSPolicy
+		domain := stsDomain(p.Domain)
+		rec := stsRecord{ID: p.ID, Mode: p.Mode, MX: p.MX, MaxAge: int64(p.MaxAge / time.Second), Expires: utc(p.Expires)}
+		if err := tx.Bucket(bSTSExpiry).Put(stsExpiryKey(rec.Expires, domain), nil); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bSTS), []byte(domain), rec)
+	case SequenceRecord:
+		name := r.Name
+		if name == SeqUIDValidity {
+			// bbolt takes a new folder's UIDVALIDITY from the folders'
+			// sequence: it must pass the source's UIDVALIDITY too.
+			name = SeqFolders
+		}
+		l.saw(name, r.Value)
+		return nil
+	}
+	return fmt.Errorf("unknown record %T", r)
+}
+
+// writeSRSKey keeps the SRS secret where package service reads it. A
+// secret there already must be the same one: replacing it would break
+// the addresses that directory's server rewrote with it.
+func writeSRSKey(dir, secret string) error {
+	have, err := readSRSKey(dir)
+	if err != nil {
+		return err
+	}
+	if have != "" {
+		if have != secret {
+			return fmt.Errorf("%s holds another SRS secret: %w", filepath.Join(dir, SRSKeyFile), ErrNotEmpty)
+		}
+		return nil
+	}
+	path := filepath.Join(dir, SRSKeyFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write SRS secret: %w", err)
+	}
+	_, werr := f.WriteString(secret + "\n")
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		return fmt.Errorf("write SRS secret %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,525 @@
+package pgstore
+
+// Dump and Load of the PostgreSQL store (mailstore/dump.go), in raw SQL
+// against schema 001. Dump reads one REPEATABLE READ snapshot, one query
+// per table streamed row by row (pgx reads a row at a time, so a body is
+// in memory only while its record is handled). Load writes with COPY
+// (pgx CopyFrom), a transaction per batch of loadBatchRecords records or
+// loadBatchBytes bytes of bodies, tables in foreign-key order.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+var (
+	_ mailstore.Dumper   = (*Store)(nil)
+	_ mailstore.Loader   = (*Store)(nil)
+	_ mailstore.Verifier = (*Store)(nil)
+)
+
+const (
+	loadBatchRecords = 1000
+	loadBatchBytes   = 32 << 20
+)
+
+// snapshot runs fn in one read-only REPEATABLE READ transaction, without
+// the retries of read: fn hands records out as it goes, and a second run
+// would hand them out twice. A read-only transaction at that level is
+// never aborted for serialization anyway.
+func (s *Store) snapshot(ctx context.Context, fn func(pgx.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// each runs a query and calls fn after scanning each row into dest.
+func each(ctx context.Context, tx pgx.Tx, what, sql string, dest []any, fn func() error) error {
+	rows, err := tx.Query(ctx, sql)
+	if err != nil {
+		return fmt.Errorf("dump %s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("dump %s: %w", what, err)
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dump %s: %w", what, err)
+	}
+	return nil
+}
+
+// sequences maps the dump's sequence names to this schema's: a table's
+// identity column, or uid_validity_seq.
+var sequences = []struct{ name, table string }{
+	{mailstore.SeqPartners, "partners"},
+	{mailstore.SeqAPIKeys, "api_keys"},
+	{mailstore.SeqDomains, "domains"},
+	{mailstore.SeqMailboxes, "mailboxes"},
+	{mailstore.SeqAliases, "aliases"},
+	{mailstore.SeqFolders, "folders"},
+	{mailstore.SeqUIDValidity, ""},
+	{mailstore.SeqBlobs, "blobs"},
+	{mailstore.SeqQueue, "queue"},
+}
+
+// seqExpr is the regclass of a sequence, for pg_sequence_last_value and
+// setval.
+func seqExpr(table string) string {
+	if table == "" {
+		return `'uid_validity_seq'::regclass`
+	}
+	return `pg_get_serial_sequence('` + table + `', 'id')::regclass`
+}
+
+// Dump implements mailstore.Dumper.
+func (s *Store) Dump(ctx context.Context, fn func(mailstore.Record) error) error {
+	return s.snapshot(ctx, func(tx pgx.Tx) error {
+		return dumpTx(ctx, tx, fn)
+	})
+}
+
+func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) error {
+	{
+		var r mailstore.SettingRecord
+		if err := each(ctx, tx, "settings", `SELECT name, value FROM settings ORDER BY name COLLATE "C"`,
+			[]any{&r.Name, &r.Value}, func() error { return fn(r) }); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.PartnerRecord
+		if err := each(ctx, tx, "partners", `SELECT id, name, created_at, max_domains, domain_count FROM partners ORDER BY id`,
+			[]any{&r.ID, &r.Name, &r.CreatedAt, &r.MaxDomains, &r.DomainCount}, func() error {
+				r.CreatedAt = r.CreatedAt.UTC()
+				return fn(r)
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.APIKeyRecord
+		var revoked *time.Time
+		if err := each(ctx, tx, "API keys", `SELECT id, partner_id, lookup, prefix, secret_hash, created_at, revoked_at FROM api_keys ORDER BY id`,
+			[]any{&r.ID, &r.PartnerID, &r.Lookup, &r.Prefix, &r.SecretHash, &r.CreatedAt, &revoked}, func() error {
+				r.CreatedAt = r.CreatedAt.UTC()
+				r.Revoked, r.RevokedAt = revoked != nil, fromNull(revoked)
+				return fn(r)
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.DomainRecord
+		d := &r.Domain
+		if err := each(ctx, tx, "domains", `SELECT id, partner_id, name, plan, max_mailboxes, max_aliases, quota_mb,
+				retention_days, transfer_monthly_mb, suspended, created_at, mailbox_count, alias_count,
+				message_count, used_bytes FROM domains ORDER BY id`,
+			[]any{&d.ID, &d.PartnerID, &d.Name, &d.Plan, &d.MaxMailboxes, &d.MaxAliases, &d.QuotaMB,
+				&d.RetentionDays, &d.TransferMonthlyMB, &d.Suspended, &d.CreatedAt, &d.MailboxCount,
+				&d.AliasCount, &d.MessageCount, &d.UsedBytes}, func() error {
+				d.CreatedAt = d.CreatedAt.UTC()
+				return fn(r)
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		// One record per domain: the rows come by domain, so a domain's
+		// keys are complete when the next domain's first row comes.
+		var cur mailstore.DKIMRecord
+		var domainID int64
+		var k mailstore.DKIMKey
+		flush := func() error {
+			if len(cur.Keys) == 0 {
+				return nil
+			}
+			r := cur
+			cur = mailstore.DKIMRecord{}
+			return fn(r)
+		}
+		if err := each(ctx, tx, "DKIM keys", `SELECT domain_id, selector, algorithm, private, created_at FROM dkim_keys ORDER BY domain_id, position`,
+			[]any{&domainID, &k.Selector, &k.Algorithm, &k.Private, &k.CreatedAt}, func() error {
+				if domainID != cur.DomainID {
+					if err := flush(); err != nil {
+						return err
+					}
+					cur.DomainID = domainID
+				}
+				k.CreatedAt = k.CreatedAt.UTC()
+				cur.Keys = append(cur.Keys, k)
+				k.Private = nil // the next row's bytes are its own
+				return nil
+			}); err != nil {
+			return err
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.TransferRecord
+		if err := each(ctx, tx, "transfer", `SELECT domain_id, month, in_bytes, out_bytes FROM transfer ORDER BY domain_id, month COLLATE "C"`,
+			[]any{&r.DomainID, &r.Month, &r.InBytes, &r.OutBytes}, func() error { return fn(r) }); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.MailboxRecord
+		m := &r.Mailbox
+		var lastLogin, changed *time.Time
+		if err := each(ctx, tx, "mailboxes", `SELECT id, domain_id, partner_id, email, password_hash, quota_mb,
+				used_bytes, message_count, folder_count, last_login, created_at, password_changed_at
+				FROM mailboxes ORDER BY id`,
+			[]any{&m.ID, &m.DomainID, &m.PartnerID, &m.Email, &m.PasswordHash, &m.QuotaMB, &m.UsedBytes,
+				&m.MessageCount, &r.FolderCount, &lastLogin, &m.CreatedAt, &changed}, func() error {
+				m.CreatedAt = m.CreatedAt.UTC()
+				m.LastLogin, m.PasswordChangedAt = fromNull(lastLogin), fromNull(changed)
+				return fn(r)
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.AliasRecord
+		a := &r.Alias
+		if err := each(ctx, tx, "aliases", `SELECT id, domain_id, partner_id, source, destination, created_at FROM aliases ORDER BY id`,
+			[]any{&a.ID, &a.DomainID, &a.PartnerID, &a.Source, &a.Destination, &a.CreatedAt}, func() error {
+				a.CreatedAt = a.CreatedAt.UTC()
+				return fn(r)
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.FolderRecord
+		f := &r.Folder
+		var validity, next, modseq int64
+		if err := each(ctx, tx, "folders", `SELECT id, mailbox_id, name, special_use, subscribed, uid_validity,
+				uid_next, messages, unseen, size, highest_modseq FROM folders ORDER BY id`,
+			[]any{&f.ID, &f.MailboxID, &f.Name, &f.SpecialUse, &f.Subscribed, &validity, &next,
+				&f.Messages, &f.Unseen, &f.Size, &modseq}, func() error {
+				f.UIDValidity, f.UIDNext, f.HighestModSeq = uint32(validity), uint32(next), uint64(modseq)
+				return fn(r)
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.BlobRecord
+		if err := each(ctx, tx, "bodies", `SELECT id, refs, body FROM blobs ORDER BY id`,
+			[]any{&r.ID, &r.Refs, &r.Body}, func() error {
+				err := fn(r)
+				r.Body = nil // scan the next body into its own buffer
+				return err
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.MessageRecord
+		m := &r.Message
+		var uid int64
+		if err := each(ctx, tx, "messages", `SELECT folder_id, uid, blob_id, size, received_at, flags FROM messages ORDER BY folder_id, uid`,
+			[]any{&m.FolderID, &uid, &m.BlobID, &m.Size, &m.ReceivedAt, &m.Flags}, func() error {
+				m.UID, m.ReceivedAt = uint32(uid), m.ReceivedAt.UTC()
+				if len(m.Flags) == 0 {
+					m.Flags = nil
+				}
+				err := fn(r)
+				m.Flags = nil
+				return err
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.OutboundRecord
+		o := &r.Outbound
+		var kind string
+		var attempts int32
+		var leasedBy *string
+		if err := each(ctx, tx, "queue", `SELECT id, kind, domain_id, from_addr, destination, recipients, blob_id,
+				size, queued_at, next_attempt, attempts, last_error, held, leased_by, warned FROM queue ORDER BY id`,
+			[]any{&o.ID, &kind, &o.DomainID, &o.From, &o.Destination, &o.Recipients, &o.BlobID, &o.Size,
+				&o.QueuedAt, &o.NextAttempt, &attempts, &o.LastError, &o.Held, &leasedBy, &o.Warned}, func() error {
+				o.Kind, o.Attempts = mailstore.OutboundKind(kind), int(attempts)
+				o.QueuedAt, o.NextAttempt = o.QueuedAt.UTC(), o.NextAttempt.UTC()
+				r.LeasedBy, o.Leased = "", leasedBy != nil
+				if leasedBy != nil {
+					r.LeasedBy = *leasedBy
+				}
+				err := fn(r)
+				o.Recipients = nil
+				return err
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.STSRecord
+		p := &r.STSPolicy
+		var maxAge int64
+		if err := each(ctx, tx, "MTA-STS policies", `SELECT domain, policy_id, mode, mx, max_age_s, expires FROM sts_policies ORDER BY domain COLLATE "C"`,
+			[]any{&p.Domain, &p.ID, &p.Mode, &p.MX, &maxAge, &p.Expires}, func() error {
+				p.MaxAge, p.Expires = time.Duration(maxAge)*time.Second, p.Expires.UTC()
+				err := fn(r)
+				p.MX = nil
+				return err
+			}); err != nil {
+			return err
+		}
+	}
+	for _, sq := range sequences {
+		var v int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(pg_sequence_last_value(`+seqExpr(sq.table)+`), 0)`).Scan(&v); err != nil {
+			return fmt.Errorf("dump sequence %s: %w", sq.name, err)
+		}
+		if err := fn(mailstore.SequenceRecord{Name: sq.name, Value: v}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dataTables are the tables that hold objects, in the order a batch
+// writes them (foreign keys: a row after the rows it names). A store
+// with none filled is empty; settings and jobs do not count.
+var dataTables = []string{
+	"partners", "api_keys", "domains", "addresses", "mailboxes", "aliases",
+	"transfer", "dkim_keys", "blobs", "folders", "messages", "queue", "sts_policies",
+}
+
+var tableColumns = map[string][]string{
+	"partners":     {"id", "name", "created_at", "max_domains", "domain_count"},
+	"api_keys":     {"id", "partner_id", "lookup", "prefix", "secret_hash", "created_at", "revoked_at"},
+	"domains":      {"id", "partner_id", "name", "plan", "max_mailboxes", "max_aliases", "quota_mb", "retention_days", "transfer_monthly_mb", "suspended", "created_at", "mailbox_count", "alias_count", "message_count", "used_bytes"},
+	"addresses":    {"address", "domain_id", "kind", "target_id"},
+	"mailboxes":    {"id", "domain_id", "partner_id", "email", "password_hash", "quota_mb", "used_bytes", "message_count", "folder_count", "last_login", "created_at", "password_changed_at"},
+	"aliases":      {"id", "domain_id", "partner_id", "source", "destination", "created_at"},
+	"transfer":     {"domain_id", "month", "in_bytes", "out_bytes"},
+	"dkim_keys":    {"domain_id", "position", "selector", "algorithm", "private", "created_at"},
+	"blobs":        {"id", "refs", "body"},
+	"folders":      {"id", "mailbox_id", "name", "special_use", "subscribed", "uid_validity", "uid_next", "messages", "unseen", "size", "highest_modseq"},
+	"messages":     {"folder_id", "uid", "mailbox_id", "domain_id", "blob_id", "size", "received_at", "flags"},
+	"queue":        {"id", "kind", "domain_id", "from_addr", "destination", "recipients", "blob_id", "size", "queued_at", "next_attempt", "attempts", "last_error", "held", "leased_by", "warned"},
+	"sts_policies": {"domain", "policy_id", "mode", "mx", "max_age_s", "expires"},
+}
+
+// Load implements mailstore.Loader.
+func (s *Store) Load(ctx context.Context, src func(put func(mailstore.Record) error) error) error {
+	for _, t := range dataTables {
+		var filled bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+t+`)`).Scan(&filled); err != nil {
+			return fmt.Errorf("check %s is empty: %w", t, err)
+		}
+		if filled {
+			return fmt.Errorf("table %s has rows: %w", t, mailstore.ErrNotEmpty)
+		}
+	}
+	l := &pgLoader{
+		s: s, ctx: ctx,
+		rows:          map[string][][]any{},
+		folderMailbox: map[int64][2]int64{},
+		mailboxDomain: map[int64]int64{},
+		seq:           map[string]int64{},
+	}
+	if err := src(l.put); err != nil {
+		return err
+	}
+	if err := l.flush(); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx pgx.Tx) error {
+		for _, sq := range sequences {
+			if v := l.seq[sq.name]; v > 0 {
+				if _, err := tx.Exec(ctx, `SELECT setval(`+seqExpr(sq.table)+`, greatest($1::bigint, coalesce(pg_sequence_last_value(`+seqExpr(sq.table)+`), 0)))`, v); err != nil {
+					return fmt.Errorf("set sequence %s: %w", sq.name, err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// pgLoader is one Load: the rows of the batch under way, per table, and
+// what later records need from earlier ones.
+type pgLoader struct {
+	s     *Store
+	ctx   context.Context
+	rows  map[string][][]any
+	n     int
+	bytes int
+
+	// folderMailbox (folder -> mailbox, domain) fills a message's
+	// denormalised columns.
+	folderMailbox map[int64][2]int64
+	mailboxDomain map[int64]int64
+	// seq is, per sequence, the highest of the source's sequence and the
+	// ids loaded.
+	seq map[string]int64
+}
+
+func (l *pgLoader) saw(name string, id int64) {
+	if id > l.seq[name] {
+		l.seq[name] = id
+	}
+}
+
+func (l *pgLoader) add(table string, row ...any) { l.rows[table] = append(l.rows[table], row) }
+
+func (l *pgLoader) put(r mailstore.Record) error {
+	if err := l.row(r); err != nil {
+		return fmt.Errorf("load %T: %w", r, err)
+	}
+	if l.n++; l.n >= loadBatchRecords || l.bytes >= loadBatchBytes {
+		return l.flush()
+	}
+	return nil
+}
+
+// flush writes the batch in one transaction, a COPY per table.
+func (l *pgLoader) flush() error {
+	if l.n == 0 {
+		return nil
+	}
+	err := pgx.BeginTxFunc(l.ctx, l.s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		for _, t := range dataTables {
+			rows := l.rows[t]
+			if len(rows) == 0 {
+				continue
+			}
+			if _, err := tx.CopyFrom(l.ctx, pgx.Identifier{t}, tableColumns[t], pgx.CopyFromRows(rows)); err != nil {
+				return fmt.Errorf("copy into %s: %w", t, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load batch: %w", err)
+	}
+	clear(l.rows)
+	l.n, l.bytes = 0, 0
+	return nil
+}
+
+func (l *pgLoader) row(r mailstore.Record) error {
+	switch r := r.(type) {
+	case mailstore.SettingRecord:
+		return l.setting(r)
+	case mailstore.PartnerRecord:
+		l.saw(mailstore.SeqPartners, r.ID)
+		l.add("partners", r.ID, r.Name, utc(r.CreatedAt), r.MaxDomains, r.DomainCount)
+	case mailstore.APIKeyRecord:
+		l.saw(mailstore.SeqAPIKeys, r.ID)
+		var revoked *time.Time
+		if r.Revoked {
+			revoked = nullTime(r.RevokedAt)
+		}
+		l.add("api_keys", r.ID, r.PartnerID, r.Lookup, r.Prefix, r.SecretHash, utc(r.CreatedAt), revoked)
+	case mailstore.DomainRecord:
+		d := r.Domain
+		l.saw(mailstore.SeqDomains, d.ID)
+		l.add("domains", d.ID, d.PartnerID, d.Name, d.Plan, d.MaxMailboxes, d.MaxAliases, d.QuotaMB,
+			d.RetentionDays, d.TransferMonthlyMB, d.Suspended, utc(d.CreatedAt), d.MailboxCount,
+			d.AliasCount, d.MessageCount, d.UsedBytes)
+	case mailstore.DKIMRecord:
+		for i, k := range r.Keys {
+			l.add("dkim_keys", r.DomainID, int32(i), k.Selector, k.Algorithm, k.Private, utc(k.CreatedAt))
+		}
+	case mailstore.TransferRecord:
+		l.add("transfer", r.DomainID, r.Month, r.InBytes, r.OutBytes)
+	case mailstore.MailboxRecord:
+		m := r.Mailbox
+		l.saw(mailstore.SeqMailboxes, m.ID)
+		l.mailboxDomain[m.ID] = m.DomainID
+		l.add("addresses", m.Email, m.DomainID, "m", m.ID)
+		l.add("mailboxes", m.ID, m.DomainID, m.PartnerID, m.Email, m.PasswordHash, m.QuotaMB, m.UsedBytes,
+			m.MessageCount, r.FolderCount, nullTime(m.LastLogin), utc(m.CreatedAt), nullTime(m.PasswordChangedAt))
+	case mailstore.AliasRecord:
+		a := r.Alias
+		l.saw(mailstore.SeqAliases, a.ID)
+		l.add("addresses", a.Source, a.DomainID, "a", a.ID)
+		l.add("aliases", a.ID, a.DomainID, a.PartnerID, a.Source, a.Destination, utc(a.CreatedAt))
+	case mailstore.FolderRecord:
+		f := r.Folder
+		l.saw(mailstore.SeqFolders, f.ID)
+		l.saw(mailstore.SeqUIDValidity, int64(f.UIDValidity))
+		l.folderMailbox[f.ID] = [2]int64{f.MailboxID, l.mailboxDomain[f.MailboxID]}
+		l.add("folders", f.ID, f.MailboxID, f.Name, f.SpecialUse, f.Subscribed, int64(f.UIDValidity),
+			int64(f.UIDNext), f.Messages, f.Unseen, f.Size, int64(f.HighestModSeq))
+	case mailstore.BlobRecord:
+		l.saw(mailstore.SeqBlobs, r.ID)
+		l.bytes += len(r.Body)
+		// The body is the dumper's only until this call returns; the
+		// batch keeps it until its COPY.
+		l.add("blobs", r.ID, r.Refs, append([]byte{}, r.Body...))
+	case mailstore.MessageRecord:
+		m := r.Message
+		owner, ok := l.folderMailbox[m.FolderID]
+		if !ok {
+			return fmt.Errorf("message %d/%d: folder not loaded", m.FolderID, m.UID)
+		}
+		flags := m.Flags
+		if flags == nil {
+			flags = []string{}
+		}
+		l.add("messages", m.FolderID, int64(m.UID), owner[0], owner[1], m.BlobID, m.Size, utc(m.ReceivedAt), flags)
+	case mailstore.OutboundRecord:
+		o := r.Outbound
+		l.saw(mailstore.SeqQueue, o.ID)
+		var leasedBy *string
+		if r.LeasedBy != "" {
+			leasedBy = &r.LeasedBy
+		} else if o.Leased {
+			node := mailstore.LeaseNodeCopied
+			leasedBy = &node
+		}
+		rcpts := o.Recipients
+		if rcpts == nil {
+			rcpts = []mailstore.OutboundRecipient{}
+		}
+		l.add("queue", o.ID, string(o.Kind), o.DomainID, o.From, o.Destination, rcpts, o.BlobID, o.Size,
+			utc(o.QueuedAt), utc(o.NextAttempt), int32(o.Attempts), o.LastError, o.Held, leasedBy, o.Warned)
+	case mailstore.STSRecord:
+		p := r.STSPolicy
+		mx := p.MX
+		if mx == nil {
+			mx = []string{}
+		}
+		l.add("sts_policies", p.Domain, p.ID, p.Mode, mx, int64(p.MaxAge/time.Second), utc(p.Expires))
+	case mailstore.SequenceRecord:
+		l.saw(r.Name, r.Value)
+	default:
+		return fmt.Errorf("unknown record %T", r)
+	}
+	return nil
+}
+
+// setting stores a setting at once. One the destination has already
+// (made by a node started on it) must have the same value: another SRS
+// secret would break the addresses rewritten with it.
+func (l *pgLoader) setting(r mailstore.SettingRecord) error {
+	var have string
+	err := l.s.pool.QueryRow(l.ctx, `
+		WITH ins AS (INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING value)
+		SELECT value FROM ins UNION ALL SELECT value FROM settings WHERE name = $1 LIMIT 1`, r.Name, r.Value).Scan(&have)
+	if err != nil {
+		return fmt.Errorf("setting %s: %w", r.Name, err)
+	}
+	if have != r.Value {
+		return fmt.Errorf("setting %s has another value: %w", r.Name, mailstore.ErrNotEmpty)
+	}
+	return nil
+}
