@@ -36,7 +36,7 @@ Usage:
                                          no bounce, not sent (JSON: the entry)
   mailhost store copy --from DIR_OR_URL --to DIR_OR_URL
                                          copy a stopped store into an empty one (bbolt, PostgreSQL)
-  mailhost store verify [--store DIR_OR_URL]
+  mailhost store verify [-store URL | -data DIR]
                                          recompute every counter and report drift (exit 1)
 
 PARTNER is a partner's name or id. Every command takes the configuration

@@ -15,11 +15,12 @@ import (
 
 const storeUsage = `Usage:
   mailhost store copy --from DIR_OR_URL --to DIR_OR_URL
-  mailhost store verify [--store DIR_OR_URL]
+  mailhost store verify [-store URL | -data DIR]
 
 A postgres:// or postgresql:// URL names a PostgreSQL database, anything
-else a bbolt data directory. verify's store defaults to the configured
-data directory (-data, MAILHOST_DATA).
+else a bbolt data directory. verify checks the configured store, as serve
+would open it: -store (MAILHOST_STORE) when set, else the bbolt file in
+-data (MAILHOST_DATA).
 `
 
 // storeCommand runs "mailhost store copy" and "mailhost store verify":
@@ -33,14 +34,13 @@ func storeCommand(args []string, stdout, stderr io.Writer) int {
 	cmd := args[0]
 	fs := flag.NewFlagSet("mailhost store "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var from, to, where string
+	var from, to string
 	every := fs.Int64("progress-every", 10000, "a progress line on stderr every so many messages and bodies")
 	var flags *config.Flags
 	if cmd == "copy" {
 		fs.StringVar(&from, "from", "", "the store to copy: a bbolt data directory or a PostgreSQL URL")
 		fs.StringVar(&to, "to", "", "the empty store to copy into: a bbolt data directory or a PostgreSQL URL")
 	} else {
-		fs.StringVar(&where, "store", "", "the store to verify; empty: the configured data directory")
 		flags = config.Register(fs)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
@@ -62,12 +62,13 @@ func storeCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, rep)
 		return 0
 	}
+	cfg, err := flags.Load(nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "mailhost: configuration: %v\n", err)
+		return 2
+	}
+	where := cfg.Store
 	if where == "" {
-		cfg, err := flags.Load(nil)
-		if err != nil {
-			fmt.Fprintf(stderr, "mailhost: configuration: %v\n", err)
-			return 2
-		}
 		where = cfg.DataDir
 	}
 	drift, err := storecopy.Verify(ctx, where)

@@ -18,7 +18,7 @@ func TestStoreCopyAndVerify(t *testing.T) {
 	if code, _, errs := mh(t, "store", "copy", "--from", src, "--to", dst); code != 1 || !strings.Contains(errs, "not empty") {
 		t.Errorf("store copy again = %d, stderr %s; want 1 and 'not empty'", code, errs)
 	}
-	if code, out, errs := mh(t, "store", "verify", "--store", dst); code != 0 || !strings.Contains(out, "no drift") {
+	if code, out, errs := mh(t, "store", "verify", "-data", dst); code != 0 || !strings.Contains(out, "no drift") {
 		t.Errorf("store verify = %d %q, stderr %s", code, out, errs)
 	}
 	if code, out, _ := mh(t, "store", "verify", "-data", dst); code != 0 || !strings.Contains(out, "no drift") {
