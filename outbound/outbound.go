@@ -319,10 +319,12 @@ var ErrRunning = errors.New("outbound: sender already running")
 // started yet keep their lease. The store must stay open until Run
 // returns. Store failures are logged and retried; they do not end Run.
 //
-// Run takes itself for the only Sender working the store (a bbolt store
-// is one process's): it starts by ending every lease
-// (Store.ReleaseLeases), so that what a former Run had claimed, stopped or
-// killed in the middle, goes at once instead of after its lease.
+// Run takes itself for the only Sender of its node: it starts by ending
+// the leases its node holds (Store.ReleaseLeases), so that what a former
+// Run of this node had claimed, stopped or killed in the middle, goes at
+// once instead of after its lease. Other nodes sharing the store keep
+// theirs; the leases of a node that died run out and are claimed by the
+// others.
 func (s *Sender) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return ErrRunning

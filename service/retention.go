@@ -19,22 +19,44 @@ func nextRun(now time.Time, hhmm string) time.Time {
 	return next
 }
 
-// runRetention runs the purge once a day at hhmm UTC until ctx ends.
-func runRetention(ctx context.Context, st mailstore.Store, hhmm string, now func() time.Time, log *slog.Logger) {
+// retentionStore is what the daily pass needs: the purge, and the
+// cluster's agreement on which node runs each day's pass.
+type retentionStore interface {
+	PurgeBefore(ctx context.Context, now time.Time) ([]mailstore.PurgeResult, error)
+	mailstore.Cluster
+}
+
+// runRetention runs the purge once a day at hhmm UTC until ctx ends. With
+// several nodes each schedules the pass, and the one that takes the day's
+// slot (Cluster.RunOnce) runs it: once across the cluster, and a node
+// restarted after the pass does not run it again.
+func runRetention(ctx context.Context, st retentionStore, hhmm string, now func() time.Time, log *slog.Logger) {
 	for {
-		wait := nextRun(now(), hhmm).Sub(now())
+		at := nextRun(now(), hhmm)
+		wait := at.Sub(now())
 		log.Info("retention scheduled", "in", wait.Round(time.Second).String())
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
 		}
+		mine, err := st.RunOnce(ctx, "retention", at)
+		if err != nil {
+			log.Error("retention pass: take the day's slot", "err", err)
+			continue
+		}
+		if !mine {
+			log.Info("retention pass run by another node", "slot", at.Format(time.RFC3339))
+			continue
+		}
 		purge(ctx, st, now(), log)
 	}
 }
 
 // purge runs one retention pass and logs what it deleted.
-func purge(ctx context.Context, st mailstore.Store, now time.Time, log *slog.Logger) []mailstore.PurgeResult {
+func purge(ctx context.Context, st interface {
+	PurgeBefore(context.Context, time.Time) ([]mailstore.PurgeResult, error)
+}, now time.Time, log *slog.Logger) []mailstore.PurgeResult {
 	start := time.Now()
 	res, err := st.PurgeBefore(ctx, now)
 	if err != nil {

@@ -11,11 +11,40 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 // srsKeyFile keeps the SRS secret made on first start, so that bounces to
 // addresses rewritten before a restart still verify.
 const srsKeyFile = "srs.key"
+
+// srsSettingName is the SRS secret's name among a shared store's
+// settings (mailstore.Cluster); store copy moves srs.key there and back.
+const srsSettingName = "srs_secret"
+
+// clusterSRSSecret answers the configured secret, or the one every node
+// of a shared store uses, made by the first node that needs it: a bounce
+// to an address one node rewrote must verify on any other.
+func clusterSRSSecret(ctx context.Context, configured string, st mailstore.Cluster) ([]byte, error) {
+	if configured != "" {
+		return []byte(configured), nil
+	}
+	s, err := st.Setting(ctx, srsSettingName, func() (string, error) {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return "", err
+		}
+		return hex.EncodeToString(b), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("SRS secret: %w", err)
+	}
+	if len(s) < 32 {
+		return nil, fmt.Errorf("SRS secret in the store: too short (%d characters, want at least 32)", len(s))
+	}
+	return []byte(s), nil
+}
 
 // srsSecret answers the configured secret, or the one kept in the data
 // directory, making it on first use. The file is written and synced before

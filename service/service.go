@@ -127,7 +127,14 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	// One DNS cache for the inbound checks and the outbound queue.
 	resolver := mailauth.NewCachingResolver(dns, mailauth.CacheOptions{Now: o.Now})
-	secret, err := srsSecret(cfg.SRSSecret, cfg.DataDir)
+	// bbolt keeps the secret in the data directory, as it always has; a
+	// shared store keeps it among the settings every node reads.
+	var secret []byte
+	if cfg.Store == "" {
+		secret, err = srsSecret(cfg.SRSSecret, cfg.DataDir)
+	} else {
+		secret, err = clusterSRSSecret(ctx, cfg.SRSSecret, st)
+	}
 	if err != nil {
 		return err
 	}
@@ -288,7 +295,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share,
-			Signer:               mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
+			Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
 		})
 		servers = append(servers, s)
 		if err := listenPair(s, "submission", cfg.Submission, &addrs.Submission, "submissions", cfg.Submissions, &addrs.Submissions); err != nil {

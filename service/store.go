@@ -18,6 +18,7 @@ import (
 type store interface {
 	mailstore.Store
 	mailstore.Members
+	mailstore.Cluster
 }
 
 // openStore opens the store the configuration names: the bbolt file in
