@@ -26,7 +26,7 @@ const lastLoginResolution = time.Minute
 // Close without waiting for Idle to return, and idling keeps the two apart.
 type session struct {
 	srv  *Server
-	st   mailstore.Store
+	st   Store
 	conn *imapserver.Conn
 	ip   netip.Addr
 	log  *slog.Logger
