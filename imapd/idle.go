@@ -10,8 +10,13 @@ import (
 // the selected folder as they happen: the store's Watch wakes it as soon
 // as a change is committed; a slow poll covers anything Watch may miss.
 func (s *session) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) error {
+	s.idling.Lock()
+	defer s.idling.Unlock()
 	if s.user == nil {
-		<-stop
+		select {
+		case <-stop:
+		case <-s.ctx.Done():
+		}
 		return nil
 	}
 	tick := time.NewTicker(s.srv.cfg.PollInterval)

@@ -1,6 +1,7 @@
 package imapd
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 
@@ -22,6 +23,8 @@ type view struct {
 	maxUID uint32
 	// searchRes is the saved result of SEARCH RETURN (SAVE), "$" (RFC 5182).
 	searchRes imap.UIDSet
+	// nGone counts the messages of msgs marked gone.
+	nGone int
 }
 
 type viewMsg struct {
@@ -45,7 +48,10 @@ func (s *session) Select(name string, options *imap.SelectOptions) (*imap.Select
 	if err != nil {
 		return nil, s.fail("select", err)
 	}
-	// Anything signalled before the load is in it.
+	// Anything signalled before the load is in it. The folder record was
+	// read first, so the view's HighestModSeq is at most that of the
+	// messages loaded: changes read again later are already in the view
+	// and change nothing, and none is missed.
 	s.noteChanges()
 	s.changed = false
 	msgs, err := s.st.Messages(s.ctx, s.user.ID, f.ID)
@@ -113,45 +119,183 @@ func (s *session) Poll(w *imapserver.UpdateWriter, allowExpunge bool) error {
 	return s.refresh(w, allowExpunge)
 }
 
-// refresh reloads the selected folder and tells the client what changed:
-// EXPUNGE for removed messages (when allowed), FETCH FLAGS for changed
-// flags, EXISTS for new messages.
+// refresh tells the client what changed in the selected folder since its
+// view was last brought up to date: EXPUNGE for removed messages (when
+// allowed), FETCH FLAGS for changed flags, EXISTS for new messages. It
+// reads only the changes after the view's HighestModSeq from the
+// folder's change log; a view further behind than the log reaches
+// (mailstore.ErrChangesGone) re-reads the folder instead (reload).
 func (s *session) refresh(w *imapserver.UpdateWriter, allowExpunge bool) error {
 	v := s.sel
 	s.changed = false
+	f, changes, err := s.st.Changes(s.ctx, s.user.ID, v.folder.ID, v.folder.HighestModSeq)
+	switch {
+	case errors.Is(err, mailstore.ErrChangesGone):
+		return s.reload(w, allowExpunge)
+	case errors.Is(err, mailstore.ErrFolderNotFound):
+		return v.apply(w, allowExpunge, folderDeleted())
+	case err != nil:
+		return s.fail("refresh", err)
+	}
+	v.folder = f
+	return v.apply(w, allowExpunge, changesDelta(changes))
+}
+
+// reload re-reads the selected folder whole and tells the client how it
+// differs from the view. The folder record is read before its messages,
+// so the view's HighestModSeq is at most that of the messages it holds:
+// changes it later reads again from the log are already in the view and
+// change nothing (apply is idempotent), none is missed.
+func (s *session) reload(w *imapserver.UpdateWriter, allowExpunge bool) error {
+	v := s.sel
+	folders, err := s.st.Folders(s.ctx, s.user.ID)
+	if err != nil {
+		return s.fail("refresh", err)
+	}
+	i := slices.IndexFunc(folders, func(f mailstore.Folder) bool { return f.ID == v.folder.ID })
+	if i < 0 {
+		return v.apply(w, allowExpunge, folderDeleted())
+	}
 	cur, err := s.st.Messages(s.ctx, s.user.ID, v.folder.ID)
 	if errors.Is(err, mailstore.ErrFolderNotFound) {
-		cur = nil // deleted by another session: every message is gone
+		return v.apply(w, allowExpunge, folderDeleted())
 	} else if err != nil {
 		return s.fail("refresh", err)
 	}
-	byUID := make(map[uint32]mailstore.Message, len(cur))
-	for _, m := range cur {
-		byUID[m.UID] = m
-	}
+	v.folder = folders[i]
+	return v.apply(w, allowExpunge, v.folderDelta(cur))
+}
 
-	// Expunges from the end, so that earlier sequence numbers hold.
-	for i := len(v.msgs) - 1; i >= 0; i-- {
-		if _, ok := byUID[v.msgs[i].UID]; ok && !v.msgs[i].gone {
-			continue
+// delta is what changed in the selected folder since the view was last
+// brought up to date.
+type delta struct {
+	// all says every message has left the folder (it was deleted).
+	all bool
+	// gone are UIDs removed from the folder; some may not be in the view.
+	gone map[uint32]bool
+	// flags are the flags now of messages whose flags may have changed.
+	flags map[uint32][]string
+	// added are messages that may be new to the view, in UID order.
+	added []mailstore.Message
+}
+
+// changesDelta sums up changes from the log, in ModSeq order: a message
+// added and removed since is never shown; one changed several times is
+// shown once, as it is now.
+func changesDelta(changes []mailstore.Change) delta {
+	d := delta{gone: map[uint32]bool{}, flags: map[uint32][]string{}}
+	for _, c := range changes {
+		uid := c.Message.UID
+		switch c.Kind {
+		case mailstore.ChangeAdd:
+			d.added = append(d.added, c.Message)
+			d.flags[uid] = c.Message.Flags
+		case mailstore.ChangeFlags:
+			d.flags[uid] = c.Message.Flags
+		case mailstore.ChangeExpunge:
+			d.gone[uid] = true
+			delete(d.flags, uid)
 		}
+	}
+	added := d.added[:0]
+	for _, m := range d.added {
+		if !d.gone[m.UID] {
+			m.Flags = d.flags[m.UID]
+			added = append(added, m)
+		}
+	}
+	d.added = added
+	return d
+}
+
+// folderDelta compares the folder as it is now, cur, with the view.
+func (v *view) folderDelta(cur []mailstore.Message) delta {
+	d := delta{gone: map[uint32]bool{}, flags: make(map[uint32][]string, len(cur))}
+	for _, m := range cur {
+		d.flags[m.UID] = m.Flags
+		if m.UID > v.maxUID {
+			d.added = append(d.added, m)
+		}
+	}
+	for _, m := range v.msgs {
+		if _, ok := d.flags[m.UID]; !ok {
+			d.gone[m.UID] = true
+		}
+	}
+	return d
+}
+
+// folderDeleted is the delta of a folder deleted by another session.
+func folderDeleted() delta { return delta{all: true} }
+
+// find is the index in msgs of the message with the UID; msgs are in UID
+// order (sequence numbers follow UIDs, RFC 9051 section 2.3.1.2).
+func (v *view) find(uid uint32) (int, bool) {
+	return slices.BinarySearchFunc(v.msgs, uid, func(m viewMsg, uid uint32) int { return cmp.Compare(m.UID, uid) })
+}
+
+// apply brings the view up to date with d and tells the client. Its cost
+// is that of d, not of the view (but for a folder deleted, or messages
+// still marked gone).
+//
+// Expunges go first, from the end, so that earlier sequence numbers hold;
+// where EXPUNGE may not be sent (during FETCH, STORE and SEARCH, RFC 9051
+// section 7.5.1) the message is marked gone and keeps its sequence number
+// until a command that allows it. Then FETCH FLAGS for changed flags, in
+// sequence order, and EXISTS once for the new messages.
+func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) error {
+	var out []int // indices of messages that left, in any order
+	switch {
+	case d.all:
+		for i := range v.msgs {
+			out = append(out, i)
+		}
+	default:
+		for uid := range d.gone {
+			if i, ok := v.find(uid); ok {
+				out = append(out, i)
+			}
+		}
+		if allowExpunge && v.nGone > 0 {
+			for i, m := range v.msgs {
+				if m.gone && !d.gone[m.UID] {
+					out = append(out, i)
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b int) int { return cmp.Compare(b, a) })
+	for _, i := range out {
+		m := &v.msgs[i]
 		if !allowExpunge {
-			v.msgs[i].gone = true
+			if !m.gone {
+				m.gone = true
+				v.nGone++
+			}
 			continue
 		}
 		if err := w.WriteExpunge(uint32(i + 1)); err != nil {
 			return err
 		}
+		if m.gone {
+			v.nGone--
+		}
 		v.msgs = slices.Delete(v.msgs, i, i+1)
 	}
 
-	for i := range v.msgs {
-		m := &v.msgs[i]
-		if m.gone {
+	uids := make([]uint32, 0, len(d.flags))
+	for uid := range d.flags {
+		uids = append(uids, uid)
+	}
+	slices.Sort(uids)
+	for _, uid := range uids {
+		i, ok := v.find(uid)
+		if !ok || v.msgs[i].gone {
 			continue
 		}
-		if now := byUID[m.UID]; !sameFlags(now.Flags, m.Flags) {
-			m.Flags = now.Flags
+		m := &v.msgs[i]
+		if now := d.flags[uid]; !sameFlags(now, m.Flags) {
+			m.Flags = now
 			if err := w.WriteMessageFlags(uint32(i+1), imap.UID(m.UID), toIMAPFlags(m.Flags)); err != nil {
 				return err
 			}
@@ -159,7 +303,7 @@ func (s *session) refresh(w *imapserver.UpdateWriter, allowExpunge bool) error {
 	}
 
 	added := false
-	for _, m := range cur {
+	for _, m := range d.added {
 		if m.UID > v.maxUID {
 			v.msgs = append(v.msgs, viewMsg{Message: m})
 			v.maxUID = m.UID
@@ -172,14 +316,7 @@ func (s *session) refresh(w *imapserver.UpdateWriter, allowExpunge bool) error {
 	return nil
 }
 
-func (v *view) hasGone() bool {
-	for _, m := range v.msgs {
-		if m.gone {
-			return true
-		}
-	}
-	return false
-}
+func (v *view) hasGone() bool { return v.nGone > 0 }
 
 // indices resolves a sequence or UID set, "*" and "$" included, to
 // positions in msgs, in order. Numbers that name no message are ignored.
@@ -277,6 +414,9 @@ func (v *view) remove(uids []uint32) []uint32 {
 	for i := len(v.msgs) - 1; i >= 0; i-- {
 		if del[v.msgs[i].UID] {
 			seqs = append(seqs, uint32(i+1))
+			if v.msgs[i].gone {
+				v.nGone--
+			}
 			v.msgs = slices.Delete(v.msgs, i, i+1)
 		}
 	}

@@ -4,9 +4,11 @@
 //
 // Each connection keeps its own view of the selected folder (the message
 // list the client has been told about, so sequence numbers stay stable) and
-// brings it up to date from the store when the account's Watch signals a
-// change: new messages become EXISTS, removed ones EXPUNGE, changed flags
-// FETCH FLAGS (RFC 9051 section 7.5). Because every change, whoever makes
+// brings it up to date when the account's Watch signals a change, from the
+// folder's change log (mailstore.Mail.Changes: what changed since the
+// view's HighestModSeq, never the whole folder; only a session further
+// behind than the log reaches re-reads it): new messages become EXISTS,
+// removed ones EXPUNGE, changed flags FETCH FLAGS (RFC 9051 section 7.5). Because every change, whoever makes
 // it (SMTP delivery, another session, retention), goes through the store
 // and its Watch, no state is shared between connections (imapserver's
 // MailboxTracker, made for backends that learn of changes themselves, is
@@ -41,13 +43,12 @@ import (
 	"github.com/emersion/go-imap/v2/imapserver"
 
 	"github.com/mailhost/mailhost/credential"
-	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/tlsaccept"
 )
 
 // Config configures a Server. Store and Logins are required.
 type Config struct {
-	Store  mailstore.Store
+	Store  Store
 	Logins *credential.Logins
 	// TLS enables STARTTLS, and is what ServeTLS uses for implicit TLS.
 	TLS *tls.Config
@@ -81,8 +82,8 @@ type Config struct {
 	// error when there is no room in time, and the APPEND is answered NO
 	// [UNAVAILABLE]. nil: no bound.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
-	// PollInterval is how often an idling client's folder is re-read even
-	// without a Watch signal. 0 means 30 seconds.
+	// PollInterval is how often an idling client's folder is looked at
+	// for changes even without a Watch signal. 0 means 30 seconds.
 	PollInterval time.Duration
 	// AccountRecheck is how often, at most, a logged-in session checks
 	// that its account may still be used (domain not suspended, mailbox

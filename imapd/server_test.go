@@ -50,12 +50,14 @@ type envOptions struct {
 	reserve          func(ctx context.Context, bytes int64) (func(), error)
 	// accountRecheck and pollInterval: 0 for Config's defaults.
 	accountRecheck, pollInterval time.Duration
+	// changeLogKeep: 0 for mailstore.ChangeLogKeep.
+	changeLogKeep int
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{ChangeLogKeep: o.changeLogKeep})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -20,16 +21,21 @@ const lastLoginResolution = time.Minute
 
 // session is one IMAP connection. imapserver calls its methods from the
 // connection's goroutine one at a time; Idle runs on another goroutine
-// while that one only waits for DONE, so the fields need no lock.
+// while that one only waits for DONE, so the fields need no lock, with
+// one exception: when the client hangs up during IDLE, imapserver calls
+// Close without waiting for Idle to return, and idling keeps the two apart.
 type session struct {
 	srv  *Server
-	st   mailstore.Store
+	st   Store
 	conn *imapserver.Conn
 	ip   netip.Addr
 	log  *slog.Logger
 	// ctx ends when the connection closes or the server shuts down.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// idling is held by Idle while it runs; Close takes it, after
+	// cancelling ctx (which ends Idle), before it touches the fields.
+	idling sync.Mutex
 
 	// Set by Login.
 	user    *mailstore.Mailbox
@@ -70,8 +76,10 @@ func newSession(s *Server, c *imapserver.Conn) *session {
 // Close ends the session: imapserver calls it once when the connection
 // closes.
 func (s *session) Close() error {
-	s.logout()
 	s.cancel()
+	s.idling.Lock()
+	defer s.idling.Unlock()
+	s.logout()
 	s.srv.ended(s)
 	return nil
 }

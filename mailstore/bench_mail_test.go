@@ -169,3 +169,36 @@ func BenchmarkPurge(b *testing.B) {
 	}
 	b.ReportMetric(float64(purged)/spent.Seconds(), "msgs/s")
 }
+
+// BenchmarkFolderUpdate is the store's side of telling an IMAP session of
+// one new message in a folder of 10,000 (issue 10): before the change log
+// the session re-read the folder (Messages); now it reads the changes
+// after its view (Changes, here the one delivery).
+func BenchmarkFolderUpdate(b *testing.B) {
+	ctx := context.Background()
+	s, ids := benchMailStore(b, 1)
+	fill(b, s, ids, 10_000, 4096, benchMailNow)
+	if _, err := s.Deliver(ctx, Delivery{Body: []byte("new"), ReceivedAt: benchMailNow, MailboxIDs: ids}); err != nil {
+		b.Fatal(err)
+	}
+	inbox, err := s.Folder(ctx, ids[0], "INBOX")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("messages", func(b *testing.B) {
+		for b.Loop() {
+			ms, err := s.Messages(ctx, ids[0], inbox.ID)
+			if err != nil || len(ms) != 10_001 {
+				b.Fatalf("Messages() = %d, %v", len(ms), err)
+			}
+		}
+	})
+	b.Run("changes", func(b *testing.B) {
+		for b.Loop() {
+			_, ch, err := s.Changes(ctx, ids[0], inbox.ID, inbox.HighestModSeq-1)
+			if err != nil || len(ch) != 1 {
+				b.Fatalf("Changes() = %d, %v", len(ch), err)
+			}
+		}
+	})
+}
