@@ -22,11 +22,26 @@
 // [UNAVAILABLE]), and ended with BYE after any other command or during
 // IDLE once it finds out, which it looks up every AccountRecheck.
 //
-// Not offered: QUOTA (RFC 9208), since imapserver has no hook for its
-// commands (APPEND and COPY over quota still answer NO [OVERQUOTA]);
-// CONDSTORE; and BINARY APPEND. EXAMINE is enforced here (STORE and MOVE
-// are refused, FETCH sets no \Seen, EXPUNGE and CLOSE remove nothing), as
-// imapserver leaves it to the backend.
+// QUOTA (RFC 9208) and ID (RFC 2971) are served by a command layer
+// (cmdlayer.go), because imapserver has no way to add a command: it
+// answers one it does not know BAD, and BYE before login. The layer is
+// the net.Conn imapserver serves; it reads the client's input a line or
+// a literal at a time, answers ID, GETQUOTA, GETQUOTAROOT and SETQUOTA
+// itself when no command of imapserver's is in flight (so responses keep
+// their order, and IDLE's DONE, SASL responses and literal data are
+// never taken for commands), and passes everything else through. It
+// adds ID and QUOTA to the capability lists imapserver writes (Options.
+// Caps cannot: imapserver lists only the capabilities it knows). It must
+// see the commands in the clear, so it also does STARTTLS (imapserver
+// runs without TLSConfig and with InsecureAuth) and puts STARTTLS,
+// LOGINDISABLED and AUTH= right in those lists; Login refuses a login in
+// the clear. When imapserver gains a hook for commands and capabilities,
+// remove cmdlayer.go and commands.go, give imapserver back TLSConfig and
+// InsecureAuth, and serve quota.go's and id.go's commands through it.
+//
+// Not offered: CONDSTORE, and BINARY APPEND. EXAMINE is enforced here
+// (STORE and MOVE are refused, FETCH sets no \Seen, EXPUNGE and CLOSE
+// remove nothing), as imapserver leaves it to the backend.
 package imapd
 
 import (
@@ -69,8 +84,8 @@ type Config struct {
 	// that one address cannot take all of MaxConns. 0 means 20.
 	MaxConnsPerIP int
 	// HandshakeTimeout bounds the TLS handshake of an implicit-TLS
-	// connection (ServeTLS). 0 means 30 seconds. After STARTTLS the
-	// handshake runs under imapserver's 30-second command read timeout.
+	// connection (ServeTLS) and the one after STARTTLS. 0 means 30
+	// seconds.
 	HandshakeTimeout time.Duration
 	// MaxMessageBytes bounds an APPEND (advertised as APPENDLIMIT). 0
 	// means 64 MiB.
@@ -170,17 +185,19 @@ func New(cfg Config) *Server {
 			imap.CapLiteralPlus:    {},
 			imap.CapUnauthenticate: {},
 		},
-		Logger:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		TLSConfig:    cfg.TLS,
-		InsecureAuth: cfg.AllowInsecureAuth,
+		Logger: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// The command layer (cmdlayer.go) does TLS, above which it must
+		// sit, and says which logins TLS must protect; Login refuses them.
+		TLSConfig:    nil,
+		InsecureAuth: true,
 	})
 	return s
 }
 
 // Serve accepts connections on ln, plain with STARTTLS when Config.TLS is
 // set, until Shutdown. It returns nil after Shutdown. ln must be a plain
-// listener (use ServeTLS for implicit TLS): imapserver recognises TLS only
-// on a *tls.Conn, which the per-IP limit would hide.
+// listener (use ServeTLS for implicit TLS): the command layer recognises
+// TLS only on a *tls.Conn, which the per-IP limit would hide.
 func (s *Server) Serve(ln net.Listener) error {
 	return s.serve(s.limits.listener(ln, false))
 }
@@ -202,7 +219,7 @@ func (s *Server) serve(ln net.Listener) error {
 		return fmt.Errorf("imapd: %w", net.ErrClosed)
 	}
 	defer s.untrack(ln)
-	return s.imap.Serve(ln)
+	return s.imap.Serve(&layerListener{Listener: ln, srv: s})
 }
 
 func (s *Server) track(ln net.Listener) bool {
@@ -275,6 +292,7 @@ func (s *Server) newSession(c *imapserver.Conn) (imapserver.Session, *imapserver
 		return nil, nil, &imap.Error{Type: imap.StatusResponseTypeBye, Code: imap.ResponseCodeUnavailable, Text: "Too many connections, try again later"}
 	}
 	sess := newSession(s, c)
+	attachLayer(c, sess)
 	s.sessions[sess] = struct{}{}
 	s.conns.Add(1)
 	return sess, nil, nil

@@ -88,6 +88,9 @@ func (s *session) Close() error {
 // (LOGIN, and AUTHENTICATE PLAIN through imapserver). Throttling,
 // suspension and deleted mailboxes are the business of credential.Logins.
 func (s *session) Login(username, password string) error {
+	if err := s.requireTLS(); err != nil {
+		return err
+	}
 	mb, err := s.srv.cfg.Logins.Authenticate(s.ctx, username, password, s.ip)
 	if err != nil {
 		s.log.Info("login failed", "user", username, "err", err)

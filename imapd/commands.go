@@ -1,0 +1,209 @@
+package imapd
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/emersion/go-imap/v2"
+)
+
+// This file holds what the commands the layer serves (cmdlayer.go) share:
+// the dispatch to the session, a parser for their arguments and the
+// writing of their responses.
+
+// command answers a command of the layer other than STARTTLS: cmd is the
+// whole command as it came, literals included. It runs on imapserver's
+// connection goroutine, between two of imapserver's commands, so the
+// session's fields may be used as in any other command.
+func (s *session) command(tag, name string, cmd []byte, c *cmdConn) []byte {
+	p := newArgParser(cmd)
+	var (
+		data []byte
+		err  error
+	)
+	switch name {
+	case "ID":
+		data, err = s.id(p, c)
+	case "GETQUOTAROOT":
+		data, err = s.getQuotaRoot(p)
+	case "GETQUOTA":
+		data, err = s.getQuota(p)
+	case "SETQUOTA":
+		err = s.setQuota(p)
+	default:
+		err = &imap.Error{Type: imap.StatusResponseTypeBad, Text: "Unknown command"}
+	}
+	if errors.Is(err, errSyntax) {
+		err = &imap.Error{Type: imap.StatusResponseTypeBad, Code: imap.ResponseCodeClientBug, Text: "Syntax error"}
+	}
+	var imapErr *imap.Error
+	if err != nil && !errors.As(err, &imapErr) {
+		errors.As(s.fail(strings.ToLower(name), err), &imapErr)
+	}
+	if imapErr != nil {
+		return appendStatus(data, tag, imapErr)
+	}
+	return appendStatus(data, tag, &imap.Error{Type: imap.StatusResponseTypeOK, Text: name + " completed"})
+}
+
+// appendStatus appends a status response (RFC 9051 section 7.1).
+func appendStatus(b []byte, tag string, st *imap.Error) []byte {
+	b = fmt.Appendf(b, "%s %s ", tag, st.Type)
+	if st.Code != "" {
+		b = fmt.Appendf(b, "[%s] ", st.Code)
+	}
+	return fmt.Appendf(b, "%s\r\n", st.Text)
+}
+
+// appendString appends s as a quoted string, or as a literal when it holds
+// what a quoted string cannot (RFC 9051 section 4.3).
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			b = fmt.Appendf(b, "{%d}\r\n", len(s))
+			return append(b, s...)
+		}
+	}
+	return strconv.AppendQuote(b, s) // printable ASCII: Go's quoting is IMAP's
+}
+
+// appendAString appends s as an atom when it can be one, else as
+// appendString does.
+func appendAString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if !isTagChar(s[i]) && s[i] != '+' {
+			return appendString(b, s)
+		}
+	}
+	if s == "" || strings.EqualFold(s, "NIL") {
+		return appendString(b, s)
+	}
+	return append(b, s...)
+}
+
+// errSyntax is a command the parser cannot read.
+var errSyntax = errors.New("syntax error")
+
+// argParser reads the arguments of a command of the layer from its wire
+// bytes, literals included (readCommand has read them whole).
+type argParser struct {
+	b []byte
+	i int
+}
+
+// newArgParser returns a parser at the first byte after the command name.
+func newArgParser(cmd []byte) *argParser {
+	p := &argParser{b: cmd}
+	for n := 0; n < 2 && p.i < len(cmd); n++ { // the tag, then the name
+		for p.i < len(cmd) && cmd[p.i] != ' ' && cmd[p.i] != '\r' && cmd[p.i] != '\n' {
+			p.i++
+		}
+		if n == 0 && p.i < len(cmd) && cmd[p.i] == ' ' {
+			p.i++
+		}
+	}
+	return p
+}
+
+func (p *argParser) peek() byte {
+	if p.i < len(p.b) {
+		return p.b[p.i]
+	}
+	return 0
+}
+
+func (p *argParser) special(ch byte) bool {
+	if p.peek() == ch {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *argParser) sp() bool { return p.special(' ') }
+
+// end reads the end of the command: CRLF, with the lone LF and the
+// trailing space that imapserver also takes.
+func (p *argParser) end() bool {
+	p.special(' ')
+	p.special('\r')
+	return p.special('\n') && p.i == len(p.b)
+}
+
+// astring = 1*ASTRING-CHAR / string (RFC 9051 section 9).
+func (p *argParser) astring() (string, bool) {
+	if s, ok := p.str(); ok {
+		return s, true
+	}
+	start := p.i
+	for p.i < len(p.b) && (isTagChar(p.b[p.i]) || p.b[p.i] == '+') {
+		p.i++
+	}
+	return string(p.b[start:p.i]), p.i > start
+}
+
+// nstring = string / NIL.
+func (p *argParser) nstring() (s string, isNil, ok bool) {
+	if s, ok := p.str(); ok {
+		return s, false, true
+	}
+	if p.i+3 <= len(p.b) && bytes.EqualFold(p.b[p.i:p.i+3], []byte("NIL")) {
+		p.i += 3
+		return "", true, true
+	}
+	return "", false, false
+}
+
+// str = quoted / literal.
+func (p *argParser) str() (string, bool) {
+	switch p.peek() {
+	case '"':
+		return p.quoted()
+	case '{':
+		return p.literal()
+	}
+	return "", false
+}
+
+func (p *argParser) quoted() (string, bool) {
+	var s []byte
+	for p.i++; p.i < len(p.b); p.i++ {
+		switch ch := p.b[p.i]; ch {
+		case '"':
+			p.i++
+			return string(s), true
+		case '\r', '\n':
+			return "", false
+		case '\\':
+			p.i++
+			if p.i == len(p.b) || p.b[p.i] != '"' && p.b[p.i] != '\\' {
+				return "", false
+			}
+			s = append(s, p.b[p.i])
+		default:
+			s = append(s, ch)
+		}
+	}
+	return "", false
+}
+
+func (p *argParser) literal() (string, bool) {
+	nl := bytes.IndexByte(p.b[p.i:], '\n')
+	if nl < 0 {
+		return "", false
+	}
+	seg := p.b[p.i : p.i+nl+1]
+	if bytes.LastIndexByte(seg, '{') != 0 {
+		return "", false
+	}
+	n, _, ok := literalAtEnd(seg)
+	start := p.i + nl + 1
+	if !ok || int64(len(p.b)-start) < n {
+		return "", false
+	}
+	p.i = start + int(n)
+	return string(p.b[start:p.i]), true
+}
