@@ -32,6 +32,11 @@ func openStore(ctx context.Context, cfg *config.Config, lockTimeout time.Duratio
 		}
 		return st, nil
 	}
+	// The data directory still holds the node's own files (the
+	// self-signed certificate, the control socket).
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
 	st, err := pgstore.Open(ctx, cfg.Store, pgstore.Options{Node: NodeName(cfg)})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,107 @@
+#!/bin/bash
+# postgres.sh: the store on PostgreSQL against the store on bbolt, side by
+# side in one run (issue 10). Per repetition and backend, a fresh store:
+#
+#   bbolt  one node, the bbolt file in its data directory
+#   pg     one node on PostgreSQL (schema mhbench in database test)
+#   pg2    two nodes on the same schema, each fed by its own load tool
+#
+# and for each: SMTP delivery of N messages of SIZE bytes over C sessions
+# to M mailboxes (stored and synced before each 250), then one IMAP
+# FETCH 1:* BODY.PEEK[] of a mailbox holding FETCHN messages. With
+# PostgreSQL it also reads the database's CPU (the postmaster's process
+# tree) and the WAL written per delivered message.
+#
+#   bench/postgres.sh          # REPS=3 N=10000 SIZE=4096 C=20 M=100 FETCHN=10000 OUT=dir ONLY="bbolt pg pg2"
+#
+# Ports on 127.0.0.1: node A API 43080, MX 43025, IMAP 43143; node B
+# 44080, 44025, 44143. PostgreSQL: PGURL (default the local test
+# database), synchronous_commit as the server has it (on by default).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-3} N=${N:-10000} SIZE=${SIZE:-4096} C=${C:-20} M=${M:-100} FETCHN=${FETCHN:-10000}
+ONLY=${ONLY:-"bbolt pg pg2"}
+OUT=${OUT:-bench/results/$(date -u +%F)/postgres}
+PGBASE=${PGBASE:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
+PGURL="$PGBASE&search_path=mhbench"
+MH=${MH:-/tmp/mh} LOAD=${LOAD:-/tmp/mhload}
+mkdir -p "$OUT"
+CGO_ENABLED=0 go build -o "$MH" ./cmd/mailhost
+go build -o "$LOAD" ./cmd/mailhost-load
+D=$(mktemp -d /tmp/mh-postgres.XXXXXX)
+PIDS=()
+stop() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+	PIDS=()
+}
+trap 'stop; rm -rf "$D"' EXIT
+log() { echo "$(date -u +%T) $*" | tee -a "$OUT/log"; }
+psqlc() { psql "$PGBASE" -qtAX -c "$1"; }
+pgpid() { psql "$PGBASE" -qtAX -c "SELECT pg_postmaster_start_time()" >/dev/null; head -1 "$(psql "$PGBASE" -qtAX -c 'SHOW data_directory')/postmaster.pid"; }
+wal() { psqlc "SELECT pg_current_wal_insert_lsn()"; }
+waldiff() { psqlc "SELECT pg_wal_lsn_diff('$2', '$1')::bigint"; }
+
+# serve NAME STORE API MX IMAP: a node, in the background.
+serve() {
+	local name=$1 store=$2 api=$3 mx=$4 imap=$5
+	MAILHOST_DATA=$D/$name MAILHOST_STORE=$store MAILHOST_NODE=$name \
+	MAILHOST_HTTP=127.0.0.1:$api MAILHOST_SMTP=127.0.0.1:$mx MAILHOST_IMAP=127.0.0.1:$imap \
+	MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_IMAPS= MAILHOST_HOSTNAME=mh.test \
+	MAILHOST_INBOUND_CHECKS=false MAILHOST_API_RATE_LIMIT=100000 MAILHOST_API_RATE_BURST=100000 \
+		"$MH" serve >>"$D/$name.log" 2>&1 &
+	PIDS+=($!)
+	for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$api/healthz" && return; sleep 0.1; done
+	echo "node $name did not start; its log:" >&2; cat "$D/$name.log" >&2; exit 1
+}
+
+key() { sed -n 's/^ *\(mhk_[^ ]*\)$/\1/p' "$D"/*.log | head -1; }
+
+for r in $(seq "$REPS"); do
+	for b in $ONLY; do
+		stop; rm -rf "${D:?}"/*
+		store=
+		if [ "$b" != bbolt ]; then
+			psqlc "DROP SCHEMA IF EXISTS mhbench CASCADE; CREATE SCHEMA mhbench"
+			store=$PGURL
+		fi
+		serve a "$store" 43080 43025 43143
+		[ "$b" = pg2 ] && serve b "$store" 44080 44025 44143
+		KEY=$(key)
+		DOM=bench-$r.test
+		FDOM=fetch-$r.test
+		# Provision (password hashes are not what is measured).
+		"$LOAD" -key "$KEY" -api http://127.0.0.1:43080 -domain "$DOM" -m "$M" -n 0 -imap '' -logins 0 >/dev/null
+		"$LOAD" -key "$KEY" -api http://127.0.0.1:43080 -domain "$FDOM" -m 1 -n 0 -imap '' -logins 0 >/dev/null
+		tree=${PIDS[*]}; tree=${tree// /,}
+		dbtree=
+		[ "$b" != bbolt ] && dbtree=,$(pgpid)
+		w0=; [ "$b" != bbolt ] && w0=$(wal)
+		log "rep $r $b: load $(cut -d' ' -f1-3 /proc/loadavg)"
+		start=$(date +%s.%N)
+		if [ "$b" = pg2 ]; then
+			"$LOAD" -provision=false -domain "$DOM" -m "$M" -n $((N / 2)) -c $((C / 2)) -size "$SIZE" -smtp 127.0.0.1:43025 \
+				-imap '' -logins 0 -json "$OUT/deliver.json" -label "rep $r $b node a" >"$D/la.out" &
+			la=$!
+			"$LOAD" -provision=false -domain "$DOM" -m "$M" -n $((N / 2)) -c $((C / 2)) -size "$SIZE" -smtp 127.0.0.1:44025 \
+				-imap '' -logins 0 -json "$OUT/deliver.json" -label "rep $r $b node b" >"$D/lb.out"
+			wait "$la"
+			cat "$D/la.out" "$D/lb.out" >>"$OUT/log"
+		else
+			"$LOAD" -provision=false -domain "$DOM" -m "$M" -n "$N" -c "$C" -size "$SIZE" -smtp 127.0.0.1:43025 \
+				-imap '' -logins 0 -cpu-tree "${tree}${dbtree}" -json "$OUT/deliver.json" -label "rep $r $b" | tee -a "$OUT/log"
+		fi
+		end=$(date +%s.%N)
+		rate=$(awk -v n="$N" -v s="$start" -v e="$end" 'BEGIN{printf "%.0f", n/(e-s)}')
+		line="rep $r $b: $N deliveries in $(awk -v s="$start" -v e="$end" 'BEGIN{printf "%.2f", e-s}') s: $rate msg/s (wall clock, load tools included)"
+		if [ "$b" != bbolt ]; then
+			w1=$(wal)
+			line="$line; WAL $(( $(waldiff "$w0" "$w1") / N )) bytes/message"
+		fi
+		log "$line"
+		# The fetch mailbox: FETCHN messages, then one FETCH 1:* BODY.PEEK[].
+		"$LOAD" -provision=false -domain "$FDOM" -m 1 -n "$FETCHN" -c "$C" -size "$SIZE" -smtp 127.0.0.1:43025 \
+			-imap 127.0.0.1:43143 -logins 0 -fetch -cpu-tree "${tree}${dbtree}" -json "$OUT/fetch.json" -label "rep $r $b" | tee -a "$OUT/log"
+	done
+done
+stop
+log "results in $OUT"
