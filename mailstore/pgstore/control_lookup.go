@@ -17,7 +17,7 @@ import (
 func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error) {
 	var m mailstore.Mailbox
 	var d mailstore.Domain
-	err := s.read(ctx, func(tx pgx.Tx) error {
+	err := s.one(ctx, func(tx querier) error {
 		// One statement: this runs for every recipient and every login.
 		var ms mailboxScan
 		var ds domainScan
@@ -40,7 +40,7 @@ func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mai
 // AliasBySource implements mailstore.Store.
 func (s *Store) AliasBySource(ctx context.Context, source string) (mailstore.Alias, error) {
 	var a mailstore.Alias
-	err := s.read(ctx, func(tx pgx.Tx) (err error) {
+	err := s.one(ctx, func(tx querier) (err error) {
 		a, err = scanAlias(tx.QueryRow(ctx, `SELECT `+aliasColumns+` FROM aliases WHERE source = $1`, source))
 		if noRows(err) {
 			return mailstore.ErrAliasNotFound
@@ -56,7 +56,7 @@ func (s *Store) AliasBySource(ctx context.Context, source string) (mailstore.Ali
 // DomainWithID implements mailstore.Store.
 func (s *Store) DomainWithID(ctx context.Context, id int64) (mailstore.Domain, error) {
 	var d mailstore.Domain
-	err := s.read(ctx, func(tx pgx.Tx) (err error) {
+	err := s.one(ctx, func(tx querier) (err error) {
 		d, err = scanDomain(tx.QueryRow(ctx, `SELECT `+domainColumns+` FROM domains WHERE id = $1`, id))
 		return domainNotFound(err)
 	})
@@ -69,7 +69,7 @@ func (s *Store) DomainWithID(ctx context.Context, id int64) (mailstore.Domain, e
 // DomainByName implements mailstore.Store.
 func (s *Store) DomainByName(ctx context.Context, name string) (mailstore.Domain, error) {
 	var d mailstore.Domain
-	err := s.read(ctx, func(tx pgx.Tx) (err error) {
+	err := s.one(ctx, func(tx querier) (err error) {
 		d, err = scanDomain(tx.QueryRow(ctx, `SELECT `+domainColumns+` FROM domains WHERE name = $1`, name))
 		return domainNotFound(err)
 	})
@@ -81,7 +81,7 @@ func (s *Store) DomainByName(ctx context.Context, name string) (mailstore.Domain
 
 // RecordLogin implements mailstore.Store.
 func (s *Store) RecordLogin(ctx context.Context, mailboxID int64, now time.Time) error {
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.one(ctx, func(tx querier) error {
 		tag, err := tx.Exec(ctx, `UPDATE mailboxes SET last_login = $2 WHERE id = $1`, mailboxID, utc(now))
 		if err != nil {
 			return err
@@ -100,7 +100,7 @@ func (s *Store) RecordLogin(ctx context.Context, mailboxID int64, now time.Time)
 // Transfer implements mailstore.Store.
 func (s *Store) Transfer(ctx context.Context, domainID int64, month string) (mailstore.Transfer, error) {
 	x := mailstore.Transfer{Month: month}
-	err := s.read(ctx, func(tx pgx.Tx) error {
+	err := s.one(ctx, func(tx querier) error {
 		// The domain's row answers whether it exists; a month without a
 		// transfer row counted nothing.
 		err := tx.QueryRow(ctx, `

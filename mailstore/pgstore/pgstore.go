@@ -169,6 +169,26 @@ func (s *Store) read(ctx context.Context, fn func(pgx.Tx) error) error {
 	return s.tx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
+// querier is what a one-statement method needs: the pool, or a
+// transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// one runs fn, which sends a single statement, on the pool with no
+// explicit transaction: one statement is atomic and reads one snapshot
+// by itself, and BEGIN and COMMIT around it would triple the round trips
+// of the look-ups every RCPT and login makes. A done ctx answers its
+// error and sends nothing.
+func (s *Store) one(ctx context.Context, fn func(querier) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return fn(s.pool)
+}
+
 // SQLSTATE codes (PostgreSQL appendix A).
 const (
 	codeSerialization = "40001"
