@@ -151,7 +151,7 @@ func flagsJSON(flags []string) string {
 }
 
 // sqlFlags turns a flagsJSON column (r.flags) into text[].
-const sqlFlags = `ARRAY(SELECT jsonb_array_elements_text(r.flags::jsonb))`
+const sqlFlags = `CASE WHEN r.flags = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(r.flags::jsonb)) END`
 
 // Folder names.
 

@@ -93,3 +93,81 @@ func BenchmarkDeliver(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 }
+
+// fillMessages files n messages of size bytes each, one body each,
+// received at `at`, round-robin into the mailboxes' INBOXes, with the
+// counters they make, in a few set-based statements.
+func fillMessages(tb testing.TB, s *Store, n, size int, at time.Time) {
+	tb.Helper()
+	ctx := context.Background()
+	body := bytes.Repeat([]byte{'x'}, size)
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `
+			WITH f AS (
+				SELECT row_number() OVER (ORDER BY f.id) - 1 AS k, count(*) OVER () AS nf,
+					f.id, f.mailbox_id, f.uid_next, m.domain_id
+				FROM folders f JOIN mailboxes m ON m.id = f.mailbox_id WHERE f.name = 'INBOX'
+			), g AS (
+				SELECT i, nextval(pg_get_serial_sequence('blobs', 'id')) AS blob FROM generate_series(0, $1::bigint - 1) i
+			), b AS (
+				INSERT INTO blobs (id, refs, body) SELECT blob, 1, $2::bytea FROM g
+			)
+			INSERT INTO messages (folder_id, uid, mailbox_id, domain_id, blob_id, size, received_at)
+			SELECT f.id, f.uid_next + g.i / f.nf, f.mailbox_id, f.domain_id, g.blob, $3, $4
+			FROM g JOIN f ON f.k = g.i % f.nf`, n, body, size, at)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			WITH c AS (SELECT folder_id, max(uid) AS top, count(*) AS n, sum(size) AS bytes FROM messages GROUP BY folder_id)
+			UPDATE folders f SET uid_next = c.top + 1, messages = c.n, unseen = c.n, size = c.bytes FROM c WHERE f.id = c.folder_id`)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			WITH c AS (SELECT mailbox_id, count(*) AS n, sum(size) AS bytes FROM messages GROUP BY mailbox_id)
+			UPDATE mailboxes m SET message_count = c.n, used_bytes = c.bytes FROM c WHERE m.id = c.mailbox_id`)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			WITH c AS (SELECT domain_id, count(*) AS n, sum(size) AS bytes FROM messages GROUP BY domain_id)
+			UPDATE domains d SET message_count = c.n, used_bytes = c.bytes FROM c WHERE d.id = c.domain_id`)
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("fill: %v", err)
+	}
+}
+
+// BenchmarkPurge is PurgeBefore: each round deletes 20,000 messages of 4
+// KB received 40 days ago (retention 30), over 100 mailboxes, beside
+// 100,000 younger messages it keeps: mailstore's BenchmarkPurge against
+// PostgreSQL.
+func BenchmarkPurge(b *testing.B) {
+	const old = 20_000
+	s, _ := mailFixture(b, 100)
+	fillMessages(b, s, 100_000, 1024, benchMailNow.Add(-time.Hour))
+	ctx := context.Background()
+	var purged int64
+	var spent time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		fillMessages(b, s, old, 4096, benchMailNow.AddDate(0, 0, -40))
+		if _, err := s.pool.Exec(ctx, `VACUUM ANALYZE messages`); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		res, err := s.PurgeBefore(ctx, benchMailNow)
+		spent += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res) != 1 || res[0].Messages != old {
+			b.Fatalf("PurgeBefore() = %+v, want %d messages", res, old)
+		}
+		purged += res[0].Messages
+	}
+	b.ReportMetric(float64(purged)/spent.Seconds(), "msgs/s")
+}

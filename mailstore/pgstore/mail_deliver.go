@@ -15,12 +15,15 @@ import (
 )
 
 // Deliver is the hot path: every SMTP session's DATA ends in one. It runs
-// as a group commit, as bbolt's db.Batch does: calls that arrive while
-// another delivery is under way wait up to deliverDelay for company and
-// then share one transaction, so that 20 sessions cost a few commits
-// (each a WAL flush) rather than 20, and lock a busy domain's counter row
-// once per batch rather than once per message. A call that finds nothing
-// under way goes at once.
+// as a group commit, as bbolt's db.Batch does, so that 20 sessions cost
+// one commit (one WAL flush) per batch rather than one per message, and
+// lock a busy domain's counter row once per batch. One loop (per Store)
+// runs the batches one at a time, each of every call pending when it
+// starts: a call that finds the loop idle goes at once, and under load a
+// batch gathers the calls that came during the one before, so the batch
+// grows with the load without a fixed delay. (Batches one at a time lose
+// nothing: those of one domain would wait for each other's lock of the
+// domain row anyway.)
 //
 // One batch is one transaction of two round trips besides BEGIN and
 // COMMIT, whatever its size:
@@ -44,9 +47,9 @@ import (
 // others.
 
 const (
-	// deliverDelay is how long a delivery waits for others to share its
-	// transaction when one is under way already.
-	deliverDelay = 2 * time.Millisecond
+	// deliverSettle is how long the loop waits after a batch for the
+	// callers it answered to come back.
+	deliverSettle = 200 * time.Microsecond
 	// deliverMax bounds a batch; a full one goes at once.
 	deliverMax = 256
 	// deliverTimeout bounds a batch's transaction, which runs under no
@@ -56,10 +59,9 @@ const (
 
 // deliveries gathers concurrent Deliver calls. The zero value is ready.
 type deliveries struct {
-	mu       sync.Mutex
-	pending  []*delivery
-	timer    *time.Timer
-	inflight int // batches running
+	mu      sync.Mutex
+	pending []*delivery
+	running bool // deliverLoop is running
 }
 
 // delivery is one Deliver call, checked, and what became of it.
@@ -119,60 +121,46 @@ func (s *Store) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.De
 	return c.res, nil
 }
 
-// enqueue runs c at once when nothing is under way, else adds it to the
-// next batch.
+// enqueue adds c to the next batch, and starts the loop that runs the
+// batches if it is not running.
 func (q *deliveries) enqueue(s *Store, c *delivery) {
 	q.mu.Lock()
-	if q.inflight == 0 && len(q.pending) == 0 {
-		q.inflight++
-		q.mu.Unlock()
-		s.runDeliveries([]*delivery{c})
-		return
-	}
 	q.pending = append(q.pending, c)
-	if len(q.pending) >= deliverMax {
-		batch := q.take()
-		q.mu.Unlock()
-		go s.runDeliveries(batch)
-		return
-	}
-	if q.timer == nil {
-		q.timer = time.AfterFunc(deliverDelay, func() {
-			q.mu.Lock()
-			batch := q.take()
-			q.mu.Unlock()
-			if len(batch) > 0 {
-				s.runDeliveries(batch)
-			}
-		})
+	if !q.running {
+		q.running = true
+		go s.deliverLoop()
 	}
 	q.mu.Unlock()
 }
 
-// take answers the pending calls as a batch, counted in flight. q.mu is
-// held. A timer that fires after its batch was taken takes the next
-// calls early, which is harmless.
-func (q *deliveries) take() []*delivery {
-	batch := q.pending
-	q.pending = nil
-	if q.timer != nil {
-		q.timer.Stop()
-		q.timer = nil
+// deliverLoop runs one batch at a time, each of every call pending when
+// it starts, until none is pending. After a batch it waits deliverSettle
+// for the callers it answered to come back with their next message, so
+// that concurrent sessions keep sharing batches rather than falling into
+// two groups that alternate.
+func (s *Store) deliverLoop() {
+	q := &s.deliveries
+	for first := true; ; first = false {
+		if !first {
+			time.Sleep(deliverSettle)
+		}
+		q.mu.Lock()
+		n := min(len(q.pending), deliverMax)
+		if n == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		batch := slices.Clone(q.pending[:n])
+		q.pending = append(q.pending[:0], q.pending[n:]...)
+		q.mu.Unlock()
+		s.runDeliveries(batch)
 	}
-	if len(batch) > 0 {
-		q.inflight++
-	}
-	return batch
 }
 
 // runDeliveries runs a batch, answers each call, and rings the doorbell
 // of the accounts that got mail.
 func (s *Store) runDeliveries(batch []*delivery) {
-	defer func() {
-		s.deliveries.mu.Lock()
-		s.deliveries.inflight--
-		s.deliveries.mu.Unlock()
-	}()
 	live := make([]*delivery, 0, len(batch))
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {

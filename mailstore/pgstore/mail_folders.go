@@ -109,8 +109,8 @@ func (s *Store) CreateFolder(ctx context.Context, mailboxID int64, name string) 
 }
 
 // DeleteFolder implements mailstore.Store. Its messages go with it, their
-// counters and body references in the same transaction; its change log
-// goes by cascade (nothing can ask for it: the id is never used again).
+// counters and body references in the same transaction, and so does its
+// change log (nothing can ask for it: the id is never used again).
 // Children ("name/...") stay.
 func (s *Store) DeleteFolder(ctx context.Context, mailboxID int64, name string) error {
 	name = canonFolder(name)
@@ -150,6 +150,9 @@ func (s *Store) DeleteFolder(ctx context.Context, mailboxID int64, name string) 
 				domainID, msgs, bytes); err != nil {
 				return fmt.Errorf("domain counters: %w", err)
 			}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM changes WHERE folder_id = $1`, fid); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM folders WHERE id = $1`, fid); err != nil {
 			return err

@@ -364,6 +364,14 @@ func (s *Store) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		if tag.RowsAffected() == 0 {
 			return mailstore.ErrOverQuota
 		}
+		// The domain's counters before the bodies' references: the lock
+		// order (mail.go) puts domains before blobs.
+		domainID := fs[toFolderID].domainID
+		b := &pgx.Batch{}
+		queueUsage(b, "domains", usage{domainID: {int64(len(msgs)), total}}, false)
+		if err := sendBatch(ctx, tx, b); err != nil {
+			return err
+		}
 		ok, err := refBlobs(ctx, tx, refs)
 		if err != nil {
 			return err
@@ -371,7 +379,6 @@ func (s *Store) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		if !ok {
 			return mailstore.ErrMessageNotFound
 		}
-		domainID := fs[toFolderID].domainID
 		var add addBatch
 		for _, m := range msgs {
 			add.add(newMessage{folderID: toFolderID, mailboxID: mailboxID, domainID: domainID,
@@ -384,9 +391,7 @@ func (s *Store) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		for _, m := range added {
 			out = append(out, m.UID)
 		}
-		b := &pgx.Batch{}
-		queueUsage(b, "domains", usage{domainID: {int64(len(msgs)), total}}, false)
-		return sendBatch(ctx, tx, b)
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("copy from folder %d to %d: %w", fromFolderID, toFolderID, err)

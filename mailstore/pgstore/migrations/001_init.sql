@@ -172,8 +172,13 @@ CREATE INDEX messages_retention ON messages (domain_id, received_at);
 
 -- The change log of each folder (mailstore.Mail.Changes): one row per
 -- change, numbered by the folder's highest_modseq, pruned as it grows.
+-- folder_id has no foreign key: every message writer inserts a row per
+-- message, and the key's check (a trigger and a lookup per row) cost
+-- a third of a retention batch. Whoever deletes a folder deletes its log
+-- (DeleteFolder, dropMailboxes); a row left behind would be harmless, as
+-- folder ids are never reused and Changes reads the folder row first.
 CREATE TABLE changes (
-	folder_id   bigint NOT NULL REFERENCES folders (id) ON DELETE CASCADE,
+	folder_id   bigint NOT NULL,
 	modseq      bigint NOT NULL,
 	kind        smallint NOT NULL,
 	uid         bigint NOT NULL,
