@@ -160,13 +160,18 @@ type Queue interface {
 	// destinations (see ClaimOptions). Its cost is that of what it claims
 	// and of at most ClaimScanLimit entries passed over, not of the queue.
 	ClaimOutbound(ctx context.Context, now time.Time, lease time.Duration, limit int, opt ClaimOptions) ([]Outbound, error)
-	// ReleaseLeases ends every lease: the entries claimed and not
-	// recorded become due at now, and answers how many. It is for a store
-	// that one process works at a time (the bbolt file is locked), called
-	// as its delivery workers start: no attempt of a process that crashed
-	// or stopped can still be under way, and its claimed entries go at
-	// once rather than when their leases run out. Its cost is that of the
-	// entries due after now.
+	// ReleaseLeases ends the leases taken by this store's node: the
+	// entries it claimed and did not record become due at now, and it
+	// answers how many. It is called as a node's delivery workers start:
+	// no attempt of that node's earlier run (crashed or stopped) can
+	// still be under way, and its claimed entries go at once rather than
+	// when their leases run out. Other nodes sharing the store keep their
+	// leases; a node's leases that it never releases (it died and does
+	// not come back) run out at their NextAttempt, and the entries are
+	// then claimable by the others. A store one process works at a time
+	// (the bbolt file is locked) has one node, so for it this ends every
+	// lease. Its cost is that of the entries due after now (bbolt) or of
+	// the node's leases (a shared store).
 	ReleaseLeases(ctx context.Context, now time.Time) (int, error)
 	// OutboundBody is the message of a queue entry. ErrOutboundNotFound.
 	OutboundBody(ctx context.Context, id int64) ([]byte, error)

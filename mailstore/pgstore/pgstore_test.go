@@ -84,3 +84,9 @@ func TestSchemaTooNew(t *testing.T) {
 		t.Fatalf("Open after an incompatible migration = %v, want ErrSchemaTooNew", err)
 	}
 }
+
+func TestCluster(t *testing.T) {
+	storetest.RunCluster(t, func(t *testing.T) mailstore.Cluster {
+		return open(t).(*pgstore.Store)
+	})
+}

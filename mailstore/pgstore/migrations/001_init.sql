@@ -230,8 +230,10 @@ CREATE TABLE settings (
 	value text NOT NULL
 );
 
--- Periodic jobs that run once across the cluster: a node runs one when it
--- moves its row's next_run forward with a conditional UPDATE.
+-- Periodic jobs that run once across the cluster (mailstore.Cluster
+-- RunOnce): a node runs one when it moves its row's next_run forward with
+-- a conditional UPDATE. next_run is the earliest slot not yet taken (the
+-- last taken, last_run, plus a second: slots are whole seconds).
 CREATE TABLE jobs (
 	name     text PRIMARY KEY,
 	next_run timestamptz NOT NULL,
