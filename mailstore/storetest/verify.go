@@ -3,7 +3,9 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,6 +137,30 @@ func ctlVerifyToken(t *testing.T, open Open) {
 	}
 	if r := c.getDomain(b.ID, "b.example"); r.VerifyToken != "" {
 		t.Errorf("b.example got token %q through another partner", r.VerifyToken)
+	}
+
+	// Racing calls all answer the one token stored first.
+	c.domain(a.ID, "race.example", ctlStarter, 0, 0)
+	tokens := make(chan string, 8)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := c.s.EnsureVerifyToken(c.ctx, a.ID, "race.example", fmt.Sprintf("token%d", i))
+			if err != nil {
+				t.Errorf("EnsureVerifyToken(token%d) = %v", i, err)
+			}
+			tokens <- d.VerifyToken
+		}()
+	}
+	wg.Wait()
+	close(tokens)
+	stored := c.getDomain(a.ID, "race.example").VerifyToken
+	for tok := range tokens {
+		if tok != stored {
+			t.Errorf("racing EnsureVerifyToken answered %q, want the stored %q", tok, stored)
+		}
 	}
 }
 
