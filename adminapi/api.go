@@ -7,6 +7,7 @@ package adminapi
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path"
@@ -54,6 +55,12 @@ type Config struct {
 	// logins so that one bound holds for all. nil: a bound of its own
 	// (credential.NewVerifier(0)).
 	Passwords *credential.Verifier
+	// DNS answers the ownership checks of POST /domains/{domain_name}/verify;
+	// nil means net.DefaultResolver. The wiring gives the resolver of the
+	// `dns` setting without the cache of the mail checks: a partner who
+	// has just published the record and asks again must not be answered
+	// from a cached "not found".
+	DNS mailauth.OwnershipResolver
 	// OnResume is called after a domain is resumed (also when it was not
 	// suspended: resume is safe to repeat), before the answer: the wiring
 	// sends the mail the domain queued while suspended. nil: nothing.
@@ -81,6 +88,7 @@ type API struct {
 	// for up to 200 ms, so a burst of domain creations leaves CPU to mail.
 	keySlots chan struct{}
 	onResume func(ctx context.Context, d mailstore.Domain)
+	dns      mailauth.OwnershipResolver
 }
 
 // New returns the API for cfg.
@@ -97,6 +105,10 @@ func New(cfg Config) *API {
 		genKeys:   cfg.GenerateDKIMKeys,
 		keySlots:  make(chan struct{}, 2),
 		onResume:  cfg.OnResume,
+		dns:       cfg.DNS,
+	}
+	if a.dns == nil {
+		a.dns = net.DefaultResolver
 	}
 	if a.log == nil {
 		a.log = slog.Default()

@@ -149,7 +149,7 @@ func TestDomains(t *testing.T) {
 	r := must(t, "create", e.a("POST", "/domains/", `{"name":"Example.COM"}`), 201)
 	d := r.obj()
 	want := map[string]any{"name": "example.com", "plan": "starter", "max_mailboxes": 1000.0, "max_aliases": 1000.0,
-		"quota_mb": 1024.0, "retention_days": 30.0, "transfer_monthly_mb": 5120.0, "suspended": false, "created_at": "2026-11-22T09:30:00"}
+		"quota_mb": 1024.0, "retention_days": 30.0, "transfer_monthly_mb": 5120.0, "suspended": false, "verified": false, "created_at": "2026-11-22T09:30:00"}
 	for k, v := range want {
 		if d[k] != v {
 			t.Errorf("created domain %s = %v, want %v", k, d[k], v)

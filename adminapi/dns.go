@@ -17,7 +17,7 @@ type dnsJSON struct {
 }
 
 // domainDNS answers GET /domains/{domain_name}/dns: the records the
-// customer publishes for the domain. A domain made before DKIM keys
+// customer publishes for the domain, the ownership proof last. A domain made before DKIM keys
 // existed gets its keys here, once (EnsureDKIMKeys keeps the first ones
 // stored when two requests race).
 func (a *API) domainDNS(w http.ResponseWriter, r *http.Request, c call) error {
@@ -43,8 +43,22 @@ func (a *API) domainDNS(w http.ResponseWriter, r *http.Request, c call) error {
 			return err
 		}
 	}
-	writeJSON(w, http.StatusOK, dnsJSON{Name: d.Name, Records: mailauth.DNSRecords(d.Name, a.hostname, keys)})
+	if d, err = a.verifyToken(ctx, c.partnerID, d); err != nil {
+		return err
+	}
+	records := append(mailauth.DNSRecords(d.Name, a.hostname, keys), mailauth.VerifyRecord(d.Name, d.VerifyToken))
+	writeJSON(w, http.StatusOK, dnsJSON{Name: d.Name, Records: records})
 	return nil
+}
+
+// verifyToken answers d with its ownership token: a domain made before
+// verification existed gets one here, once (EnsureVerifyToken keeps the
+// first one stored when two requests race).
+func (a *API) verifyToken(ctx context.Context, partnerID int64, d mailstore.Domain) (mailstore.Domain, error) {
+	if d.VerifyToken != "" {
+		return d, nil
+	}
+	return a.store.EnsureVerifyToken(ctx, partnerID, d.Name, mailauth.NewVerifyToken())
 }
 
 // dkimKeys generates a domain's DKIM keys, at most len(a.keySlots) at a

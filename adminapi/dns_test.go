@@ -40,9 +40,9 @@ func dnsRecords(t *testing.T, e *env, domain string) []string {
 	return out
 }
 
-// wantRecords are the records of domain with the given keys on
-// mx.mailhost.test.
-func wantRecords(t *testing.T, domain string, keys []mailstore.DKIMKey) []string {
+// wantRecords are the records of domain with the given keys and
+// ownership token on mx.mailhost.test.
+func wantRecords(t *testing.T, domain string, keys []mailstore.DKIMKey, token string) []string {
 	t.Helper()
 	const mx = "mx.mailhost.test"
 	out := []string{
@@ -64,6 +64,7 @@ func wantRecords(t *testing.T, domain string, keys []mailstore.DKIMKey) []string
 		"SRV _imap._tcp."+domain+" "+mx+" 10 1 143",
 		"CNAME autoconfig."+domain+" "+mx,
 		"CNAME autodiscover."+domain+" "+mx,
+		"TXT _mailhost."+domain+" mailhost-verify="+token,
 	)
 }
 
@@ -85,7 +86,10 @@ func TestDomainDNS(t *testing.T) {
 		if err != nil || len(stored) != 2 || stored[0].Selector != keys[0].Selector || stored[1].Selector != keys[1].Selector {
 			t.Fatalf("DKIMKeys() = %d keys, %v; want the generated two", len(stored), err)
 		}
-		got, want := dnsRecords(t, e, "example.com"), wantRecords(t, "example.com", stored)
+		if d.VerifyToken == "" {
+			t.Fatalf("Domain(example.com).VerifyToken is empty, want one made with the domain")
+		}
+		got, want := dnsRecords(t, e, "example.com"), wantRecords(t, "example.com", stored, d.VerifyToken)
 		if !slices.Equal(got, want) {
 			t.Errorf("GET dns =\n%q\nwant\n%q", got, want)
 		}
@@ -108,7 +112,11 @@ func TestDomainDNS(t *testing.T) {
 		if err != nil || len(stored) != 2 {
 			t.Fatalf("DKIMKeys(old) after GET dns = %d keys, %v; want 2", len(stored), err)
 		}
-		if want := wantRecords(t, "old.example", stored); !slices.Equal(first, want) {
+		d, err = e.store.Domain(ctx, e.idA, "old.example")
+		if err != nil || d.VerifyToken == "" {
+			t.Fatalf("Domain(old.example) after GET dns = token %q, %v; want a token", d.VerifyToken, err)
+		}
+		if want := wantRecords(t, "old.example", stored, d.VerifyToken); !slices.Equal(first, want) {
 			t.Errorf("GET dns =\n%q\nwant\n%q", first, want)
 		}
 		if second := dnsRecords(t, e, "old.example"); !slices.Equal(second, first) {

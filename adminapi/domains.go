@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 )
@@ -20,7 +21,11 @@ type domainJSON struct {
 	RetentionDays     int64  `json:"retention_days"`
 	TransferMonthlyMB int64  `json:"transfer_monthly_mb"`
 	Suspended         bool   `json:"suspended"`
-	CreatedAt         string `json:"created_at"`
+	// Verified: the domain's DNS proves it is hosted here (POST
+	// /domains/{domain_name}/verify); until then mail to it from other
+	// partners' mailboxes leaves as for a domain hosted elsewhere.
+	Verified  bool   `json:"verified"`
+	CreatedAt string `json:"created_at"`
 }
 
 func toDomain(d mailstore.Domain) domainJSON {
@@ -28,7 +33,7 @@ func toDomain(d mailstore.Domain) domainJSON {
 		ID: d.ID, Name: d.Name, Plan: d.Plan,
 		MaxMailboxes: d.MaxMailboxes, MaxAliases: d.MaxAliases,
 		QuotaMB: d.QuotaMB, RetentionDays: d.RetentionDays, TransferMonthlyMB: d.TransferMonthlyMB,
-		Suspended: d.Suspended, CreatedAt: timestamp(d.CreatedAt),
+		Suspended: d.Suspended, Verified: d.Verified, CreatedAt: timestamp(d.CreatedAt),
 	}
 }
 
@@ -69,7 +74,8 @@ func (a *API) createDomain(w http.ResponseWriter, r *http.Request, c call) error
 	if err != nil {
 		return err
 	}
-	nd := mailstore.NewDomain{Name: name, Plan: plan, MaxMailboxes: a.maxMbx, MaxAliases: a.maxAls}
+	nd := mailstore.NewDomain{Name: name, Plan: plan, MaxMailboxes: a.maxMbx, MaxAliases: a.maxAls,
+		VerifyToken: mailauth.NewVerifyToken()}
 	if b.has("max_mailboxes") {
 		if nd.MaxMailboxes, err = b.int("max_mailboxes", 0, maxCountLimit); err != nil {
 			return err

@@ -54,6 +54,7 @@ var storeErrors = []struct {
 	{mailstore.ErrMailboxNotFound, errMailboxNotFound},
 	{mailstore.ErrAliasNotFound, errAliasNotFound},
 	{mailstore.ErrDomainExists, newError(http.StatusBadRequest, "Domain already exists")},
+	{mailstore.ErrDomainRelated, newError(http.StatusBadRequest, "Domain is a subdomain or parent domain of a domain another partner has verified")},
 	{mailstore.ErrEmailExists, newError(http.StatusBadRequest, "Email already exists")},
 	{mailstore.ErrAliasExists, newError(http.StatusBadRequest, "Alias source already exists")},
 	{mailstore.ErrMailboxLimit, newError(http.StatusForbidden, "Mailbox quota exceeded for this domain")},

@@ -20,6 +20,7 @@ func (a *API) routes(handle func(pattern string, h func(http.ResponseWriter, *ht
 	handle("PUT /domains/{domain_name}/limits", a.authed(a.setLimits))
 	handle("GET /domains/{domain_name}/usage", a.authed(a.domainUsage))
 	handle("GET /domains/{domain_name}/dns", a.authed(a.domainDNS))
+	handle("POST /domains/{domain_name}/verify", a.authed(a.verifyDomain))
 	handle("POST /domains/{domain_name}/suspend", a.authed(a.suspend))
 	handle("POST /domains/{domain_name}/resume", a.authed(a.resume))
 	handle("GET /domains/{domain_name}/retention", a.authed(a.getRetention))

@@ -23,6 +23,8 @@ type Store interface {
 	SetRetention(ctx context.Context, partnerID int64, name string, days int64) (mailstore.Domain, error)
 	SetTransferCap(ctx context.Context, partnerID int64, name string, mb int64) (mailstore.Domain, error)
 	SetSuspended(ctx context.Context, partnerID int64, name string, suspended bool) (mailstore.Domain, error)
+	SetVerified(ctx context.Context, partnerID int64, name string, verified bool, now time.Time) (mailstore.Domain, error)
+	EnsureVerifyToken(ctx context.Context, partnerID int64, name, token string) (mailstore.Domain, error)
 	DeleteDomain(ctx context.Context, partnerID int64, name string, force bool) error
 	DomainUsage(ctx context.Context, partnerID int64, name string, month string) (mailstore.DomainUsage, error)
 

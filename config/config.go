@@ -132,7 +132,7 @@ var Settings = []Setting{
 	{"tls_cert", "MAILHOST_TLS_CERT", "", "PEM certificate chain file; empty: a self-signed certificate made in the data directory", str(func(c *Config) *string { return &c.TLSCert })},
 	{"tls_key", "MAILHOST_TLS_KEY", "", "PEM private key file for tls_cert", str(func(c *Config) *string { return &c.TLSKey })},
 	{"allow_insecure_auth", "MAILHOST_ALLOW_INSECURE_AUTH", "false", "allow IMAP and submission logins without TLS (for tests only)", boolean(func(c *Config) *bool { return &c.AllowInsecureAuth })},
-	{"retention_time", "MAILHOST_RETENTION_TIME", "03:00", "time of day (UTC, HH:MM) of the daily retention pass", func(c *Config, v string) error {
+	{"retention_time", "MAILHOST_RETENTION_TIME", "03:00", "time of day (UTC, HH:MM) of the daily retention pass and re-check of verified domains", func(c *Config, v string) error {
 		if _, err := time.Parse("15:04", v); err != nil {
 			return fmt.Errorf("want HH:MM, got %q", v)
 		}
@@ -179,7 +179,7 @@ var Settings = []Setting{
 		return nil
 	}},
 	{"queue_workers", "MAILHOST_QUEUE_WORKERS", "20", "outbound delivery workers: SMTP sessions at once to remote servers (at most 4 to one domain; all of them to the relay)", integer(func(c *Config) *int64 { return &c.QueueWorkers }, 1)},
-	{"dns", "MAILHOST_DNS", "", "host:port of the DNS server for MX, SPF, DKIM and DMARC lookups; empty: the system resolver", str(func(c *Config) *string { return &c.DNS })},
+	{"dns", "MAILHOST_DNS", "", "host:port of the DNS server for MX, SPF, DKIM and DMARC lookups and domain verification; empty: the system resolver", str(func(c *Config) *string { return &c.DNS })},
 	{"inbound_checks", "MAILHOST_INBOUND_CHECKS", "true", "check SPF, DKIM and DMARC of inbound mail and record them in an Authentication-Results header", boolean(func(c *Config) *bool { return &c.InboundChecks })},
 	{"srs_secret", "MAILHOST_SRS_SECRET", "", "secret of the Sender Rewriting Scheme for forwarded mail; empty: a random one kept in the data directory (srs.key)", str(func(c *Config) *string { return &c.SRSSecret })},
 	{"log_level", "MAILHOST_LOG_LEVEL", "info", "debug, info, warn or error", func(c *Config, v string) error {

@@ -68,6 +68,12 @@ const schemaVersion = 6
 //
 //	changes           folderID|modseq(8) -> change record
 //
+// Buckets made lazily, without a schema number (two changes took schema 6
+// at once), each described in its file:
+//
+//	cluster           periodic jobs and settings (bolt_cluster.go)
+//	domain_verified   the verified domains by reversed name (bolt_domain_verify.go)
+//
 // The mail plane's buckets are described in bolt_mail.go.
 var (
 	bMeta             = []byte("meta")

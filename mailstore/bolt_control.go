@@ -255,6 +255,9 @@ func (s *Bolt) CreateDomain(ctx context.Context, partnerID int64, nd NewDomain, 
 		if p.MaxDomains > 0 && partnerDomainCount(tx, partnerID) >= p.MaxDomains {
 			return ErrDomainLimit
 		}
+		if relatedVerified(tx, partnerID, nd.Name) {
+			return ErrDomainRelated
+		}
 		b := tx.Bucket(bDomains)
 		id, err := nextID(b)
 		if err != nil {
@@ -265,6 +268,7 @@ func (s *Bolt) CreateDomain(ctx context.Context, partnerID int64, nd NewDomain, 
 			MaxMailboxes: nd.MaxMailboxes, MaxAliases: nd.MaxAliases,
 			QuotaMB: nd.Plan.QuotaMB, RetentionDays: nd.Plan.RetentionDays,
 			TransferMonthlyMB: nd.Plan.TransferMonthlyMB, CreatedAt: utc(now),
+			VerifyToken: nd.VerifyToken,
 		}
 		if err := names.Put([]byte(nd.Name), id8(id)); err != nil {
 			return err
@@ -435,6 +439,9 @@ func (s *Bolt) DeleteDomain(ctx context.Context, partnerID int64, name string, f
 			}
 		}
 		if err := tx.Bucket(bPartnerDomains).Delete(pair(partnerID, d.ID)); err != nil {
+			return err
+		}
+		if err := unindexVerified(tx, d); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bDomainNames).Delete([]byte(d.Name)); err != nil {

@@ -41,6 +41,7 @@ var (
 	ErrAliasLimit      = errors.New("alias quota exceeded")
 	ErrDomainLimit     = errors.New("domain limit reached for this partner")
 	ErrDomainNotEmpty  = errors.New("domain is not empty")
+	ErrDomainRelated   = errors.New("domain is a subdomain or parent domain of another partner's verified domain")
 	ErrWrongDomain     = errors.New("address is not in the domain")
 	ErrLocked          = errors.New("store is locked by another process")
 	ErrSchemaTooNew    = errors.New("store schema is newer than this binary")
@@ -92,9 +93,13 @@ type Control interface {
 	// the first RevokedAt. ErrKeyNotFound.
 	RevokeAPIKey(ctx context.Context, keyID int64, now time.Time) (APIKey, error)
 
-	// CreateDomain adds a domain to a partner with the plan's limits.
-	// ErrDomainExists if any partner has the name; ErrPartnerNotFound;
-	// ErrDomainLimit when the partner has MaxDomains domains already.
+	// CreateDomain adds a domain to a partner with the plan's limits,
+	// unverified. ErrDomainExists if any partner has the name;
+	// ErrPartnerNotFound; ErrDomainLimit when the partner has MaxDomains
+	// domains already; ErrDomainRelated when another partner has a
+	// verified domain that is a parent or a subdomain of the name (checked
+	// after the others, by index: the name's parents by key, its
+	// subdomains by a prefix of ReversedName).
 	CreateDomain(ctx context.Context, partnerID int64, d NewDomain, now time.Time) (Domain, error)
 	// Domains lists a partner's domains by id, and the total count.
 	Domains(ctx context.Context, partnerID int64, p Page) ([]Domain, int, error)
@@ -113,6 +118,22 @@ type Control interface {
 	SetTransferCap(ctx context.Context, partnerID int64, name string, mb int64) (Domain, error)
 	// SetSuspended suspends or resumes a domain.
 	SetSuspended(ctx context.Context, partnerID int64, name string, suspended bool) (Domain, error)
+	// SetVerified records the outcome of an ownership check: verified
+	// true also sets VerifiedAt to now; false keeps the VerifiedAt of the
+	// last good check. Repeating it is harmless.
+	SetVerified(ctx context.Context, partnerID int64, name string, verified bool, now time.Time) (Domain, error)
+	// EnsureVerifyToken gives the domain the ownership token if it has
+	// none, and answers the domain with the token it then has: the first
+	// one stored wins when two calls race. ErrInvalidArgument for an empty
+	// token.
+	EnsureVerifyToken(ctx context.Context, partnerID int64, name, token string) (Domain, error)
+	// VerifiedDomains lists every partner's verified domains, at most
+	// limit (0: all) in the order of their ReversedName, from the first
+	// whose ReversedName is after after ("" : from the start). It is for
+	// the operator's periodic re-check, which pages through them with the
+	// ReversedName of the last domain of the batch before; its cost is
+	// that of the batch, not of every domain.
+	VerifiedDomains(ctx context.Context, after string, limit int) ([]Domain, error)
 	// DeleteDomain deletes an empty domain; with force it first deletes its
 	// mailboxes (and their messages) and aliases. ErrDomainNotEmpty otherwise.
 	DeleteDomain(ctx context.Context, partnerID int64, name string, force bool) error

@@ -1,6 +1,10 @@
 package mailstore
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // Partner is a hosting provider or reseller: it owns domains and API keys.
 type Partner struct {
@@ -56,6 +60,18 @@ type Domain struct {
 	TransferMonthlyMB int64     `json:"transfer_monthly_mb"`
 	Suspended         bool      `json:"suspended"`
 	CreatedAt         time.Time `json:"created_at"`
+	// Verified says the domain's owner has proven control of its DNS
+	// (package mailauth, CheckOwnership): until then, mail to it from other
+	// partners' mailboxes leaves as for a domain not hosted here (package
+	// policy, DeliverLocally). VerifiedAt is when the proof was last seen;
+	// it stays when the proof is lost, as a record of the last good check.
+	Verified   bool      `json:"verified"`
+	VerifiedAt time.Time `json:"verified_at,omitzero"`
+	// VerifyToken is the random value of the TXT record that proves
+	// ownership ("mailhost-verify=<token>" at "_mailhost.<name>"). Domains
+	// made before verification existed have none until EnsureVerifyToken
+	// gives them one.
+	VerifyToken string `json:"verify_token,omitempty"`
 
 	MailboxCount int64 `json:"mailbox_count"`
 	AliasCount   int64 `json:"alias_count"`
@@ -149,6 +165,10 @@ type NewDomain struct {
 	MaxAliases   int64
 	// DKIMKeys are stored with the domain, in the same transaction.
 	DKIMKeys []DKIMKey
+	// VerifyToken is the domain's ownership token (mailauth.NewVerifyToken),
+	// made by the caller as the DKIM keys are; empty leaves the domain
+	// without one until EnsureVerifyToken.
+	VerifyToken string
 }
 
 // Month returns the transfer month key (UTC calendar month) of t.
@@ -170,4 +190,25 @@ type DKIMKey struct {
 // Caps are at most 2^30 MB (2^50 bytes): the product cannot overflow.
 func (d Domain) TransferCapReached(t Transfer) bool {
 	return t.InBytes+t.OutBytes >= d.TransferMonthlyMB*MB
+}
+
+// ReversedName is name with its labels in reverse order ("a.b.example.com"
+// gives "com.example.b.a"): the stores index verified domains by it, so
+// that the subdomains of a name are one prefix ("com.example.") and a
+// domain's parents are exact keys.
+func ReversedName(name string) string {
+	labels := strings.Split(name, ".")
+	slices.Reverse(labels)
+	return strings.Join(labels, ".")
+}
+
+// ParentNames are the names name is a subdomain of, nearest first
+// ("a.b.example.com" gives "b.example.com", "example.com", "com").
+func ParentNames(name string) []string {
+	var out []string
+	for i := strings.IndexByte(name, '.'); i >= 0; i = strings.IndexByte(name, '.') {
+		name = name[i+1:]
+		out = append(out, name)
+	}
+	return out
 }

@@ -1,7 +1,7 @@
 // Package service wires mailhost's parts together: it opens the store,
 // starts the management API, the SMTP servers (MX and submission), IMAP,
-// the outbound queue's workers, the control socket and the retention
-// scheduler, and stops them in order: listeners first, then the workers,
+// the outbound queue's workers, the control socket, the retention
+// scheduler and the daily re-check of verified domains, and stops them in order: listeners first, then the workers,
 // then the store.
 package service
 
@@ -250,7 +250,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		}
 		api := adminapi.New(adminapi.Config{
 			Store: st, Plans: policy.NewPlans(cfg.Plans), Logger: log, Now: o.Now, Hostname: hostname,
-			Passwords: passwords, OnResume: onResume,
+			Passwords: passwords, OnResume: onResume, DNS: dns,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst, Share: share,
 		})
@@ -318,7 +318,11 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 
 	rctx, stopRetention := context.WithCancel(ctx)
-	wg.Add(3)
+	// The ownership re-check asks DNS without the mail checks' cache, as
+	// the API's verify does: a record removed a minute ago is gone.
+	recheck := &rechecker{store: st, dns: dns, hostname: hostname, now: o.Now, log: log}
+	recheck.cluster = st
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		runHeartbeat(rctx, st, node, share, o.Now, log)
@@ -326,6 +330,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	go func() {
 		defer wg.Done()
 		runRetention(rctx, st, cfg.RetentionTime, o.Now, log)
+	}()
+	go func() {
+		defer wg.Done()
+		recheck.run(rctx, cfg.RetentionTime)
 	}()
 	// The queue stops with the retention scheduler, after the listeners
 	// that feed it are closed: what they queued stays in the store.

@@ -46,16 +46,21 @@ func (s *Store) CreateDomain(ctx context.Context, partnerID int64, nd mailstore.
 		}
 		d, err = scanDomain(tx.QueryRow(ctx, `
 			INSERT INTO domains (partner_id, name, plan, max_mailboxes, max_aliases, quota_mb,
-				retention_days, transfer_monthly_mb, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+				retention_days, transfer_monthly_mb, created_at, verify_token, rev_name)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 			RETURNING `+domainColumns,
 			partnerID, nd.Name, nd.Plan.Name, nd.MaxMailboxes, nd.MaxAliases, nd.Plan.QuotaMB,
-			nd.Plan.RetentionDays, nd.Plan.TransferMonthlyMB, utc(now)))
+			nd.Plan.RetentionDays, nd.Plan.TransferMonthlyMB, utc(now), nd.VerifyToken, mailstore.ReversedName(nd.Name)))
 		if isUnique(err, "domains_name_key") {
 			// Any partner's: the rollback gives the slot back.
 			return mailstore.ErrDomainExists
 		}
 		if err != nil {
+			return err
+		}
+		// After the insert, so that a taken name is ErrDomainExists first,
+		// as on bbolt; the rollback gives the slot and the name back.
+		if err := checkRelated(ctx, tx, partnerID, nd.Name); err != nil {
 			return err
 		}
 		_, err = putDKIMKeys(ctx, tx, d.ID, nd.DKIMKeys)

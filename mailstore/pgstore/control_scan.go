@@ -16,7 +16,8 @@ import (
 // domainColumns are the columns scanDomain reads, in its order.
 const domainColumns = `id, partner_id, name, plan, max_mailboxes, max_aliases, quota_mb,
 	retention_days, transfer_monthly_mb, suspended, created_at,
-	mailbox_count, alias_count, message_count, used_bytes`
+	mailbox_count, alias_count, message_count, used_bytes,
+	verified, verified_at, verify_token`
 
 // mailboxColumns are the columns scanMailbox reads, in its order.
 const mailboxColumns = `id, domain_id, partner_id, email, password_hash, quota_mb,
@@ -35,17 +36,22 @@ func qualified(alias, columns string) string {
 // domainScan holds the scan targets of one domain row; fields that need
 // converting after the scan (times read in the session's zone) are fixed
 // by done.
-type domainScan struct{ d mailstore.Domain }
+type domainScan struct {
+	d          mailstore.Domain
+	verifiedAt *time.Time
+}
 
 func (s *domainScan) dest() []any {
 	d := &s.d
 	return []any{&d.ID, &d.PartnerID, &d.Name, &d.Plan, &d.MaxMailboxes, &d.MaxAliases, &d.QuotaMB,
 		&d.RetentionDays, &d.TransferMonthlyMB, &d.Suspended, &d.CreatedAt,
-		&d.MailboxCount, &d.AliasCount, &d.MessageCount, &d.UsedBytes}
+		&d.MailboxCount, &d.AliasCount, &d.MessageCount, &d.UsedBytes,
+		&d.Verified, &s.verifiedAt, &d.VerifyToken}
 }
 
 func (s *domainScan) done() mailstore.Domain {
 	s.d.CreatedAt = s.d.CreatedAt.UTC()
+	s.d.VerifiedAt = fromNull(s.verifiedAt)
 	return s.d
 }
 

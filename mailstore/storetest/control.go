@@ -35,6 +35,7 @@ func runControl(t *testing.T, open Open) {
 	t.Run("partner_isolation", func(t *testing.T) { ctlIsolation(t, open) })
 	t.Run("concurrent", func(t *testing.T) { ctlConcurrent(t, open) })
 	t.Run("context_done", func(t *testing.T) { ctlContextDone(t, open) })
+	t.Run("verify", func(t *testing.T) { runVerify(t, open) })
 }
 
 // Fixed inputs. ctlNow has a fraction and a zone on purpose: the store keeps

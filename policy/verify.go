@@ -1,0 +1,20 @@
+package policy
+
+import "github.com/mailhost/mailhost/mailstore"
+
+// DeliverLocally reports whether mail to a hosted domain is delivered
+// into its mailboxes here, or routed as for a domain not hosted here (the
+// queue, to the domain's MX or the relay): the rule against a partner
+// taking over mail for a domain it does not own (issue 11).
+//
+// senderPartnerID is the partner whose mailbox, alias or forward the mail
+// comes from; 0 means none, mail from outside through the MX, which is
+// always delivered: the MX accepts mail for every hosted domain, verified
+// or not, since whoever points a domain's MX here chose this server.
+// Otherwise the mail is delivered here when the domain is verified, or
+// when it belongs to the sender's own partner, so that a partner's
+// mailboxes mail each other before its DNS is set up. An unverified
+// domain of another partner gets the mail only if its DNS sends it here.
+func DeliverLocally(senderPartnerID int64, to mailstore.Domain) bool {
+	return senderPartnerID == 0 || to.Verified || to.PartnerID == senderPartnerID
+}
