@@ -513,6 +513,32 @@ func queueUsage(b *pgx.Batch, table string, u usage, lock bool) {
 		FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(id, n, b) WHERE t.id = u.id`, ids, msgs, bytes)
 }
 
+// queueDomainUsage queues the upsert of what a batch of deliveries adds
+// to each domain's counts, in the node's shard of domain_usage, the rows
+// in domain order so that concurrent batches take them in one order.
+func queueDomainUsage(b *pgx.Batch, u usage, shard int) {
+	var ids []int64
+	for id, v := range u {
+		if v != [2]int64{} {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	slices.Sort(ids)
+	msgs := make([]int64, len(ids))
+	bytes := make([]int64, len(ids))
+	for i, id := range ids {
+		msgs[i], bytes[i] = u[id][0], u[id][1]
+	}
+	b.Queue(`INSERT INTO domain_usage (domain_id, shard, message_count, used_bytes)
+		SELECT u.id, $4::int, u.n, u.b FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(id, n, b)
+		ON CONFLICT (domain_id, shard) DO UPDATE
+		SET message_count = domain_usage.message_count + EXCLUDED.message_count,
+			used_bytes = domain_usage.used_bytes + EXCLUDED.used_bytes`, ids, msgs, bytes, shard)
+}
+
 // sendBatch runs a batch's statements in one round trip and answers the
 // first error.
 func sendBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch) error {

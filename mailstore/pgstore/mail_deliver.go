@@ -175,10 +175,10 @@ func (s *Store) runDeliveries(batch []*delivery) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
 	defer cancel()
-	err := s.write(ctx, func(tx pgx.Tx) error { return deliverTx(ctx, tx, live) })
+	err := s.write(ctx, func(tx pgx.Tx) error { return deliverTx(ctx, tx, s.shard, live) })
 	if err != nil && len(live) > 1 {
 		for _, c := range live {
-			if err := s.write(ctx, func(tx pgx.Tx) error { return deliverTx(ctx, tx, []*delivery{c}) }); err != nil {
+			if err := s.write(ctx, func(tx pgx.Tx) error { return deliverTx(ctx, tx, s.shard, []*delivery{c}) }); err != nil {
 				c.res, c.err = mailstore.DeliveryResult{}, err
 			}
 		}
@@ -211,7 +211,7 @@ type inbox struct{ folder, domain int64 }
 // deliverTx runs a batch of deliveries in tx (see Deliver). It sets each
 // call's result, or its refusal; an error fails the whole batch. It
 // starts from scratch, as s.tx may run it again.
-func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
+func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) error {
 	var (
 		mbIDs, domIDs  []int64
 		pairD          []int64
@@ -278,9 +278,13 @@ func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
 			return err
 		})
 	}
+	// Only the domains a cap is decided for are locked (the sender's and
+	// the relays'): a recipient's domain is only counted, in this node's
+	// shard of domain_usage and transfer, so that deliveries on several
+	// nodes to one domain do not queue on its row until each commits.
 	b.Queue(`SELECT id, transfer_monthly_mb FROM domains
-		WHERE id = ANY(ARRAY(SELECT domain_id FROM mailboxes WHERE id = ANY($1)) || $2::bigint[])
-		ORDER BY id FOR NO KEY UPDATE`, mbIDs, domIDs).Query(func(rows pgx.Rows) error {
+		WHERE id = ANY($1::bigint[])
+		ORDER BY id FOR NO KEY UPDATE`, domIDs).Query(func(rows pgx.Rows) error {
 		var id, mb int64
 		_, err := pgx.ForEachRow(rows, []any{&id, &mb}, func() error {
 			caps[id] = mb
@@ -289,9 +293,10 @@ func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
 		return err
 	})
 	if len(pairD) > 0 {
-		b.Queue(`SELECT t.domain_id, t.month, t.in_bytes, t.out_bytes
+		b.Queue(`SELECT t.domain_id, t.month, sum(t.in_bytes)::bigint, sum(t.out_bytes)::bigint
 			FROM transfer t JOIN unnest($1::bigint[], $2::text[]) AS p(domain_id, month)
-			ON t.domain_id = p.domain_id AND t.month = p.month`, pairD, pairM).Query(func(rows pgx.Rows) error {
+			ON t.domain_id = p.domain_id AND t.month = p.month
+			GROUP BY t.domain_id, t.month`, pairD, pairM).Query(func(rows pgx.Rows) error {
 			var k domainMonth
 			var in, out int64
 			_, err := pgx.ForEachRow(rows, []any{&k.domain, &k.month, &in, &out}, func() error {
@@ -433,7 +438,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
 		b.Queue(sqlAddMessages, add.args()...)
 	}
 	queueUsage(b, "mailboxes", mbUse, false)
-	queueUsage(b, "domains", domUse, false)
+	queueDomainUsage(b, domUse, shard)
 	if len(transfer) > 0 {
 		keys := make([]domainMonth, 0, len(transfer))
 		for k := range transfer {
@@ -451,11 +456,11 @@ func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
 		for i, k := range keys {
 			td[i], tm[i], ti[i], to[i] = k.domain, k.month, transfer[k][0], transfer[k][1]
 		}
-		b.Queue(`INSERT INTO transfer (domain_id, month, in_bytes, out_bytes)
-			SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])
-			ON CONFLICT (domain_id, month) DO UPDATE
+		b.Queue(`INSERT INTO transfer (domain_id, month, in_bytes, out_bytes, shard)
+			SELECT *, $5::int FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])
+			ON CONFLICT (domain_id, month, shard) DO UPDATE
 			SET in_bytes = transfer.in_bytes + EXCLUDED.in_bytes, out_bytes = transfer.out_bytes + EXCLUDED.out_bytes`,
-			td, tm, ti, to)
+			td, tm, ti, to, shard)
 	}
 	if len(qRows.id) > 0 {
 		b.Queue(`INSERT INTO queue (id, kind, domain_id, from_addr, destination, recipients, blob_id, size, queued_at, next_attempt, held)
