@@ -73,7 +73,7 @@ type delivery struct {
 	month    string
 	ids      []int64 // recipients, each once, in the order given
 	sender   int64
-	groups   []relayGroup
+	groups   []mailstore.RelayGroup
 
 	res  mailstore.DeliveryResult
 	err  error
@@ -91,7 +91,7 @@ func (s *Store) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.De
 			ids = append(ids, id)
 		}
 	}
-	groups, err := relayGroups(d.Relay)
+	groups, err := mailstore.GroupRelays(d.Relay)
 	if err != nil {
 		return mailstore.DeliveryResult{}, fmt.Errorf("deliver: %w", err)
 	}
@@ -245,8 +245,8 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 		}
 		for _, g := range c.groups {
 			nQueue++
-			if g.relay.DomainID != 0 {
-				wantFigures(g.relay.DomainID, c.month)
+			if g.Relay.DomainID != 0 {
+				wantFigures(g.Relay.DomainID, c.month)
 			}
 		}
 		nBlobs++
@@ -359,7 +359,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 		}
 		held := map[int64]bool{}
 		for _, g := range c.groups {
-			did := g.relay.DomainID
+			did := g.Relay.DomainID
 			if _, ok := held[did]; ok || did == 0 || did == c.sender {
 				continue
 			}
@@ -403,7 +403,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 		for _, g := range c.groups {
 			id := queueIDs[nextQueue]
 			nextQueue++
-			if err := qRows.add(id, g, blob, c.size, c.received, held[g.relay.DomainID]); err != nil {
+			if err := qRows.add(id, g, blob, c.size, c.received, held[g.Relay.DomainID]); err != nil {
 				return err
 			}
 			c.res.Queued = append(c.res.Queued, id)
@@ -418,7 +418,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 			outDomains = append(outDomains, c.sender)
 		}
 		for _, g := range c.groups {
-			did := g.relay.DomainID
+			did := g.Relay.DomainID
 			if did != 0 && !held[did] && !slices.Contains(outDomains, did) {
 				outDomains = append(outDomains, did)
 			}
@@ -484,9 +484,9 @@ type queueRows struct {
 	held                   []bool
 }
 
-func (q *queueRows) add(id int64, g relayGroup, blob, size int64, at time.Time, held bool) error {
-	rcpts := make([]mailstore.OutboundRecipient, len(g.to))
-	for i, a := range g.to {
+func (q *queueRows) add(id int64, g mailstore.RelayGroup, blob, size int64, at time.Time, held bool) error {
+	rcpts := make([]mailstore.OutboundRecipient, len(g.To))
+	for i, a := range g.To {
 		rcpts[i] = mailstore.OutboundRecipient{Address: a, State: mailstore.RecipientPending}
 	}
 	js, err := json.Marshal(rcpts)
@@ -494,54 +494,14 @@ func (q *queueRows) add(id int64, g relayGroup, blob, size int64, at time.Time, 
 		return err
 	}
 	q.id = append(q.id, id)
-	q.kind = append(q.kind, string(g.relay.Kind))
-	q.domain = append(q.domain, g.relay.DomainID)
-	q.from = append(q.from, g.relay.From)
-	q.dest = append(q.dest, g.destination)
+	q.kind = append(q.kind, string(g.Relay.Kind))
+	q.domain = append(q.domain, g.Relay.DomainID)
+	q.from = append(q.from, g.Relay.From)
+	q.dest = append(q.dest, g.Destination)
 	q.rcpts = append(q.rcpts, string(js))
 	q.blob = append(q.blob, blob)
 	q.size = append(q.size, size)
 	q.at = append(q.at, at)
 	q.held = append(q.held, held)
 	return nil
-}
-
-// relayGroup is one queue entry to be: a relay's recipients in one
-// destination domain.
-type relayGroup struct {
-	relay       *mailstore.Relay
-	destination string
-	to          []string
-}
-
-// relayGroups checks a delivery's relays and groups each one's recipients
-// by destination domain (what follows the last "@", in lower case), in the
-// order they first appear; an address given twice counts once. As bbolt.
-func relayGroups(relays []mailstore.Relay) ([]relayGroup, error) {
-	var out []relayGroup
-	for i := range relays {
-		r := &relays[i]
-		switch r.Kind {
-		case mailstore.KindSubmission, mailstore.KindForward, mailstore.KindBounce:
-		default:
-			return nil, fmt.Errorf("relay kind %q: %w", r.Kind, mailstore.ErrInvalidArgument)
-		}
-		first := len(out)
-		for _, addr := range r.To {
-			at := strings.LastIndexByte(addr, '@')
-			if at <= 0 || at == len(addr)-1 {
-				return nil, fmt.Errorf("relay recipient %q: %w", addr, mailstore.ErrInvalidArgument)
-			}
-			dest := strings.ToLower(addr[at+1:])
-			g := slices.IndexFunc(out[first:], func(g relayGroup) bool { return g.destination == dest })
-			if g < 0 {
-				out = append(out, relayGroup{relay: r, destination: dest})
-				g = len(out) - first - 1
-			}
-			if grp := &out[first+g]; !slices.Contains(grp.to, addr) {
-				grp.to = append(grp.to, addr)
-			}
-		}
-	}
-	return out, nil
 }
