@@ -84,7 +84,9 @@ func thunderbirdRules(body []byte) []string {
 		return []string{"root is " + root.XMLName.Local}
 	}
 	hostname := regexp.MustCompile(`^[a-z0-9\-.%]+$`)
-	isHost := func(s string) bool { return s != "" && hostname.MatchString(strings.ToLower(strings.TrimSuffix(s, "."))) }
+	isHost := func(s string) bool {
+		return s != "" && hostname.MatchString(strings.ToLower(strings.TrimSuffix(s, ".")))
+	}
 	ps := root.all("emailProvider")
 	if len(ps) != 1 {
 		return []string{fmt.Sprintf("%d emailProvider", len(ps))}
