@@ -197,5 +197,7 @@ func envelope(body []byte) *imap.Envelope {
 	if err != nil {
 		return &imap.Envelope{}
 	}
-	return imapserver.ExtractEnvelope(h)
+	env := imapserver.ExtractEnvelope(h)
+	setEnvelopeAddresses(env, h)
+	return env
 }

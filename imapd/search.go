@@ -275,6 +275,9 @@ func matchField(fields gomessage.HeaderFields, value string) bool {
 		if strings.Contains(strings.ToLower(t), value) {
 			return true
 		}
+		if isAddressField(fields.Key()) && strings.Contains(strings.ToLower(addressText(fields.Value())), value) {
+			return true
+		}
 	}
 	return false
 }
