@@ -201,3 +201,72 @@ func TestStoreNewKeyword(t *testing.T) {
 		t.Errorf("second STORE: %q, want the FETCH alone", untagged)
 	}
 }
+
+// has reports whether a line of lines starts with prefix.
+func has(lines []string, prefix string) bool {
+	return slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, prefix) })
+}
+
+// TestRecent: \Recent, RECENT, STATUS (RECENT) and SEARCH NEW, OLD and
+// RECENT follow RFC 3501 section 2.3.2 for IMAP4rev1 sessions: a message
+// is recent to the first session to see its folder after it arrived.
+func TestRecent(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.requireMail()
+	e.deliver(msgPlain, t1)
+	a := rawLogin(t, e)
+	if u := mustOK(t, a, "SELECT INBOX"); !slices.Contains(u, "* 0 RECENT") {
+		t.Errorf("first SELECT: %q, want 0 RECENT (mail from before the process saw the folder)", u)
+	}
+	e.deliver(msgPlain, t2)
+	if u := mustOK(t, a, "NOOP"); !slices.Contains(u, "* 2 EXISTS") || !slices.Contains(u, "* 1 RECENT") {
+		t.Errorf("NOOP after delivery: %q, want 2 EXISTS and 1 RECENT", u)
+	}
+	for _, tt := range []struct{ cmd, want string }{
+		{"SEARCH RECENT", "* SEARCH 2"},
+		{"SEARCH NEW", "* SEARCH 2"},
+		{"SEARCH OLD", "* SEARCH 1"},
+		{"FETCH 2 (FLAGS)", `* 2 FETCH (UID 2 FLAGS (\Recent))`},
+		{"FETCH 1 (FLAGS)", `* 1 FETCH (UID 1 FLAGS ())`},
+		{"STORE 2 +FLAGS ($x)", `* 2 FETCH (UID 2 FLAGS ($x \Recent))`},
+	} {
+		if u := mustOK(t, a, tt.cmd); !has(u, tt.want) {
+			t.Errorf("%s: %q, want %s", tt.cmd, u, tt.want)
+		}
+	}
+
+	// A message that arrives while a's session has not looked yet is
+	// unclaimed: b's STATUS counts it, b's SELECT claims it, and a does
+	// not see it recent afterwards.
+	e.deliver(msgPlain, t3)
+	b := rawLogin(t, e)
+	if u := mustOK(t, b, "STATUS INBOX (RECENT)"); !has(u, "* STATUS INBOX (RECENT 1)") {
+		t.Errorf("STATUS: %q, want RECENT 1", u)
+	}
+	if u := mustOK(t, b, "EXAMINE INBOX"); !slices.Contains(u, "* 1 RECENT") {
+		t.Errorf("EXAMINE: %q, want 1 RECENT", u)
+	}
+	if u := mustOK(t, b, "SELECT INBOX"); !slices.Contains(u, "* 1 RECENT") {
+		t.Errorf("SELECT after EXAMINE: %q, want 1 RECENT (EXAMINE claims nothing)", u)
+	}
+	if u := mustOK(t, a, "NOOP"); !slices.Contains(u, "* 3 EXISTS") || !slices.Contains(u, "* 1 RECENT") {
+		t.Errorf("a's NOOP: %q, want 3 EXISTS and still 1 RECENT", u)
+	}
+	if u := mustOK(t, a, "FETCH 3 (FLAGS)"); !has(u, "* 3 FETCH (UID 3 FLAGS ())") {
+		t.Errorf("a's FETCH 3: %q, want no \\Recent (b claimed it)", u)
+	}
+	if u := mustOK(t, b, "STATUS INBOX (RECENT)"); !has(u, "* STATUS INBOX (RECENT 0)") {
+		t.Errorf("STATUS after claims: %q, want RECENT 0", u)
+	}
+
+	// IMAP4rev2 has no \Recent (RFC 9051).
+	e.deliver(msgPlain, t3)
+	c := rawLogin(t, e)
+	mustOK(t, c, "ENABLE IMAP4rev2")
+	if u := mustOK(t, c, "SELECT INBOX"); has(u, "* 1 RECENT") {
+		t.Errorf("IMAP4rev2 SELECT: %q, want no RECENT", u)
+	}
+	if u := mustOK(t, c, "FETCH 4 (FLAGS)"); has(u, `* 4 FETCH (UID 4 FLAGS (\Recent))`) {
+		t.Errorf("IMAP4rev2 FETCH: %q, want no \\Recent", u)
+	}
+}

@@ -35,7 +35,7 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 	v.staticCriteria(criteria)
 	add := func(i int, body []byte) error {
 		m := v.msgs[i]
-		c := &candidate{v: v, seq: uint32(i + 1), msg: m.Message, body: body}
+		c := &candidate{v: v, seq: uint32(i + 1), msg: v.withRecent(m.Message), body: body}
 		if !c.match(criteria) {
 			return nil
 		}

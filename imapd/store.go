@@ -52,7 +52,7 @@ func (s *session) Store(w *imapserver.FetchWriter, numSet imap.NumSet, flags *im
 		}
 		rw := w.CreateMessage(uint32(i + 1))
 		rw.WriteUID(imap.UID(m.UID))
-		rw.WriteFlags(toIMAPFlags(m.Flags))
+		rw.WriteFlags(toIMAPFlags(v.withRecent(m.Message).Flags))
 		if err := rw.Close(); err != nil {
 			return err
 		}
