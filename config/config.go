@@ -33,7 +33,14 @@ type Config struct {
 	SMTP, Submission, Submissions, IMAP, IMAPS string
 
 	Hostname string
-	Relay    string
+	// AutoconfigHTTP and AutoconfigHTTPS serve the mail clients' set-up
+	// endpoints alone (package autoconfig), in plain HTTP and over TLS;
+	// empty: off (the API listener serves them too).
+	AutoconfigHTTP, AutoconfigHTTPS string
+	// Client*Port are the ports mail clients are told to use; 0: not
+	// offered.
+	ClientIMAPSPort, ClientIMAPPort, ClientSubmissionsPort, ClientSubmissionPort int64
+	Relay                                                                        string
 	// RelayUsername and RelayPassword log in to Relay; empty: no login.
 	RelayUsername, RelayPassword string
 	// RelayVerifyTLS requires TLS with a verified certificate to Relay.
@@ -95,6 +102,17 @@ func integer(p func(*Config) *int64, min int64) func(*Config, string) error {
 	}
 }
 
+func port(p func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > 65535 {
+			return fmt.Errorf("want a port from 1 to 65535, or 0 for none, got %q", v)
+		}
+		*p(c) = n
+		return nil
+	}
+}
+
 func boolean(p func(*Config) *bool) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		b, err := strconv.ParseBool(v)
@@ -124,6 +142,12 @@ var Settings = []Setting{
 	{"imap", "MAILHOST_IMAP", "127.0.0.1:2143", "IMAP (STARTTLS) listen address; empty turns it off", str(func(c *Config) *string { return &c.IMAP })},
 	{"imaps", "MAILHOST_IMAPS", "127.0.0.1:2993", "IMAP over implicit TLS listen address; empty turns it off", str(func(c *Config) *string { return &c.IMAPS })},
 	{"hostname", "MAILHOST_HOSTNAME", "", "the server's host name in SMTP greetings and Received headers; empty: the system host name", str(func(c *Config) *string { return &c.Hostname })},
+	{"autoconfig_http", "MAILHOST_AUTOCONFIG_HTTP", "", "listen address (such as :80) serving only the mail clients' set-up: Thunderbird's autoconfig and Outlook's Autodiscover, for autoconfig.<domain> and autodiscover.<domain>; empty turns it off (the http listener serves them too)", str(func(c *Config) *string { return &c.AutoconfigHTTP })},
+	{"autoconfig_https", "MAILHOST_AUTOCONFIG_HTTPS", "", "the same over TLS (such as :443) with tls_cert, which must then name autoconfig.<domain> and autodiscover.<domain> of the domains pointing there; empty turns it off", str(func(c *Config) *string { return &c.AutoconfigHTTPS })},
+	{"client_imaps_port", "MAILHOST_CLIENT_IMAPS_PORT", "993", "IMAP-over-TLS port mail clients are told to use (autoconfig, Autodiscover, Apple profiles): the port they reach at hostname, which behind NAT may differ from the imaps listen address; 0 = not offered", port(func(c *Config) *int64 { return &c.ClientIMAPSPort })},
+	{"client_imap_port", "MAILHOST_CLIENT_IMAP_PORT", "143", "IMAP (STARTTLS) port mail clients are told to use; 0 = not offered", port(func(c *Config) *int64 { return &c.ClientIMAPPort })},
+	{"client_submissions_port", "MAILHOST_CLIENT_SUBMISSIONS_PORT", "465", "submission-over-TLS port mail clients are told to use; 0 = not offered", port(func(c *Config) *int64 { return &c.ClientSubmissionsPort })},
+	{"client_submission_port", "MAILHOST_CLIENT_SUBMISSION_PORT", "587", "submission (STARTTLS) port mail clients are told to use; 0 = not offered", port(func(c *Config) *int64 { return &c.ClientSubmissionPort })},
 	{"relay", "MAILHOST_RELAY", "", "host:port of a smarthost for all outbound mail; empty: deliver to each domain's MX", str(func(c *Config) *string { return &c.Relay })},
 	{"relay_username", "MAILHOST_RELAY_USERNAME", "", "user name to log in to the relay with (SMTP AUTH PLAIN, or LOGIN), always over TLS unless the relay is on loopback; empty: no login", str(func(c *Config) *string { return &c.RelayUsername })},
 	{"relay_password", "MAILHOST_RELAY_PASSWORD", "", "password for relay_username; prefer the file or the environment to the flag, which other users can see", str(func(c *Config) *string { return &c.RelayPassword })},

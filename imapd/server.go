@@ -114,6 +114,8 @@ type Server struct {
 	imap *imapserver.Server
 	// limits counts connections per IP address across all listeners.
 	limits *connLimiter
+	// recent is the \Recent bookkeeping of every folder (recent.go).
+	recent *recentFloors
 
 	// ctx is the parent of every connection's context; Shutdown cancels it.
 	ctx    context.Context
@@ -165,6 +167,7 @@ func New(cfg Config) *Server {
 		listeners: make(map[net.Listener]struct{}),
 	}
 	s.limits = newConnLimiter(cfg.MaxConnsPerIP, s.log)
+	s.recent = newRecentFloors()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.imap = imapserver.New(&imapserver.Options{
 		NewSession: s.newSession,

@@ -7,6 +7,7 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/adminapi"
+	"github.com/mailhost/mailhost/autoconfig"
 	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/imapd"
@@ -43,6 +45,9 @@ type Options struct {
 // Addrs are the addresses the listeners are bound to; empty when off.
 type Addrs struct {
 	HTTP, SMTP, Submission, Submissions, IMAP, IMAPS string
+	// AutoconfigHTTP and AutoconfigHTTPS serve the mail clients' set-up
+	// alone.
+	AutoconfigHTTP, AutoconfigHTTPS string
 }
 
 // NewLogger makes the process logger the configuration asks for.
@@ -242,6 +247,42 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	servers = append(servers, ctl)
 	serve("control socket", func() error { return ctl.Serve(cln) })
 
+	clients := autoconfig.Servers{
+		Host: hostname, IMAPS: int(cfg.ClientIMAPSPort), IMAP: int(cfg.ClientIMAPPort),
+		Submissions: int(cfg.ClientSubmissionsPort), Submission: int(cfg.ClientSubmissionPort),
+	}
+	// The mail clients' set-up on listeners of its own (ports 80 and 443
+	// of autoconfig.<domain> and autodiscover.<domain>), without the API.
+	for _, l := range []struct {
+		name, addr string
+		tls        bool
+		bound      *string
+	}{{"autoconfig http", cfg.AutoconfigHTTP, false, &addrs.AutoconfigHTTP}, {"autoconfig https", cfg.AutoconfigHTTPS, true, &addrs.AutoconfigHTTPS}} {
+		if l.addr == "" {
+			continue
+		}
+		ln, err := listen(l.addr)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		if l.tls {
+			ln = tls.NewListener(ln, tlsConfig)
+		}
+		hs := &http.Server{
+			Handler:           autoconfig.New(autoconfig.Config{Servers: clients, Domains: st, Logger: log}),
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      30 * time.Second,
+			IdleTimeout:       time.Minute,
+			MaxHeaderBytes:    16 << 10,
+		}
+		servers = append(servers, hs)
+		*l.bound = ln.Addr().String()
+		serve(l.name, func() error { return hs.Serve(ln) })
+		log.Info("listening", "service", l.name, "addr", *l.bound)
+	}
+
 	if cfg.HTTP != "" {
 		ln, err := listen(cfg.HTTP)
 		if err != nil {
@@ -253,6 +294,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Passwords: passwords, OnResume: onResume, DNS: dns,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst, Share: share,
+			Clients: clients,
 		})
 		hs := &http.Server{
 			Handler:           api,
