@@ -150,7 +150,7 @@ export async function dns(ctx, name) {
           h("td", { class: "value" }, h("code", {}, value(r))),
           h("td", {}, copyButton(value(r), r.type + " value")),
           h("td", {}, r.purpose),
-          h("td", {}, checked(r) ? (d.verified ? "ownership: found" : "ownership: use Check") : "not checked"))))),
+          h("td", {}, checked(r) ? "by Check ownership" : "none in the API"))))),
       h("p", {}, copyButton(zone, "all records as a zone file"), " all records as zone-file lines")));
 }
 
