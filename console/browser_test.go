@@ -152,7 +152,8 @@ func (l *browserLog) received() (total int64, n int) {
 // TestBrowser drives the console in headless Chromium against the whole
 // service: sign in (a wrong key first), create a domain and a mailbox,
 // receive a message, change the quota and see the bar, add a catch-all,
-// check ownership against a stub DNS, suspend and resume, look at the
+// check ownership against a stub DNS (refused, then found once the MX
+// is published), suspend and resume, look at the
 // usage chart, sign out. Along the way: the key is in sessionStorage and
 // in no URL, no cookie is set, every request stays on the origin, the
 // page throws nothing and breaks no policy, and the first visit stays in
@@ -162,8 +163,6 @@ func (l *browserLog) received() (total int64, n int) {
 func TestBrowser(t *testing.T) {
 	chrome := chromium(t)
 	dns := dnstest.Start(t)
-	// The domain's MX points here, so the ownership check succeeds.
-	dns.SetMX("example.com", "mx.test")
 	addrs, key := startService(t, map[string]string{"MAILHOST_DNS": dns.Addr})
 	base := "http://" + addrs.HTTP
 	shots := os.Getenv("MAILHOST_CONSOLE_SCREENSHOTS")
@@ -333,10 +332,17 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("aliases")))
 	until("catch-all listed", `document.getElementById("aliases").textContent.includes("@example.comcatch-all")`)
 
-	do("check ownership",
+	do("check ownership before publishing",
 		chromedp.Click(chromedp.CSS(`a[href="#/domains/example.com/dns"]`)),
 		chromedp.WaitVisible(chromedp.ID("dns")),
 		chromedp.Click(chromedp.ID("verify")))
+	until("not verified", `document.getElementById("verify-result").className === "error"`)
+	if txt := eval(`document.getElementById("verify-result").textContent`); !strings.HasPrefix(txt, "Domain not verified: expected") {
+		t.Errorf("failed check says %q, want the API's detail", txt)
+	}
+	// The customer points the MX here; the next check finds it.
+	dns.SetMX("example.com", "mx.test")
+	do("check ownership", chromedp.Click(chromedp.ID("verify")))
 	until("verified", `document.getElementById("verify-result").className === "ok"`)
 	until("badge", `document.querySelector("#view h1").textContent.includes("verified") && !document.querySelector("#view h1").textContent.includes("not verified")`)
 	shot("dns")

@@ -54,7 +54,8 @@ async function render() {
     el = h("div", { class: "card" }, h("h1", {}, "Could not load this page"), h("p", { class: "error" }, message(err)),
       h("p", {}, h("a", { href: "#/domains" }, "Back to the domains")));
   }
-  if (n !== rendering) return;
+  // A 401 on the way has signed out: the sign-in form stays alone.
+  if (n !== rendering || !key.get()) return;
   replace(view, el);
   view.removeAttribute("aria-busy");
 }
