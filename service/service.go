@@ -22,6 +22,7 @@ import (
 	"github.com/mailhost/mailhost/adminapi"
 	"github.com/mailhost/mailhost/autoconfig"
 	"github.com/mailhost/mailhost/config"
+	"github.com/mailhost/mailhost/console"
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/imapd"
 	"github.com/mailhost/mailhost/mailauth"
@@ -297,7 +298,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Clients: clients,
 		})
 		hs := &http.Server{
-			Handler:           api,
+			// The partners' web console shares the API's listener and
+			// origin: it is a page that calls the API, so it needs no CORS.
+			Handler:           console.Mount(api),
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       time.Minute,
 			WriteTimeout:      time.Minute,
