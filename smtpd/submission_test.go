@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -300,12 +301,15 @@ func TestSubmissionAuthBeforeTLS(t *testing.T) {
 
 func TestSubmissionThrottled(t *testing.T) {
 	e := newSubmissionEnv(t, func(c *Config) {
-		c.Logins = credential.NewLogins(credential.LoginConfig{Accounts: c.Store, MaxFailures: 2})
+		c.Logins = credential.NewLogins(credential.LoginConfig{Accounts: c.Store, Guesses: credential.GuessLimits{
+			Pair: credential.Budget{Burst: 2, PerHour: 1},
+		}})
 	})
 	r := e.rawTLS(t)
 	r.cmd("EHLO client.test", "250 ")
-	for range 2 {
-		r.cmd("AUTH PLAIN "+b64("\x00bob@a.test\x00wrong password"), "535 5.7.8 ")
+	// Distinct passwords: one sent again is not a new guess.
+	for i := range 2 {
+		r.cmd("AUTH PLAIN "+b64(fmt.Sprintf("\x00bob@a.test\x00wrong password %d", i)), "535 5.7.8 ")
 	}
 	// Throttled, even with the right password: 454, temporary.
 	r.cmd("AUTH PLAIN "+b64("\x00bob@a.test\x00"+password), "454 4.7.0 ")
