@@ -102,9 +102,6 @@ func NewConns(lim ConnLimits, now func() time.Time) *Conns {
 	return &Conns{lim: lim, now: now, open: map[string]int{}, users: map[userAddress]int{}, rate: map[string]*connBucket{}}
 }
 
-// Limits answers the limits c applies.
-func (c *Conns) Limits() ConnLimits { return c.lim }
-
 // Acquire admits a new connection from addr (an AddressKey), or answers
 // ErrTooManyConns or ErrConnRate. A refused connection takes nothing:
 // only admitted ones count against the rate.
