@@ -62,13 +62,20 @@ type Config struct {
 	QueueLifetime        time.Duration
 	QueueDelayWarning    time.Duration
 	QueueWorkers         int64
-	MaxConnsPerIP        int64
-	SendLimitPerHour     int64
-	DNS                  string
-	InboundChecks        bool
-	SRSSecret            string
-	LogLevel             string
-	LogFormat            string
+	// Connection limits (policy.ConnLimits): per client address for
+	// IMAP and submission, for the MX, per mailbox and address, new
+	// connections a minute per address, and IMAP sessions per node.
+	MaxConnsPerIP     int64
+	MXMaxConnsPerIP   int64
+	MaxConnsPerUserIP int64
+	MaxConnRatePerIP  int64
+	MaxIMAPConns      int64
+	SendLimitPerHour  int64
+	DNS               string
+	InboundChecks     bool
+	SRSSecret         string
+	LogLevel          string
+	LogFormat         string
 
 	// Plans are extra (or replacement) plans; only the TOML file sets them.
 	Plans []mailstore.Plan
@@ -185,7 +192,11 @@ var Settings = []Setting{
 	}},
 	{"refuse_inbound_over_cap", "MAILHOST_REFUSE_INBOUND_OVER_CAP", "false", "also refuse mail to a domain (451 4.7.1 at RCPT) once it has used its monthly transfer cap; forwards already queued for it wait in the queue", boolean(func(c *Config) *bool { return &c.RefuseInboundOverCap })},
 	{"send_limit_per_hour", "MAILHOST_SEND_LIMIT_PER_HOUR", "0", "most recipients one mailbox may send to in an hour over submission (450 4.7.1 beyond; a quiet mailbox may use them at once): what a stolen password can send; 0 = no limit", integer(func(c *Config) *int64 { return &c.SendLimitPerHour }, 0)},
-	{"max_conns_per_ip", "MAILHOST_MAX_CONNS_PER_IP", "20", "most connections at once from one IP address to each service: the MX, submission (587 and 465 together) and IMAP (143 and 993 together); beyond it SMTP answers 421 4.7.0, IMAP BYE [UNAVAILABLE], and the implicit-TLS ports close the connection before the handshake", integer(func(c *Config) *int64 { return &c.MaxConnsPerIP }, 1)},
+	{"max_conns_per_ip", "MAILHOST_MAX_CONNS_PER_IP", "1500", "most connections at once from one client address (an IPv6 /64 counts as one) to IMAP (143 and 993 together) and to submission (587 and 465 together), each counted on its own: an office of 200 behind one NAT address holds up to 200 x (5 desktop + 2 phone) = 1,400; beyond it IMAP answers BYE [UNAVAILABLE], submission 421 4.7.0, and the implicit-TLS ports close the connection before the handshake", integer(func(c *Config) *int64 { return &c.MaxConnsPerIP }, 1)},
+	{"mx_max_conns_per_ip", "MAILHOST_MX_MAX_CONNS_PER_IP", "50", "most connections at once from one client address to the MX (Postfix's smtpd_client_connection_count_limit); beyond it 421 4.7.0", integer(func(c *Config) *int64 { return &c.MXMaxConnsPerIP }, 1)},
+	{"max_conns_per_user_ip", "MAILHOST_MAX_CONNS_PER_USER_IP", "10", "most logged-in connections at once of one mailbox from one client address, to IMAP and to submission each (Dovecot's mail_max_userip_connections: a desktop client's 5, a phone and a tablet); beyond it the login is answered NO [UNAVAILABLE] (IMAP) or 454 4.7.0 (submission); 0 = no limit", integer(func(c *Config) *int64 { return &c.MaxConnsPerUserIP }, 0)},
+	{"max_conn_rate_per_ip", "MAILHOST_MAX_CONN_RATE_PER_IP", "600", "new connections one client address may open a minute to each service, after a burst of its max_conns_per_ip (mx_max_conns_per_ip for the MX): an office whose clients all reconnect at once passes, a scanner or a flood is refused as over the connection limit; 0 = no limit", integer(func(c *Config) *int64 { return &c.MaxConnRatePerIP }, 0)},
+	{"max_imap_conns", "MAILHOST_MAX_IMAP_CONNS", "4000", "most IMAP connections at once on this node, from all addresses (about 40 KiB each while idle); beyond it BYE [UNAVAILABLE]", integer(func(c *Config) *int64 { return &c.MaxIMAPConns }, 1)},
 	{"queue_lifetime", "MAILHOST_QUEUE_LIFETIME", "120h", "how long the outbound queue retries a message before it bounces it (Go duration)", func(c *Config, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Minute {

@@ -322,7 +322,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		mx := smtpd.Config{
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
-			MaxConnsPerIP: int(cfg.MaxConnsPerIP), SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
+			MaxConnsPerIP: int(cfg.MXMaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
+			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
 		}
 		if cfg.InboundChecks {
 			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}
@@ -338,7 +339,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		s := smtpd.NewSubmission(smtpd.Config{
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
-			MaxConnsPerIP: int(cfg.MaxConnsPerIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
+			MaxConnsPerIP: int(cfg.MaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
+			MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share,
 			Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
 		})
@@ -353,7 +355,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		s := imapd.New(imapd.Config{
 			Store: st, Logins: logins, TLS: tlsConfig, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			Logger: log, Now: o.Now, Reserve: memory.Reserve, MaxMessageBytes: cfg.MaxMessageBytes,
-			MaxConnsPerIP: int(cfg.MaxConnsPerIP),
+			MaxConns: int(cfg.MaxIMAPConns), MaxConnsPerIP: int(cfg.MaxConnsPerIP),
+			MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP), MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP),
 		})
 		servers = append(servers, s)
 		if err := listenPair(s, "imap", cfg.IMAP, &addrs.IMAP, "imaps", cfg.IMAPS, &addrs.IMAPS); err != nil {
@@ -445,4 +448,13 @@ func delayWarning(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// noLimit maps a setting's 0 (no limit) to the servers' -1 (their 0 is
+// their default).
+func noLimit(n int64) int {
+	if n == 0 {
+		return -1
+	}
+	return int(n)
 }

@@ -89,6 +89,8 @@ func reply(err error) *smtp.SMTPError {
 		// cost nothing: credential.Logins refuses them before any
 		// password check.
 		return &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many failed logins, try again later"}
+	case errors.Is(err, policy.ErrTooManyUserConns):
+		return &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many connections of this user from your address, try again later"}
 	case errors.Is(err, credential.ErrInvalidCredentials):
 		return &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
 	case errors.Is(err, errAuthUnavailable):

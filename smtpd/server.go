@@ -86,9 +86,20 @@ type Config struct {
 	// BDAT, for each read of message data; WriteTimeout bounds each
 	// reply. 0 means 5 minutes and 1 minute (RFC 5321 section 4.5.3.2).
 	ReadTimeout, WriteTimeout time.Duration
-	// MaxConnsPerIP is the most connections at once from one IP address;
-	// more are answered 421 4.7.0 and closed. 0 means 20.
+	// MaxConnsPerIP is the most connections at once from one client
+	// address (an IPv6 /64 counts as one); more are answered 421 4.7.0
+	// and closed. 0 means policy.DefaultMXConnsPerAddress for the MX,
+	// policy.DefaultConnsPerAddress for submission.
 	MaxConnsPerIP int
+	// MaxConnRatePerIP bounds the connections one client address opens a
+	// minute, after a burst of MaxConnsPerIP; more are refused as over
+	// MaxConnsPerIP. 0 means policy.DefaultConnRatePerMinute; -1 no limit.
+	MaxConnRatePerIP int
+	// MaxConnsPerUserIP (submission) bounds the authenticated connections
+	// at once of one mailbox from one client address; an AUTH beyond it
+	// is answered 454 4.7.0. 0 means policy.DefaultConnsPerUserAddress;
+	// -1 no limit.
+	MaxConnsPerUserIP int
 
 	// OnQueued, when not nil, is called after a message was committed
 	// with remote recipients queued (Store.Deliver's Relay), to wake the
@@ -178,7 +189,6 @@ const (
 	DefaultMaxRecipients   = 100
 	DefaultReadTimeout     = 5 * time.Minute
 	DefaultWriteTimeout    = time.Minute
-	DefaultMaxConnsPerIP   = 20
 	// maxLineLength bounds command and DATA lines: RFC 5321 section
 	// 4.5.3.1.6 allows 1000 octets; go-smtp's default doubles that to be
 	// lenient with careless senders. Longer lines end the connection.
@@ -260,9 +270,20 @@ func newServer(cfg Config, submission bool) *Server {
 		s.cfg.WriteTimeout = DefaultWriteTimeout
 	}
 	if s.cfg.MaxConnsPerIP <= 0 {
-		s.cfg.MaxConnsPerIP = DefaultMaxConnsPerIP
+		s.cfg.MaxConnsPerIP = policy.DefaultMXConnsPerAddress
+		if submission {
+			s.cfg.MaxConnsPerIP = policy.DefaultConnsPerAddress
+		}
 	}
-	s.conns = newConnLimiter(s.cfg.MaxConnsPerIP, s.log)
+	if s.cfg.MaxConnRatePerIP == 0 {
+		s.cfg.MaxConnRatePerIP = policy.DefaultConnRatePerMinute
+	}
+	if s.cfg.MaxConnsPerUserIP == 0 {
+		s.cfg.MaxConnsPerUserIP = policy.DefaultConnsPerUserAddress
+	}
+	s.conns = newConnLimiter(policy.ConnLimits{
+		PerAddress: s.cfg.MaxConnsPerIP, PerUserAddress: max(s.cfg.MaxConnsPerUserIP, 0), RatePerMinute: max(s.cfg.MaxConnRatePerIP, 0),
+	}, s.log)
 
 	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
 	srv.Domain = s.hostname

@@ -20,6 +20,18 @@ type submission struct {
 	// go-smtp does not run AUTH during a transaction (it answers 503
 	// after a first success), so Data may read it without a lock.
 	user *mailstore.Mailbox
+	// counted is the mailbox whose per-user-and-address count the
+	// session holds (MaxConnsPerUserIP), nil if none.
+	counted *int64
+}
+
+// Logout gives back the session's per-user-and-address count.
+func (s *submission) Logout() error {
+	if s.counted != nil {
+		s.srv.conns.count.ReleaseUser(*s.counted, policy.AddrKey(s.ip))
+		s.counted = nil
+	}
+	return s.session.Logout()
 }
 
 // Mail starts a transaction of the authenticated user (530 5.7.0 before
