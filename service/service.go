@@ -31,10 +31,15 @@ import (
 
 // Options are what Run needs besides the configuration.
 type Options struct {
-	// Stdout receives the one-time notice with the default partner's key.
+	// Stdout receives the one-time notice of the default partner; the key
+	// itself goes to DATA/initial-api-key (KeyFileName), and to Stdout
+	// too only with ShowKey.
 	Stdout io.Writer
-	Logger *slog.Logger
-	Now    func() time.Time
+	// ShowKey prints the first-start key on Stdout; cmd/mailhost sets it
+	// when stdout is a terminal (IsTerminal).
+	ShowKey bool
+	Logger  *slog.Logger
+	Now     func() time.Time
 	// Ready, if set, is called with the bound listener addresses once every
 	// listener is up (tests use it with ":0" addresses).
 	Ready func(Addrs)
@@ -113,7 +118,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		log.Info("joined a cluster", "nodes", n)
 	}
 	ops := NewStoreOperator(st, o.Now)
-	if err := firstStart(ctx, st, ops, o.Stdout, log); err != nil {
+	if err := firstStart(ctx, st, ops, o.Stdout, o.ShowKey, cfg.DataDir, log); err != nil {
 		return err
 	}
 
@@ -360,9 +365,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	return runErr
 }
 
-// firstStart creates the partner "default" on an empty store and prints its
-// key once (decisions.md).
-func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io.Writer, log *slog.Logger) error {
+// firstStart creates the partner "default" on an empty store and hands
+// its key out once (decisions.md): into DATA/initial-api-key, and on
+// stdout when show is set.
+func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io.Writer, show bool, dataDir string, log *slog.Logger) error {
 	ps, err := st.Partners(ctx)
 	if err != nil {
 		return err
@@ -380,7 +386,11 @@ func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io
 	if err != nil {
 		return fmt.Errorf("create default partner: %w", err)
 	}
-	fmt.Fprintf(stdout, "Created partner %q (id %d). Its API key, shown only this once:\n\n    %s\n\nUse it as: Authorization: Bearer <key>\n\n", k.Name, k.ID, k.APIKey)
+	path, err := writeKeyFile(dataDir, k.APIKey)
+	if err != nil {
+		return err
+	}
+	printFirstKey(stdout, show, k.Name, k.ID, k.APIKey, path)
 	log.Info("created default partner", "partner_id", k.ID, "key_prefix", k.KeyPrefix)
 	return nil
 }

@@ -114,7 +114,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	if cmd == "serve" {
-		err = service.Run(ctx, cfg, service.Options{Stdout: stdout, Logger: service.NewLogger(cfg, stderr)})
+		f, isFile := stdout.(*os.File)
+		show := isFile && service.IsTerminal(f)
+		err = service.Run(ctx, cfg, service.Options{Stdout: stdout, ShowKey: show, Logger: service.NewLogger(cfg, stderr)})
 	} else {
 		err = service.WithOperator(ctx, cfg, func(op service.Operator) error {
 			return operate(ctx, op, cmd, pos, page, limits, stdout)
