@@ -7,6 +7,7 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -43,11 +44,15 @@ type Options struct {
 	// Ready, if set, is called with the bound listener addresses once every
 	// listener is up (tests use it with ":0" addresses).
 	Ready func(Addrs)
+	// ACMEHTTPClient talks to the ACME CA; nil: http.DefaultClient (tests
+	// pass one that trusts their CA).
+	ACMEHTTPClient *http.Client
 }
 
 // Addrs are the addresses the listeners are bound to; empty when off.
 type Addrs struct {
 	HTTP, SMTP, Submission, Submissions, IMAP, IMAPS string
+	HTTPS, ACMEHTTP                                  string
 }
 
 // NewLogger makes the process logger the configuration asks for.
@@ -125,6 +130,16 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	tlsConfig, err := loadTLS(cfg.TLSCert, cfg.TLSKey, cfg.DataDir, hostname)
 	if err != nil {
 		return err
+	}
+	// httpsTLS is tlsConfig with what the https listener adds.
+	httpsTLS := tlsConfig.Clone()
+	httpsTLS.NextProtos = []string{"h2", "http/1.1"}
+	var certs *certSource
+	if cfg.ACME {
+		if certs, err = acmeSource(cfg, st, hostname, tlsConfig, o, log); err != nil {
+			return err
+		}
+		tlsConfig, httpsTLS = certs.TLSConfig(false), certs.TLSConfig(true)
 	}
 	dns, err := newResolver(cfg.DNS)
 	if err != nil {
@@ -247,30 +262,63 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	servers = append(servers, ctl)
 	serve("control socket", func() error { return ctl.Serve(cln) })
 
-	if cfg.HTTP != "" {
-		ln, err := listen(cfg.HTTP)
-		if err != nil {
-			closeAll()
-			return err
-		}
+	if cfg.HTTP != "" || cfg.HTTPS != "" {
 		api := adminapi.New(adminapi.Config{
 			Store: st, Plans: policy.NewPlans(cfg.Plans), Logger: log, Now: o.Now, Hostname: hostname,
 			Passwords: passwords, OnResume: onResume, DNS: dns,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst, Share: share,
 		})
-		hs := &http.Server{
-			Handler:           api,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       time.Minute,
-			WriteTimeout:      time.Minute,
-			IdleTimeout:       2 * time.Minute,
-			MaxHeaderBytes:    64 << 10,
+		for _, l := range []struct {
+			name, addr string
+			tls        *tls.Config
+			bound      *string
+		}{{"http", cfg.HTTP, nil, &addrs.HTTP}, {"https", cfg.HTTPS, httpsTLS, &addrs.HTTPS}} {
+			if l.addr == "" {
+				continue
+			}
+			ln, err := listen(l.addr)
+			if err != nil {
+				closeAll()
+				return err
+			}
+			hs := &http.Server{
+				Handler:           api,
+				TLSConfig:         l.tls,
+				ReadHeaderTimeout: 10 * time.Second,
+				ReadTimeout:       time.Minute,
+				WriteTimeout:      time.Minute,
+				IdleTimeout:       2 * time.Minute,
+				MaxHeaderBytes:    64 << 10,
+			}
+			servers = append(servers, hs)
+			*l.bound = ln.Addr().String()
+			if l.tls != nil {
+				serve(l.name, func() error { return hs.ServeTLS(ln, "", "") })
+			} else {
+				serve(l.name, func() error { return hs.Serve(ln) })
+			}
+			log.Info("listening", "service", l.name, "addr", *l.bound)
 		}
+	}
+
+	if cfg.ACMEHTTP != "" {
+		ln, err := listen(cfg.ACMEHTTP)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		// Anything but a challenge is sent to https, or not found when
+		// there is no https listener.
+		var other http.Handler
+		if cfg.HTTPS == "" {
+			other = http.NotFoundHandler()
+		}
+		hs := &http.Server{Handler: certs.HTTPHandler(other), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}
 		servers = append(servers, hs)
-		addrs.HTTP = ln.Addr().String()
-		serve("http", func() error { return hs.Serve(ln) })
-		log.Info("listening", "service", "http", "addr", addrs.HTTP)
+		addrs.ACMEHTTP = ln.Addr().String()
+		serve("acme_http", func() error { return hs.Serve(ln) })
+		log.Info("listening", "service", "acme_http", "addr", addrs.ACMEHTTP)
 	}
 
 	if cfg.SMTP != "" {
@@ -328,6 +376,15 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	recheck := &rechecker{store: st, dns: dns, hostname: hostname, now: o.Now, log: log}
 	recheck.cluster = st
 	wg.Add(4)
+	if certs != nil {
+		// After the listeners: the HTTP-01 handler is set up, and the
+		// CA can reach https.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			certs.run(rctx)
+		}()
+	}
 	go func() {
 		defer wg.Done()
 		runHeartbeat(rctx, st, node, share, o.Now, log)
