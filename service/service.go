@@ -258,7 +258,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	ctl := &http.Server{Handler: controlHandler(ops), ReadHeaderTimeout: 10 * time.Second}
+	ctl := &http.Server{Handler: withBackup(controlHandler(ops), st), ReadHeaderTimeout: 10 * time.Second}
 	servers = append(servers, ctl)
 	serve("control socket", func() error { return ctl.Serve(cln) })
 
