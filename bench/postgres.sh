@@ -66,7 +66,8 @@ serve() {
 	echo "node $name did not start; its log:" >&2; cat "$D/$name.log" >&2; exit 1
 }
 
-key() { sed -n 's/^ *\(mhk_[^ ]*\)$/\1/p' "$D"/*.log | head -1; }
+# serve prints the key only on a terminal; the node that made the partner wrote it to its data directory
+key() { cat "$D"/*/initial-api-key 2>/dev/null | head -1; }
 
 for r in $(seq "$REPS"); do
 	for b in $ONLY; do

@@ -50,6 +50,14 @@ type Config struct {
 	MTASTS            bool
 	TLSCert, TLSKey   string
 	AllowInsecureAuth bool
+	// HTTPS serves the management API over TLS (and answers ACME's
+	// TLS-ALPN-01 challenges there); empty: off.
+	HTTPS string
+	// ACME obtains and renews certificates from ACMEDirectory, kept in
+	// the store; ACMEHTTP is the HTTP-01 challenge listener (port 80).
+	ACME                     bool
+	ACMEEmail, ACMEDirectory string
+	ACMEHTTP                 string
 
 	RetentionTime        string // HH:MM UTC, daily
 	MaxMessageBytes      int64
@@ -162,6 +170,17 @@ var Settings = []Setting{
 	{"mta_sts", "MAILHOST_MTA_STS", "true", "apply each destination domain's MTA-STS policy (RFC 8461) to mail sent to its MX hosts: with mode enforce, only the MX hosts it names, over TLS with a certificate valid for their names (system roots), else the mail waits; no effect with relay", boolean(func(c *Config) *bool { return &c.MTASTS })},
 	{"tls_cert", "MAILHOST_TLS_CERT", "", "PEM certificate chain file; empty: a self-signed certificate made in the data directory", str(func(c *Config) *string { return &c.TLSCert })},
 	{"tls_key", "MAILHOST_TLS_KEY", "", "PEM private key file for tls_cert", str(func(c *Config) *string { return &c.TLSKey })},
+	{"https", "MAILHOST_HTTPS", "", "management API over TLS listen address (443 in production), with the certificate the mail listeners use; with acme it also answers TLS-ALPN-01 challenges; empty turns it off", str(func(c *Config) *string { return &c.HTTPS })},
+	{"acme", "MAILHOST_ACME", "false", "obtain and renew certificates for hostname and the hosted domains' mta-sts., autoconfig. and autodiscover. names from acme_directory (TLS-ALPN-01 on https, HTTP-01 on acme_http), kept in the store so that nodes share them; instead of tls_cert", boolean(func(c *Config) *bool { return &c.ACME })},
+	{"acme_email", "MAILHOST_ACME_EMAIL", "", "contact address of the ACME account (the CA may write about problems with the certificates); empty: none", str(func(c *Config) *string { return &c.ACMEEmail })},
+	{"acme_directory", "MAILHOST_ACME_DIRECTORY", "https://acme-v02.api.letsencrypt.org/directory", "ACME directory URL of the certificate authority; Let's Encrypt's staging one is https://acme-staging-v02.api.letsencrypt.org/directory", func(c *Config, v string) error {
+		if !strings.HasPrefix(v, "https://") {
+			return fmt.Errorf("want an https:// URL, got %q", v)
+		}
+		c.ACMEDirectory = v
+		return nil
+	}},
+	{"acme_http", "MAILHOST_ACME_HTTP", "", "listen address of the HTTP-01 challenge responder (\"0.0.0.0:80\" in production; other requests are redirected to https); empty turns it off", str(func(c *Config) *string { return &c.ACMEHTTP })},
 	{"allow_insecure_auth", "MAILHOST_ALLOW_INSECURE_AUTH", "false", "allow IMAP and submission logins without TLS (for tests only)", boolean(func(c *Config) *bool { return &c.AllowInsecureAuth })},
 	{"retention_time", "MAILHOST_RETENTION_TIME", "03:00", "time of day (UTC, HH:MM) of the daily retention pass and re-check of verified domains", func(c *Config, v string) error {
 		if _, err := time.Parse("15:04", v); err != nil {
@@ -299,6 +318,16 @@ func (f *Flags) Load(getenv func(string) (string, bool)) (*Config, error) {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return nil, errors.New("tls_cert and tls_key go together: set both or neither")
+	}
+	if c.ACME && c.TLSCert != "" {
+		return nil, errors.New("acme and tls_cert exclude each other: certificates come from one or the other")
+	}
+	if c.ACME && c.HTTPS == "" && c.ACMEHTTP == "" {
+		// No listener could answer a challenge: no certificate would come.
+		return nil, errors.New("acme needs https (TLS-ALPN-01 on port 443) or acme_http (HTTP-01 on port 80)")
+	}
+	if !c.ACME && c.ACMEHTTP != "" {
+		return nil, errors.New("acme_http is set but acme is not")
 	}
 	if (c.RelayUsername == "") != (c.RelayPassword == "") {
 		return nil, errors.New("relay_username and relay_password go together: set both or neither")

@@ -34,13 +34,21 @@ import (
 
 // Options are what Run needs besides the configuration.
 type Options struct {
-	// Stdout receives the one-time notice with the default partner's key.
+	// Stdout receives the one-time notice of the default partner; the key
+	// itself goes to DATA/initial-api-key (KeyFileName), and to Stdout
+	// too only with ShowKey.
 	Stdout io.Writer
-	Logger *slog.Logger
-	Now    func() time.Time
+	// ShowKey prints the first-start key on Stdout; cmd/mailhost sets it
+	// when stdout is a terminal (IsTerminal).
+	ShowKey bool
+	Logger  *slog.Logger
+	Now     func() time.Time
 	// Ready, if set, is called with the bound listener addresses once every
 	// listener is up (tests use it with ":0" addresses).
 	Ready func(Addrs)
+	// ACMEHTTPClient talks to the ACME CA; nil: http.DefaultClient (tests
+	// pass one that trusts their CA).
+	ACMEHTTPClient *http.Client
 }
 
 // Addrs are the addresses the listeners are bound to; empty when off.
@@ -49,6 +57,8 @@ type Addrs struct {
 	// AutoconfigHTTP and AutoconfigHTTPS serve the mail clients' set-up
 	// alone.
 	AutoconfigHTTP, AutoconfigHTTPS string
+	// HTTPS is the API over TLS; ACMEHTTP answers ACME HTTP-01.
+	HTTPS, ACMEHTTP string
 }
 
 // NewLogger makes the process logger the configuration asks for.
@@ -119,13 +129,23 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		log.Info("joined a cluster", "nodes", n)
 	}
 	ops := NewStoreOperator(st, o.Now)
-	if err := firstStart(ctx, st, ops, o.Stdout, log); err != nil {
+	if err := firstStart(ctx, st, ops, o.Stdout, o.ShowKey, cfg.DataDir, log); err != nil {
 		return err
 	}
 
 	tlsConfig, err := loadTLS(cfg.TLSCert, cfg.TLSKey, cfg.DataDir, hostname)
 	if err != nil {
 		return err
+	}
+	// httpsTLS is tlsConfig with what the https listener adds.
+	httpsTLS := tlsConfig.Clone()
+	httpsTLS.NextProtos = []string{"h2", "http/1.1"}
+	var certs *certSource
+	if cfg.ACME {
+		if certs, err = acmeSource(cfg, st, hostname, tlsConfig, o, log); err != nil {
+			return err
+		}
+		tlsConfig, httpsTLS = certs.TLSConfig(false), certs.TLSConfig(true)
 	}
 	dns, err := newResolver(cfg.DNS)
 	if err != nil {
@@ -244,7 +264,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	ctl := &http.Server{Handler: controlHandler(ops), ReadHeaderTimeout: 10 * time.Second}
+	ctl := &http.Server{Handler: withBackup(controlHandler(ops), st), ReadHeaderTimeout: 10 * time.Second}
 	servers = append(servers, ctl)
 	serve("control socket", func() error { return ctl.Serve(cln) })
 
@@ -284,12 +304,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		log.Info("listening", "service", l.name, "addr", *l.bound)
 	}
 
-	if cfg.HTTP != "" {
-		ln, err := listen(cfg.HTTP)
-		if err != nil {
-			closeAll()
-			return err
-		}
+	if cfg.HTTP != "" || cfg.HTTPS != "" {
 		api := adminapi.New(adminapi.Config{
 			Store: st, Plans: policy.NewPlans(cfg.Plans), Logger: log, Now: o.Now, Hostname: hostname,
 			Passwords: passwords, OnResume: onResume, DNS: dns,
@@ -297,20 +312,58 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst, Share: share,
 			Clients: clients,
 		})
-		hs := &http.Server{
-			// The partners' web console shares the API's listener and
-			// origin: it is a page that calls the API, so it needs no CORS.
-			Handler:           console.Mount(api),
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       time.Minute,
-			WriteTimeout:      time.Minute,
-			IdleTimeout:       2 * time.Minute,
-			MaxHeaderBytes:    64 << 10,
+		for _, l := range []struct {
+			name, addr string
+			tls        *tls.Config
+			bound      *string
+		}{{"http", cfg.HTTP, nil, &addrs.HTTP}, {"https", cfg.HTTPS, httpsTLS, &addrs.HTTPS}} {
+			if l.addr == "" {
+				continue
+			}
+			ln, err := listen(l.addr)
+			if err != nil {
+				closeAll()
+				return err
+			}
+			hs := &http.Server{
+				// The partners' web console shares the API's listeners and
+				// origin: it is a page that calls the API, so it needs no CORS.
+				Handler:           console.Mount(api),
+				TLSConfig:         l.tls,
+				ReadHeaderTimeout: 10 * time.Second,
+				ReadTimeout:       time.Minute,
+				WriteTimeout:      time.Minute,
+				IdleTimeout:       2 * time.Minute,
+				MaxHeaderBytes:    64 << 10,
+			}
+			servers = append(servers, hs)
+			*l.bound = ln.Addr().String()
+			if l.tls != nil {
+				serve(l.name, func() error { return hs.ServeTLS(ln, "", "") })
+			} else {
+				serve(l.name, func() error { return hs.Serve(ln) })
+			}
+			log.Info("listening", "service", l.name, "addr", *l.bound)
 		}
+	}
+
+	if cfg.ACMEHTTP != "" {
+		ln, err := listen(cfg.ACMEHTTP)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		// Anything but a challenge is sent to https, or not found when
+		// there is no https listener.
+		var other http.Handler
+		if cfg.HTTPS == "" {
+			other = http.NotFoundHandler()
+		}
+		hs := &http.Server{Handler: certs.HTTPHandler(other), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}
 		servers = append(servers, hs)
-		addrs.HTTP = ln.Addr().String()
-		serve("http", func() error { return hs.Serve(ln) })
-		log.Info("listening", "service", "http", "addr", addrs.HTTP)
+		addrs.ACMEHTTP = ln.Addr().String()
+		serve("acme_http", func() error { return hs.Serve(ln) })
+		log.Info("listening", "service", "acme_http", "addr", addrs.ACMEHTTP)
 	}
 
 	if cfg.SMTP != "" {
@@ -371,6 +424,15 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	recheck := &rechecker{store: st, dns: dns, hostname: hostname, now: o.Now, log: log}
 	recheck.cluster = st
 	wg.Add(4)
+	if certs != nil {
+		// After the listeners: the HTTP-01 handler is set up, and the
+		// CA can reach https.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			certs.run(rctx)
+		}()
+	}
 	go func() {
 		defer wg.Done()
 		runHeartbeat(rctx, st, node, share, o.Now, log)
@@ -408,9 +470,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	return runErr
 }
 
-// firstStart creates the partner "default" on an empty store and prints its
-// key once (decisions.md).
-func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io.Writer, log *slog.Logger) error {
+// firstStart creates the partner "default" on an empty store and hands
+// its key out once (decisions.md): into DATA/initial-api-key, and on
+// stdout when show is set.
+func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io.Writer, show bool, dataDir string, log *slog.Logger) error {
 	ps, err := st.Partners(ctx)
 	if err != nil {
 		return err
@@ -428,7 +491,11 @@ func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io
 	if err != nil {
 		return fmt.Errorf("create default partner: %w", err)
 	}
-	fmt.Fprintf(stdout, "Created partner %q (id %d). Its API key, shown only this once:\n\n    %s\n\nUse it as: Authorization: Bearer <key>\n\n", k.Name, k.ID, k.APIKey)
+	path, err := writeKeyFile(dataDir, k.APIKey)
+	if err != nil {
+		return err
+	}
+	printFirstKey(stdout, show, k.Name, k.ID, k.APIKey, path)
 	log.Info("created default partner", "partner_id", k.ID, "key_prefix", k.KeyPrefix)
 	return nil
 }
