@@ -20,6 +20,10 @@ type Transaction struct {
 	from string // envelope sender: normalised for submission; "" for <>
 	size int64  // announced (MX, submission) or known (forward); 0: none
 	kind mailstore.OutboundKind
+	// partner is the partner the mail comes from, for
+	// policy.DeliverLocally: 0 for the MX, the user's for a submission,
+	// the entry's for a Forward (Agent.EntryPartner).
+	partner int64
 
 	// Submission: the user and its domain, as read at the start.
 	user   mailstore.Mailbox
@@ -73,7 +77,7 @@ type queued struct {
 // the client wrote it: the MX reverses an SRS address from it, so that
 // the original sender's local part keeps its case; "" for none.
 func (t *Transaction) AddRecipient(ctx context.Context, addr, raw string) error {
-	p, err := t.accept(ctx, addr, raw)
+	p, err := t.accept(ctx, addr, raw, t.partner)
 	if err != nil {
 		return err
 	}
@@ -101,15 +105,19 @@ func (t *Transaction) AddRecipient(ctx context.Context, addr, raw string) error 
 	return nil
 }
 
-// accept is AddRecipient's decision.
-func (t *Transaction) accept(ctx context.Context, addr, raw string) (plan, error) {
+// accept is AddRecipient's decision, for mail from partner (see
+// policy.Resolve).
+func (t *Transaction) accept(ctx context.Context, addr, raw string, partner int64) (plan, error) {
 	if t.mode == MX && raw != "" && t.a.cfg.SRS != nil && isSRS(addr) {
 		if p, handled, err := t.bounce(ctx, addr, raw); handled {
 			return p, err
 		}
 	}
-	res, err := policy.Resolve(ctx, t.a.cfg.Store, addr)
+	res, err := policy.Resolve(ctx, t.a.cfg.Store, addr, partner)
 	if err != nil {
+		// Also a domain another partner hosts and has not verified
+		// (policy.ErrNotVerified): the user's mail to it leaves as mail
+		// to any domain not hosted here.
 		if t.mode == Submission && errors.Is(err, policy.ErrNotHosted) {
 			return plan{relays: []queued{{mailstore.KindSubmission, t.domain.ID, t.from, addr}}}, nil
 		}
