@@ -858,3 +858,22 @@ func TestLocalDestinationOfAnotherPartner(t *testing.T) {
 		t.Errorf("eve@other.test holds %d messages, want 0", n)
 	}
 }
+
+// A body with bare CR and LF (queued before smtpd normalised them, say)
+// leaves with every line ended by CRLF and dot-stuffed: "\r.\r" and
+// "\n.\n" are a line holding "." to the next hop, never its end of data
+// (issue 11, SMTP smuggling). go-smtp's writer alone passes a bare CR
+// through.
+func TestDataLineEnds(t *testing.T) {
+	f := newFixture(t)
+	clk := newClock()
+	body := "Subject: s\r\n\r\na\r.\rMAIL FROM:<evil@x.test>\rb\n.\nc\r\n.d\r\n"
+	f.queue(clk.Now(), f.submission("joe@remote.test"), body)
+	mx := newMX(t, nil)
+	f.start(clk, func(c *Config) { c.Resolver = mxFor("remote.test"); c.Port = mx.port })
+	got := mx.waitMessages(t, 1)[0]
+	if want := "Subject: s\r\n\r\na\r\n.\r\nMAIL FROM:<evil@x.test>\r\nb\r\n.\r\nc\r\n.d\r\n"; got.body != want {
+		t.Errorf("MX got %q, want %q", got.body, want)
+	}
+	f.waitEmpty()
+}

@@ -206,6 +206,10 @@ func (s *session) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
+	// Bare CR and LF become CRLF before anything reads the message (see
+	// delivery.NormalizeLineEnds): the checks, the stored copies and the
+	// next hop all see the same lines.
+	msg = delivery.NormalizeLineEnds(msg)
 	var ar string
 	if s.srv.cfg.Authenticator != nil {
 		ar = headerLine(s.srv.cfg.Authenticator.Check(s.ctx, net.IP(s.ip.AsSlice()), s.helo, tx.from, msg))

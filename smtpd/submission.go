@@ -8,6 +8,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/mailhost/mailhost/delivery"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 )
@@ -118,6 +119,11 @@ func (s *submission) Data(r io.Reader) error {
 	if err != nil {
 		return s.refuseMessage(tx, err)
 	}
+	// After checkFrom, which refuses a bare CR in the header, and before
+	// signing: the header's lines are those checked, and bare line ends
+	// in the body become CRLF (delivery.NormalizeLineEnds), so that the
+	// signature covers the lines every next hop reads.
+	msg = delivery.NormalizeLineEnds(msg)
 	msg = stripAuthResults(msg, s.srv.hostname)
 	fields, end := headerFields(msg)
 	msg = addMissing(msg, fields, end, at, tx.id, s.srv.hostname)
