@@ -114,6 +114,12 @@ type Config struct {
 	// used its transfer cap for the month. Default false: inbound mail is always received and
 	// counted (decisions.md, "Transfer cap").
 	RefuseInboundOverCap bool
+	// Postmaster is where mail to the domainless recipient "postmaster"
+	// goes (RFC 5321 section 4.5.1 requires taking it), and mail to
+	// postmaster@ a hosted domain where nothing (mailbox, alias,
+	// catch-all) takes it: a normalised address, hosted here or not.
+	// "": both are ErrUnknownRecipient.
+	Postmaster string
 	// Now is the clock that picks the month of transfer checks. nil:
 	// time.Now.
 	Now func() time.Time
@@ -128,6 +134,9 @@ type Agent struct {
 
 // New makes an Agent from cfg; nothing can fail.
 func New(cfg Config) *Agent {
+	if n, err := policy.NormalizeAddress(cfg.Postmaster); err == nil {
+		cfg.Postmaster = n
+	}
 	a := &Agent{cfg: cfg, now: cfg.Now}
 	if a.now == nil {
 		a.now = time.Now

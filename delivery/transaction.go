@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
@@ -113,7 +114,16 @@ func (t *Transaction) accept(ctx context.Context, addr, raw string, partner int6
 			return p, err
 		}
 	}
+	if addr == Postmaster {
+		return t.postmaster(ctx, addr)
+	}
 	res, err := policy.Resolve(ctx, t.a.cfg.Store, addr, partner)
+	if errors.Is(err, policy.ErrUnknownUser) && strings.HasPrefix(addr, Postmaster+"@") && addr != t.a.cfg.Postmaster {
+		// A hosted domain without a postmaster of its own: RFC 5321
+		// section 4.5.1 has every domain the server takes mail for
+		// accept it.
+		return t.postmaster(ctx, addr)
+	}
 	if err != nil {
 		// Also a domain another partner hosts and has not verified
 		// (policy.ErrNotVerified): the user's mail to it leaves as mail
@@ -158,6 +168,35 @@ func (t *Transaction) accept(ctx context.Context, addr, raw string, partner int6
 		case Forward:
 			p.forwards = append(p.forwards, forward{to: r, via: via})
 		}
+	}
+	return p, nil
+}
+
+// Postmaster is the domainless recipient RFC 5321 section 4.5.1 has
+// every SMTP server accept ("RCPT TO:<Postmaster>", in any case), as
+// AddRecipient takes it: lower case.
+const Postmaster = "postmaster"
+
+// postmaster accepts addr, "postmaster" or postmaster@ a hosted domain
+// that has none, for Config.Postmaster: resolved as mail from outside to
+// it (it is the operator's address); one in a domain not hosted here is
+// queued for it with the sender as it is (no domain is charged, no SRS:
+// the operator chose the address), as a submission is.
+func (t *Transaction) postmaster(ctx context.Context, addr string) (plan, error) {
+	to := t.a.cfg.Postmaster
+	if to == "" {
+		return plan{}, fmt.Errorf("%s: no postmaster configured: %w", addr, ErrUnknownRecipient)
+	}
+	_, err := policy.Resolve(ctx, t.a.cfg.Store, to, 0)
+	if errors.Is(err, policy.ErrNotHosted) {
+		if t.mode == Submission {
+			return plan{relays: []queued{{mailstore.KindSubmission, t.domain.ID, t.from, to}}}, nil
+		}
+		return plan{relays: []queued{{mailstore.KindForward, 0, t.from, to}}}, nil
+	}
+	p, err := t.accept(ctx, to, "", 0)
+	if err != nil {
+		return plan{}, fmt.Errorf("%s for postmaster %s: %w", addr, to, err)
 	}
 	return p, nil
 }

@@ -40,6 +40,9 @@ func (s *submission) Mail(from string, opts *smtp.MailOptions) error {
 	if s.user == nil {
 		return s.refuseSender(from, errAuthRequired)
 	}
+	if err := checkSender(from); err != nil {
+		return s.refuseSender(from, err)
+	}
 	var size int64
 	if opts != nil {
 		size = opts.Size
@@ -76,9 +79,9 @@ func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if s.tx.del == nil {
 		return reply(errNoTransaction)
 	}
-	addr, err := policy.NormalizeAddress(to)
+	addr, err := recipientAddress(to)
 	if err != nil {
-		return s.refuse(to, errBadRecipient)
+		return s.refuse(clean(to), err)
 	}
 	if l := s.srv.sendLimit; l != nil {
 		// Taken before the recipient is resolved, and not given back if
