@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 )
 
 // isSRS reports whether a normalised address has an SRS local part
-// (SRS0= or SRS1=, in any case: local parts are normalised to lower case).
-func isSRS(addr string) bool {
-	return strings.HasPrefix(addr, "srs0=") || strings.HasPrefix(addr, "srs1=")
-}
+// (policy.IsSRS, which the API also refuses for mailboxes and aliases).
+func isSRS(addr string) bool { return policy.IsSRS(addr) }
 
 // bounce routes an MX recipient in SRS form at a hosted domain: mail to
 // it is a bounce (or another notification) of a message this server
