@@ -27,3 +27,7 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
+
+// go-smtp with three fixes its options cannot make (issue 11): see
+// third_party/go-smtp/PATCHES.md.
+replace github.com/emersion/go-smtp => ./third_party/go-smtp

@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
 )
 
 // Config is the whole configuration of one mailhost process.
@@ -82,6 +83,7 @@ type Config struct {
 	DNS               string
 	InboundChecks     bool
 	SRSSecret         string
+	Postmaster        string
 	LogLevel          string
 	LogFormat         string
 
@@ -236,6 +238,15 @@ var Settings = []Setting{
 	{"dns", "MAILHOST_DNS", "", "host:port of the DNS server for MX, SPF, DKIM and DMARC lookups and domain verification; empty: the system resolver", str(func(c *Config) *string { return &c.DNS })},
 	{"inbound_checks", "MAILHOST_INBOUND_CHECKS", "true", "check SPF, DKIM and DMARC of inbound mail and record them in an Authentication-Results header", boolean(func(c *Config) *bool { return &c.InboundChecks })},
 	{"srs_secret", "MAILHOST_SRS_SECRET", "", "secret of the Sender Rewriting Scheme for forwarded mail; empty: a random one kept in the data directory (srs.key)", str(func(c *Config) *string { return &c.SRSSecret })},
+	{"postmaster", "MAILHOST_POSTMASTER", "", "address that mail to RCPT TO:<postmaster> (RFC 5321 section 4.5.1) goes to, and mail to postmaster@ of every hosted domain with no such mailbox, alias or catch-all; a hosted address or one elsewhere; empty: both are refused as unknown users (550 5.1.1)", func(c *Config, v string) error {
+		if v != "" {
+			if _, err := policy.NormalizeAddress(v); err != nil {
+				return fmt.Errorf("want an email address, got %q: %w", v, err)
+			}
+		}
+		c.Postmaster = v
+		return nil
+	}},
 	{"log_level", "MAILHOST_LOG_LEVEL", "info", "debug, info, warn or error", func(c *Config, v string) error {
 		switch v {
 		case "debug", "info", "warn", "error":

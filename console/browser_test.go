@@ -72,7 +72,7 @@ func startService(t *testing.T, env map[string]string) (service.Addrs, string) {
 	ready := make(chan service.Addrs, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- service.Run(ctx, cfg, service.Options{
+		done <- service.Run(ctx, cfg, service.Options{ShowKey: true,
 			Stdout: out, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Ready: func(a service.Addrs) { ready <- a },
 		})

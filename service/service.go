@@ -377,6 +377,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MXMaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
+			Postmaster: cfg.Postmaster,
 		}
 		if cfg.InboundChecks {
 			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}
@@ -394,7 +395,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
-			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share,
+			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share, Postmaster: cfg.Postmaster,
 			Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
 		})
 		servers = append(servers, s)

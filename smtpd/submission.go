@@ -8,6 +8,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/mailhost/mailhost/delivery"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 )
@@ -51,6 +52,9 @@ func (s *submission) Mail(from string, opts *smtp.MailOptions) error {
 	if s.user == nil {
 		return s.refuseSender(from, errAuthRequired)
 	}
+	if err := checkSender(from); err != nil {
+		return s.refuseSender(from, err)
+	}
 	var size int64
 	if opts != nil {
 		size = opts.Size
@@ -87,9 +91,9 @@ func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if s.tx.del == nil {
 		return reply(errNoTransaction)
 	}
-	addr, err := policy.NormalizeAddress(to)
+	addr, err := recipientAddress(to)
 	if err != nil {
-		return s.refuse(to, errBadRecipient)
+		return s.refuse(clean(to), err)
 	}
 	if l := s.srv.sendLimit; l != nil {
 		// Taken before the recipient is resolved, and not given back if
@@ -130,6 +134,11 @@ func (s *submission) Data(r io.Reader) error {
 	if err != nil {
 		return s.refuseMessage(tx, err)
 	}
+	// After checkFrom, which refuses a bare CR in the header, and before
+	// signing: the header's lines are those checked, and bare line ends
+	// in the body become CRLF (delivery.NormalizeLineEnds), so that the
+	// signature covers the lines every next hop reads.
+	msg = delivery.NormalizeLineEnds(msg)
 	msg = stripAuthResults(msg, s.srv.hostname)
 	fields, end := headerFields(msg)
 	msg = addMissing(msg, fields, end, at, tx.id, s.srv.hostname)
