@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -165,7 +166,9 @@ func TestTwoNodes(t *testing.T) {
 	const lease = 4 * time.Second
 	spec := func(name string) childSpec {
 		return childSpec{Env: map[string]string{
-			"MAILHOST_DATA": t.TempDir(), "MAILHOST_STORE": url, "MAILHOST_NODE": name,
+			// A data directory not made yet, as on a new node: with
+			// PostgreSQL no store file makes it.
+			"MAILHOST_DATA": filepath.Join(t.TempDir(), name), "MAILHOST_STORE": url, "MAILHOST_NODE": name,
 			"MAILHOST_HOSTNAME": name + ".test", "MAILHOST_SUBMISSION": "127.0.0.1:0",
 			"MAILHOST_RELAY": relay.addr,
 		}, QueueLease: lease, QueuePoll: 200 * time.Millisecond}
