@@ -461,11 +461,23 @@ func TestTwoNodes(t *testing.T) {
 			}
 		}()
 	}
+	// a is killed once it has acknowledged a good load, but well before
+	// the first of its held attempts reaches the end of its lease: an
+	// attempt cut off then would be deferred for a minute (RetryMin) and
+	// miss the test's deadline. A busy machine gets less load, not a
+	// longer hold.
+	var firstHeld time.Time
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		mu.Lock()
 		n, s := mxAcked["alice@example.com"]+mxAcked["bob@example.com"], len(subAcked)
 		mu.Unlock()
-		if n >= 100 && s >= 16 && relay.heldNow() >= 1 {
+		if firstHeld.IsZero() && relay.heldNow() > 0 {
+			firstHeld = time.Now()
+		}
+		if !firstHeld.IsZero() && (n >= 100 && s >= 16 || time.Since(firstHeld) > lease/3) {
+			if n == 0 || s == 0 {
+				t.Fatalf("%v after a's first held attempt: %d MX deliveries and %d submissions acknowledged, want some of each", lease/3, n, s)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -495,7 +507,7 @@ func TestTwoNodes(t *testing.T) {
 	for deadline := time.Now().Add(3*lease + 10*time.Second); ; time.Sleep(50 * time.Millisecond) {
 		got, missing = relay.received(), nil
 		for _, r := range append(slices.Clone(subAcked), leased...) {
-			if len(got[r]) == 0 {
+			if len(got[r]) == 0 && !slices.Contains(missing, r) {
 				missing = append(missing, r)
 			}
 		}
