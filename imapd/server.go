@@ -108,12 +108,16 @@ type Config struct {
 	// error when there is no room in time, and the APPEND is answered NO
 	// [UNAVAILABLE]. nil: no bound.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
-	// PollInterval is how often an idling client's folder is looked at
-	// for changes even without a Watch signal. 0 means 30 seconds.
+	// PollInterval is how often an idling session looks at its folder's
+	// change log even without a Watch signal (a lost notification from
+	// another node), one row when nothing changed, and, every
+	// AccountRecheck, at its account. 0 means 5 seconds.
 	PollInterval time.Duration
 	// AccountRecheck is how often, at most, a logged-in session checks
 	// that its account may still be used (domain not suspended, mailbox
-	// not deleted); one that may not is ended with BYE. 0 means 30 s.
+	// not deleted); one that may not is ended with BYE. 0 means 5 s:
+	// a suspension made on another node reaches a session within
+	// seconds, for one account lookup per session every 5 s at most.
 	AccountRecheck time.Duration
 }
 
@@ -159,10 +163,10 @@ func New(cfg Config) *Server {
 		cfg.MaxMessageBytes = 64 << 20
 	}
 	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 30 * time.Second
+		cfg.PollInterval = 5 * time.Second
 	}
 	if cfg.AccountRecheck <= 0 {
-		cfg.AccountRecheck = 30 * time.Second
+		cfg.AccountRecheck = 5 * time.Second
 	}
 	if cfg.MaxConnsPerIP <= 0 {
 		cfg.MaxConnsPerIP = policy.DefaultConnsPerAddress

@@ -170,7 +170,9 @@ func (s *session) noteChanges() {
 // (Poll) and on IDLE's ticks; a failing store does not end the session.
 func (s *session) stillOpen() error {
 	now := s.srv.now()
-	if now.Sub(s.checked) < s.srv.cfg.AccountRecheck {
+	// Less a tenth: IDLE's ticks come every PollInterval, as often as
+	// this by default, and their jitter must not skip every other one.
+	if now.Sub(s.checked) < s.srv.cfg.AccountRecheck*9/10 {
 		return nil
 	}
 	_, err := s.account()

@@ -49,6 +49,13 @@ type Options struct {
 	// ACMEHTTPClient talks to the ACME CA; nil: http.DefaultClient (tests
 	// pass one that trusts their CA).
 	ACMEHTTPClient *http.Client
+	// QueueLease and QueuePoll, when set, replace the outbound queue's
+	// lease (15 minutes) and poll interval (5 seconds): see
+	// outbound.Config.Lease and PollInterval. They are not settings: a
+	// node that dies holds its leases until they run out, and 15
+	// minutes is right for an operator, but a test that kills a node
+	// shortens them to see another take over its queue within seconds.
+	QueueLease, QueuePoll time.Duration
 }
 
 // Addrs are the addresses the listeners are bound to; empty when off.
@@ -178,6 +185,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		MTASTS: cfg.MTASTS, Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
 		DelayWarning: delayWarning(cfg.QueueDelayWarning),
 		Now:          o.Now, Logger: log, SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
+		Lease: o.QueueLease, PollInterval: o.QueuePoll,
 	})
 	ops.(*storeOps).wake = sender.Wake
 	// Where remote mail goes is worth a line at start: an operator who set
