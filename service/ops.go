@@ -3,7 +3,10 @@ package service
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
@@ -99,6 +102,12 @@ func NewStoreOperator(st mailstore.Store, now func() time.Time) Operator {
 func (o *storeOps) CreatePartner(ctx context.Context, name string) (NewKey, error) {
 	if name == "" || len(name) > 200 {
 		return NewKey{}, fmt.Errorf("partner name must be 1 to 200 characters: %w", mailstore.ErrInvalidArgument)
+	}
+	// A name is printed in listings, logs and the console: a line break
+	// or an escape sequence in it would forge lines or move a terminal's
+	// cursor.
+	if strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }) >= 0 || !utf8.ValidString(name) {
+		return NewKey{}, fmt.Errorf("partner name must not contain control characters: %w", mailstore.ErrInvalidArgument)
 	}
 	p, err := o.store.CreatePartner(ctx, name, o.now())
 	if err != nil {
