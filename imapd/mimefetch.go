@@ -23,7 +23,7 @@ import (
 // bodyStructure describes e (RFC 9051 section 7.5.2, BODYSTRUCTURE).
 func (e *mimePart) bodyStructure(msg []byte) imap.BodyStructure {
 	mh := gomessage.Header{Header: e.header}
-	if strings.HasPrefix(e.mediaType, "multipart/") && !e.flat {
+	if primaryType(e.mediaType) == "multipart" && !e.flat {
 		_, sub, _ := strings.Cut(e.mediaType, "/")
 		bs := &imap.BodyStructureMultiPart{Subtype: sub}
 		for _, c := range e.children {
@@ -90,7 +90,9 @@ func language(h gomessage.Header) []string {
 	return l
 }
 
-// isMultipart reports whether e's parts are in the tree.
+// isMultipart reports whether e's parts are in the tree, for finding a
+// section and searching: as imapserver and gomessage take it there, only
+// for a media type that starts with "multipart/".
 func (e *mimePart) isMultipart() bool {
 	return strings.HasPrefix(e.mediaType, "multipart/") && !e.flat
 }

@@ -75,6 +75,11 @@ type mimeParser struct {
 	// its end: imapserver then answers no section at all, and the tests
 	// compare with it only messages without.
 	malformed bool
+	// unterminated is set when a part ran to the end of its multipart:
+	// imapserver then answers no section of it (its reader ends in
+	// io.ErrUnexpectedEOF), and leaves out of its size a last line that
+	// could start a boundary, where this answers what there is.
+	unterminated bool
 }
 
 // parseMIME parses the structure of msg.
@@ -113,7 +118,7 @@ func (p *mimeParser) entity(h textproto.Header, start, body, end, depth int, inD
 		e.mediaType = "message/rfc822"
 	}
 	switch {
-	case strings.HasPrefix(e.mediaType, "multipart/"):
+	case primaryType(e.mediaType) == "multipart":
 		if depth >= maxMIMEDepth || p.parts >= maxMIMEParts {
 			e.flat = true
 			return e
@@ -127,6 +132,14 @@ func (p *mimeParser) entity(h textproto.Header, start, body, end, depth int, inD
 		e.embedded = p.message(e.body, e.end, depth+1)
 	}
 	return e
+}
+
+// primaryType is the part of media type t before the "/", as imapserver
+// takes it to describe a part ("multipart" without a subtype is one, with
+// no parts).
+func primaryType(t string) string {
+	typ, _, _ := strings.Cut(t, "/")
+	return typ
 }
 
 func isMessageType(t string) bool { return t == "message/rfc822" || t == "message/global" }
@@ -197,6 +210,7 @@ func (p *mimeParser) multipart(e *mimePart, depth int) []*mimePart {
 		end, delim := partEnd(b, pos+n, nl, dash)
 		parts = append(parts, p.entity(h, e.body+pos, e.body+pos+n, e.body+end, depth, e.mediaType == "multipart/digest"))
 		if end == len(b) {
+			p.unterminated = true
 			return parts
 		}
 		// A delimiter line or the close delimiter; anything else ends

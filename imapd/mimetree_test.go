@@ -100,7 +100,9 @@ func compareWithImapserver(t *testing.T, msg []byte) {
 	t.Helper()
 	p := &mimeParser{msg: msg}
 	tree := p.message(0, len(msg), 0)
-	if p.malformed || tree.flat {
+	// imapserver's answers for these are its quirks, not a description
+	// of the message (see mimeParser).
+	if p.malformed || p.unterminated || tree.flat {
 		return
 	}
 	if got, want := tree.bodyStructure(msg), imapserver.ExtractBodyStructure(bytes.NewReader(msg)); !reflect.DeepEqual(got, want) {
