@@ -3,6 +3,7 @@ package imapd
 import (
 	"bufio"
 	"bytes"
+	"slices"
 	"strings"
 
 	gomessage "github.com/emersion/go-message"
@@ -71,6 +72,8 @@ type mimeParser struct {
 	msg   []byte
 	parts int
 	br    *bufio.Reader // reused for every header
+	// dashes is dashLines, nil until made.
+	dashes []dashLine
 	// malformed is set when the message's own header did not parse to
 	// its end: imapserver then answers no section at all, and the tests
 	// compare with it only messages without.
@@ -207,7 +210,8 @@ func (p *mimeParser) multipart(e *mimePart, depth int) []*mimePart {
 		if err != nil {
 			return parts
 		}
-		end, delim := partEnd(b, pos+n, nl, dash)
+		end, delim := p.partEnd(e.body+pos+n, e.end, nl, dash)
+		end, delim = end-e.body, delim-e.body
 		parts = append(parts, p.entity(h, e.body+pos, e.body+pos+n, e.body+end, depth, e.mediaType == "multipart/digest"))
 		if end == len(b) {
 			p.unterminated = true
@@ -228,28 +232,87 @@ func (p *mimeParser) multipart(e *mimePart, depth int) []*mimePart {
 	}
 }
 
-// partEnd is where the part whose body starts at b[pos:] ends, and where
-// the boundary line after it starts: before the first newline and dashed
-// boundary followed by a space, tab, CR, LF or "-" (textproto's
-// matchAfterPrefix), or right at pos if the body starts with the dashed
-// boundary (an empty body, as textproto's scanUntilBoundary allows); else
-// at the end of b.
-func partEnd(b []byte, pos int, nl, dash []byte) (end, delim int) {
-	if bytes.HasPrefix(b[pos:], dash) && afterBoundary(b, pos+len(dash)) {
+// partEnd is where the part whose body starts at msg[pos:] ends, in a
+// multipart that ends at end, and where the boundary line after it
+// starts: before the first newline and dashed boundary followed by a
+// space, tab, CR, LF or "-" (textproto's matchAfterPrefix), or right at
+// pos if the body starts with the dashed boundary (an empty body, as
+// textproto's scanUntilBoundary allows); else at end. It looks only at
+// the lines that start with "--" (dashLines), so that the levels of a
+// deep message do not each scan all of its bytes.
+func (p *mimeParser) partEnd(pos, end int, nl, dash []byte) (partEnd, delim int) {
+	msg := p.msg[:end]
+	if bytes.HasPrefix(msg[pos:], dash) && afterBoundary(msg, pos+len(dash)) {
 		return pos, pos
 	}
-	nlDash := append(append(make([]byte, 0, len(nl)+len(dash)), nl...), dash...)
-	for from := pos; ; {
-		i := bytes.Index(b[from:], nlDash)
-		if i < 0 {
-			return len(b), len(b)
+	lines := p.dashLines()
+	b := dash[2:]
+	hb := tokenHash(b)
+	i, _ := slices.BinarySearchFunc(lines, pos+len(nl), func(l dashLine, at int) int { return l.pos - at })
+	for ; i < len(lines) && lines[i].pos < end; i++ {
+		l := lines[i]
+		// The cheap tests first: a line whose token (what follows "--"
+		// up to white space) is the boundary, or longer with a "-"
+		// after it; most lines of a deep message are neither.
+		switch {
+		case l.tokLen == len(b):
+			if l.hash != hb {
+				continue
+			}
+		case l.tokLen > len(b):
+			if p.msg[l.pos+2+len(b)] != '-' {
+				continue
+			}
+		default:
+			continue
 		}
-		at := from + i
-		if afterBoundary(b, at+len(nlDash)) {
-			return at, at + len(nl)
+		q := l.pos
+		if bytes.Equal(msg[q-len(nl):q], nl) && bytes.HasPrefix(msg[q:], dash) && afterBoundary(msg, q+len(dash)) {
+			return q - len(nl), q
 		}
-		from = at + 1
 	}
+	return end, end
+}
+
+// dashLine is a line of the message that starts with "--": where, and
+// the length and hash of its token, the bytes after "--" up to white
+// space.
+type dashLine struct {
+	pos, tokLen int
+	hash        uint64
+}
+
+// dashLines is the lines of the message that start with "--" (the first
+// line left out), in order; made once per message.
+func (p *mimeParser) dashLines() []dashLine {
+	if p.dashes != nil {
+		return p.dashes
+	}
+	p.dashes = []dashLine{}
+	for pos := 0; ; {
+		i := bytes.IndexByte(p.msg[pos:], '\n')
+		if i < 0 {
+			return p.dashes
+		}
+		pos += i + 1
+		if !bytes.HasPrefix(p.msg[pos:], []byte("--")) {
+			continue
+		}
+		tok := p.msg[pos+2:]
+		if j := bytes.IndexAny(tok, " \t\r\n"); j >= 0 {
+			tok = tok[:j]
+		}
+		p.dashes = append(p.dashes, dashLine{pos: pos, tokLen: len(tok), hash: tokenHash(tok)})
+	}
+}
+
+// tokenHash is FNV-1a.
+func tokenHash(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
 }
 
 // afterBoundary reports whether what follows a dashed boundary ending at
