@@ -52,6 +52,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -137,6 +138,8 @@ type Server struct {
 	cancel context.CancelFunc
 	// conns counts the sessions alive, for Shutdown to wait on.
 	conns sync.WaitGroup
+	// serverBugs counts the NO [SERVERBUG] answers (ServerBugs).
+	serverBugs atomic.Int64
 
 	// mu guards sessions, listeners and closed.
 	mu        sync.Mutex
@@ -304,6 +307,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.imap.Close() // closes whatever is left; its error is only "already closed"
 	return err
 }
+
+// ServerBugs is how many commands were answered NO [SERVERBUG] since New:
+// each a bug of this server (or of imapserver), logged as "server bug"
+// with its command.
+func (s *Server) ServerBugs() int64 { return s.serverBugs.Load() }
 
 // newSession is imapserver's NewSession: it admits the connection or
 // greets it with BYE.

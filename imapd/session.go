@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -54,6 +55,11 @@ type session struct {
 	checked time.Time
 
 	sel *view // the selected folder, nil if none
+
+	// bug is the error behind the last NO [SERVERBUG] (errors.go), for
+	// the command layer to log with the command; atomic because Idle's
+	// goroutine may fail too.
+	bug atomic.Pointer[error]
 }
 
 var (
