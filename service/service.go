@@ -378,6 +378,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxConnsPerIP: int(cfg.MXMaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
 			Postmaster: cfg.Postmaster,
+			DNSBL:      cfg.DNSBL, DNSBLResolver: resolver,
 		}
 		if cfg.InboundChecks {
 			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}

@@ -34,6 +34,9 @@ type session struct {
 	helo     string
 	tls      bool
 	tracked  *trackedConn // nil if the connection is not from Serve
+	// dnsbl is the connection's blocklist check; nil without one
+	// (dnsbl.go).
+	dnsbl *dnsblCheck
 
 	// ctx is the session's context, cancelled by Logout, so that a store
 	// call under way stops when the client is gone.
@@ -95,6 +98,7 @@ func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
 	if s.submission {
 		return &submission{session: sess}, nil
 	}
+	sess.startDNSBL()
 	return sess, nil
 }
 
@@ -139,6 +143,10 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if err != nil {
 		s.refused++
 		return s.refuse(clean(to), err)
+	}
+	if err := s.checkDNSBL(addr); err != nil {
+		s.refused++
+		return s.refuse(addr, err)
 	}
 	if err := s.tx.del.AddRecipient(s.ctx, addr, to); err != nil {
 		s.refused++
