@@ -152,6 +152,11 @@ type Config struct {
 	// false: inbound mail is always received and counted (decisions.md,
 	// "Transfer cap").
 	RefuseInboundOverCap bool
+	// DMARCEnforce applies the DMARC policy of a failing message's From
+	// domain (dmarc.go): p=reject is refused after DATA with 550 5.7.1,
+	// p=quarantine delivered with an X-Mailhost-Quarantine field. It needs
+	// an Authenticator that is a DMARCAuthenticator. Default false.
+	DMARCEnforce bool
 	// DNSBL are DNS blocklist zones (RFC 5782), such as
 	// "zen.spamhaus.org", in which the client's address is looked up once
 	// per connection; a listed client is refused at RCPT with 554 5.7.1

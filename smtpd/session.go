@@ -252,13 +252,18 @@ func (s *session) Data(r io.Reader) error {
 	// delivery.NormalizeLineEnds): the checks, the stored copies and the
 	// next hop all see the same lines.
 	msg = delivery.NormalizeLineEnds(msg)
-	var ar string
-	if s.srv.cfg.Authenticator != nil {
-		ar = headerLine(s.srv.cfg.Authenticator.Check(s.ctx, net.IP(s.ip.AsSlice()), s.helo, tx.from, msg))
+	// The checks, and the DMARC policy with Config.DMARCEnforce
+	// (dmarc.go).
+	ar, quarantine, err := s.authenticate(tx, msg)
+	if err != nil {
+		return s.refusal("message refused", err, "id", tx.id, "from", tx.from)
 	}
 	// RFC 8601 section 5: fields that claim to come from this ADMD were
 	// forged upstream.
 	msg = stripAuthResults(msg, authservID(ar), s.srv.hostname)
+	if quarantine != "" {
+		msg = append([]byte(quarantine), msg...)
+	}
 
 	t := traceInfo{
 		id: tx.id, from: tx.from, helo: s.helo, remoteIP: s.remoteIP,
