@@ -1,0 +1,5 @@
+-- 006: reserved for another branch of issue 14 (rspamd, metrics or
+-- webhooks), which brings the real 006. This placeholder only keeps the
+-- versions contiguous on branch issue14-policy: delete it when merging,
+-- and never apply it to a database that will get the real 006.
+SELECT 1;
