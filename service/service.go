@@ -23,6 +23,7 @@ import (
 
 	"github.com/mailhost/mailhost/adminapi"
 	"github.com/mailhost/mailhost/autoconfig"
+	"github.com/mailhost/mailhost/autoreply"
 	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/console"
 	"github.com/mailhost/mailhost/credential"
@@ -381,6 +382,14 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
 			Postmaster: cfg.Postmaster,
 			DNSBL:      cfg.DNSBL, DNSBLResolver: resolver, DMARCEnforce: cfg.DMARCEnforce,
+		}
+		if ars, ok := st.(autoreply.Store); ok {
+			// Both stores have AutoReplies; a store without them sends
+			// no auto-replies.
+			mx.AutoReply = autoreply.New(autoreply.Config{
+				Store: ars, Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
+				Interval: cfg.AutoReplyInterval, Hostname: hostname, OnQueued: sender.Wake, Logger: log, Now: o.Now,
+			})
 		}
 		if cfg.InboundChecks {
 			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}

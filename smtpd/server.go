@@ -162,6 +162,9 @@ type Config struct {
 	// per connection; a listed client is refused at RCPT with 554 5.7.1
 	// naming the list, except for postmaster (dnsbl.go). Empty: none.
 	DNSBL []string
+	// AutoReply answers mail delivered to mailboxes with an auto-reply
+	// (autoreply.go). nil: none.
+	AutoReply AutoResponder
 	// DNSBLResolver answers the blocklist lookups. nil:
 	// net.DefaultResolver.
 	DNSBLResolver IPResolver
