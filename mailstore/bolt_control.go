@@ -722,7 +722,7 @@ func (s *Bolt) deleteMailboxTx(tx *bolt.Tx, d *Domain, m Mailbox) error {
 			return err
 		}
 	}
-	return nil
+	return deleteAutoReplyTx(tx, m.ID)
 }
 
 // CreateAlias implements Control.

@@ -19,8 +19,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/emersion/go-msgauth/authres"
+
 	"github.com/mailhost/mailhost/adminapi"
 	"github.com/mailhost/mailhost/autoconfig"
+	"github.com/mailhost/mailhost/autoreply"
 	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/console"
 	"github.com/mailhost/mailhost/credential"
@@ -386,6 +389,15 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxConnsPerIP: int(cfg.MXMaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
 			Postmaster: cfg.Postmaster,
+			DNSBL:      cfg.DNSBL, DNSBLResolver: resolver, DMARCEnforce: cfg.DMARCEnforce,
+		}
+		if ars, ok := st.(autoreply.Store); ok {
+			// Both stores have AutoReplies; a store without them sends
+			// no auto-replies.
+			mx.AutoReply = autoreply.New(autoreply.Config{
+				Store: ars, Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
+				Interval: cfg.AutoReplyInterval, Hostname: hostname, OnQueued: sender.Wake, Logger: log, Now: o.Now,
+			})
 		}
 		if cfg.InboundChecks {
 			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}
@@ -515,6 +527,12 @@ type checker struct{ c *mailauth.Checker }
 func (c checker) Check(ctx context.Context, ip net.IP, helo, mailFrom string, msg []byte) string {
 	h, _ := c.c.Check(ctx, mailauth.Input{IP: ip, HELO: helo, MailFrom: mailFrom, Message: msg})
 	return h
+}
+
+// CheckDMARC makes checker an smtpd.DMARCAuthenticator.
+func (c checker) CheckDMARC(ctx context.Context, ip net.IP, helo, mailFrom string, msg []byte) (string, smtpd.DMARCVerdict) {
+	h, r := c.c.Check(ctx, mailauth.Input{IP: ip, HELO: helo, MailFrom: mailFrom, Message: msg})
+	return h, smtpd.DMARCVerdict{Fail: r.DMARC == authres.ResultFail, Domain: r.FromDomain, Policy: smtpd.DMARCPolicy(r.Policy)}
 }
 
 // delayWarning is outbound's DelayWarning for queue_delay_warning, whose

@@ -152,6 +152,22 @@ type Config struct {
 	// false: inbound mail is always received and counted (decisions.md,
 	// "Transfer cap").
 	RefuseInboundOverCap bool
+	// DMARCEnforce applies the DMARC policy of a failing message's From
+	// domain (dmarc.go): p=reject is refused after DATA with 550 5.7.1,
+	// p=quarantine delivered with an X-Mailhost-Quarantine field. It needs
+	// an Authenticator that is a DMARCAuthenticator. Default false.
+	DMARCEnforce bool
+	// DNSBL are DNS blocklist zones (RFC 5782), such as
+	// "zen.spamhaus.org", in which the client's address is looked up once
+	// per connection; a listed client is refused at RCPT with 554 5.7.1
+	// naming the list, except for postmaster (dnsbl.go). Empty: none.
+	DNSBL []string
+	// AutoReply answers mail delivered to mailboxes with an auto-reply
+	// (autoreply.go). nil: none.
+	AutoReply AutoResponder
+	// DNSBLResolver answers the blocklist lookups. nil:
+	// net.DefaultResolver.
+	DNSBLResolver IPResolver
 }
 
 // Signer DKIM-signs a message (RFC 6376) for a hosted domain. The wiring
