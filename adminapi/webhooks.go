@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/webhook"
 )
 
 var errWebhookNotFound = newError(http.StatusNotFound, "Webhook not found")
@@ -106,25 +107,11 @@ func (a *API) webhookURL(raw string) (string, error) {
 		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 			return "", unprocessable("url", "must not point to a loopback or private address")
 		}
-		if ip, err := netip.ParseAddr(host); err == nil && !PublicAddr(ip) {
+		if ip, err := netip.ParseAddr(host); err == nil && !webhook.PublicAddr(ip) {
 			return "", unprocessable("url", "must not point to a loopback or private address")
 		}
 	}
 	return u.String(), nil
-}
-
-// PublicAddr reports whether ip is a public unicast address: not
-// loopback, private (RFC 1918, RFC 4193), link-local, unspecified,
-// multicast, CGNAT (RFC 6598) or an IPv4-mapped form of those.
-func PublicAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
-		return false
-	}
-	cgnat := netip.MustParsePrefix("100.64.0.0/10")
-	thisNet := netip.MustParsePrefix("0.0.0.0/8")
-	return !cgnat.Contains(ip) && !thisNet.Contains(ip)
 }
 
 // listWebhooks answers GET /webhooks/.

@@ -183,8 +183,26 @@ func (s *Bolt) AddEvent(ctx context.Context, e Event) (Event, error) {
 
 // QuotaFull implements Webhooks.
 func (s *Bolt) QuotaFull(ctx context.Context, mailboxID int64, now time.Time) (bool, error) {
+	// A full mailbox is refused at every RCPT: those after the first find
+	// the mark in a read transaction, with no commit to sync.
+	marked := false
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bMailboxes).Get(id8(mailboxID)) == nil {
+			return ErrMailboxNotFound
+		}
+		if marks := tx.Bucket(bEventMarks); marks != nil {
+			marked = marks.Get([]byte(QuotaFullMark(mailboxID))) != nil
+		}
+		return nil
+	})
+	if err != nil || marked {
+		if err != nil {
+			err = fmt.Errorf("quota full of mailbox %d: %w", mailboxID, err)
+		}
+		return false, err
+	}
 	recorded := false
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err = s.update(ctx, func(tx *bolt.Tx) error {
 		var m Mailbox
 		if !getJSON(tx.Bucket(bMailboxes), id8(mailboxID), &m) {
 			return ErrMailboxNotFound
