@@ -53,4 +53,10 @@ func (a *API) routes(handle func(pattern string, h func(http.ResponseWriter, *ht
 	handle("POST /aliases/{$}", a.authed(a.createAlias))
 	handle("GET /aliases/{$}", a.authed(a.listAliases))
 	handle("DELETE /aliases/{source}", a.authed(a.deleteAlias))
+
+	handle("POST /webhooks/{$}", a.authed(a.createWebhook))
+	handle("GET /webhooks/{$}", a.authed(a.listWebhooks))
+	handle("DELETE /webhooks/{id}", a.authed(a.deleteWebhook))
+
+	handle("GET /audit/{$}", a.authed(a.listAudit))
 }

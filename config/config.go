@@ -71,6 +71,11 @@ type Config struct {
 	QueueLifetime        time.Duration
 	QueueDelayWarning    time.Duration
 	QueueWorkers         int64
+	// AuditRetentionDays is how long the audit log keeps an entry.
+	AuditRetentionDays int64
+	// WebhookAllowPrivate lets webhooks point to loopback and private
+	// addresses.
+	WebhookAllowPrivate bool
 	// Connection limits (policy.ConnLimits): per client address for
 	// IMAP and submission, for the MX, per mailbox and address, new
 	// connections a minute per address, and IMAP sessions per node.
@@ -243,6 +248,8 @@ var Settings = []Setting{
 		return nil
 	}},
 	{"queue_workers", "MAILHOST_QUEUE_WORKERS", "20", "outbound delivery workers: SMTP sessions at once to remote servers (at most 4 to one domain; all of them to the relay)", integer(func(c *Config) *int64 { return &c.QueueWorkers }, 1)},
+	{"audit_retention_days", "MAILHOST_AUDIT_RETENTION_DAYS", "400", "days the audit log (GET /audit/) keeps each write; older entries go in the daily retention pass", integer(func(c *Config) *int64 { return &c.AuditRetentionDays }, 1)},
+	{"webhook_allow_private", "MAILHOST_WEBHOOK_ALLOW_PRIVATE", "false", "let webhooks point to loopback, private and link-local addresses (tests, private networks); false refuses them at creation and at delivery (SSRF)", boolean(func(c *Config) *bool { return &c.WebhookAllowPrivate })},
 	{"dns", "MAILHOST_DNS", "", "host:port of the DNS server for MX, SPF, DKIM and DMARC lookups and domain verification; empty: the system resolver", str(func(c *Config) *string { return &c.DNS })},
 	{"inbound_checks", "MAILHOST_INBOUND_CHECKS", "true", "check SPF, DKIM and DMARC of inbound mail and record them in an Authentication-Results header", boolean(func(c *Config) *bool { return &c.InboundChecks })},
 	{"dmarc_enforce", "MAILHOST_DMARC_ENFORCE", "true", "apply the sender domain's DMARC policy to inbound mail (needs inbound_checks): a message failing DMARC for a domain publishing p=reject is refused (550 5.7.1), one for p=quarantine gets an X-Mailhost-Quarantine header; ARC is not evaluated, so turn it off if much of your mail comes through forwarders that break DKIM", boolean(func(c *Config) *bool { return &c.DMARCEnforce })},

@@ -133,6 +133,9 @@ type Config struct {
 	// postmaster@ a hosted domain that has none (delivery.Config's
 	// Postmaster). "": both are answered 550 5.1.1.
 	Postmaster string
+	// OnQuotaFull is delivery.Config's: told of each mailbox whose quota
+	// refuses a recipient. nil: nothing.
+	OnQuotaFull func(ctx context.Context, m mailstore.Mailbox)
 
 	// MX only.
 
@@ -279,7 +282,7 @@ func newServer(cfg Config, submission bool) *Server {
 	}
 	s.delivery = delivery.New(delivery.Config{
 		Store: cfg.Store, SRS: cfg.SRS, RefuseInboundOverCap: cfg.RefuseInboundOverCap, Now: s.now,
-		Postmaster: cfg.Postmaster,
+		Postmaster: cfg.Postmaster, OnQuotaFull: cfg.OnQuotaFull,
 	})
 	if submission && cfg.MaxRecipientsPerHour > 0 {
 		// A quiet mailbox may use the hour's allowance at once.
