@@ -400,7 +400,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxConnsPerIP: int(cfg.MXMaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
 			Postmaster: cfg.Postmaster, OnQuotaFull: events.quotaFull,
-			DNSBL:      cfg.DNSBL, DNSBLResolver: resolver, DMARCEnforce: cfg.DMARCEnforce,
+			DNSBL: cfg.DNSBL, DNSBLResolver: resolver, DMARCEnforce: cfg.DMARCEnforce,
 		}
 		if ars, ok := st.(autoreply.Store); ok {
 			// Both stores have AutoReplies; a store without them sends
