@@ -27,6 +27,7 @@ import (
 	"github.com/mailhost/mailhost/imapd"
 	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/metrics"
 	"github.com/mailhost/mailhost/outbound"
 	"github.com/mailhost/mailhost/policy"
 	"github.com/mailhost/mailhost/smtpd"
@@ -136,6 +137,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		log.Info("joined a cluster", "nodes", n)
 	}
 	ops := NewStoreOperator(st, o.Now)
+	// The process's series, served at /metrics on the HTTP listeners.
+	mset := metrics.New()
+	mset.WatchStore(st, o.Now, log)
 	if err := firstStart(ctx, st, ops, o.Stdout, o.ShowKey, cfg.DataDir, log); err != nil {
 		return err
 	}
@@ -336,7 +340,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			hs := &http.Server{
 				// The partners' web console shares the API's listeners and
 				// origin: it is a page that calls the API, so it needs no CORS.
-				Handler:           console.Mount(api),
+				Handler:           metrics.Mount(console.Mount(api), mset, cfg.MetricsToken),
 				TLSConfig:         l.tls,
 				ReadHeaderTimeout: 10 * time.Second,
 				ReadTimeout:       time.Minute,
