@@ -70,6 +70,17 @@ type Config struct {
 	// Autodiscover, Apple profiles); a zero Host means Hostname. With no
 	// IMAP or no submission port, those endpoints answer 404.
 	Clients autoconfig.Servers
+	// Metrics, when set, is told of every request. nil: none.
+	Metrics Metrics
+}
+
+// Metrics is told of the API's requests, for monitoring; the wiring
+// gives a *metrics.API.
+type Metrics interface {
+	// Request counts a request answered with status after d; route is
+	// the pattern of the route table that took it ("" for none), never
+	// the path.
+	Request(route string, status int, d time.Duration)
 }
 
 // API is the management API; it implements http.Handler.
@@ -98,6 +109,7 @@ type API struct {
 	// clientServers.
 	clients       *autoconfig.Handler
 	clientServers autoconfig.Servers
+	metrics       Metrics
 }
 
 // New returns the API for cfg.
@@ -115,6 +127,7 @@ func New(cfg Config) *API {
 		keySlots:  make(chan struct{}, 2),
 		onResume:  cfg.OnResume,
 		dns:       cfg.DNS,
+		metrics:   cfg.Metrics,
 	}
 	if a.dns == nil {
 		a.dns = net.DefaultResolver
@@ -212,11 +225,15 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	took := time.Since(start)
+	if a.metrics != nil {
+		a.metrics.Request(st.pattern, rec.status, took)
+	}
 	attrs := []any{
 		"method", r.Method,
 		"route", st.pattern,
 		"status", rec.status,
-		"duration_ms", float64(time.Since(start).Microseconds()) / 1000,
+		"duration_ms", float64(took.Microseconds()) / 1000,
 	}
 	if st.partnerID != 0 {
 		attrs = append(attrs, "partner_id", st.partnerID)

@@ -74,7 +74,7 @@ func New() *Set {
 	}, []string{"listener", "outcome"})
 	s.smtpDelivery = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "mailhost_smtp_delivery_duration_seconds",
-		Help:    "Time from the end of a message's data to its reply (checks, signing, the store's synced commit), by listener.",
+		Help:    "Time the store took to deliver a message (its local copies and queue entries, committed and synced before the 250), by listener.",
 		Buckets: latencyBuckets,
 	}, []string{"listener"})
 	s.logins = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -83,7 +83,7 @@ func New() *Set {
 	}, []string{"protocol", "outcome"})
 	s.imapSessions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mailhost_imap_sessions_total",
-		Help: "IMAP connections greeted, by outcome: accepted, or refused (too many connections, shutting down).",
+		Help: "IMAP connections by outcome: accepted, or refused (over the per-address limits, too many connections, shutting down).",
 	}, []string{"outcome"})
 	s.imapOpen = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "mailhost_imap_sessions_open",
@@ -127,6 +127,21 @@ func New() *Set {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
 		f(c)
+	}
+	// Series of fixed label values start at 0, so that a rate or an
+	// absence alert has a series from the first scrape.
+	for _, o := range []string{"success", "invalid", "throttled", "refused", "error"} {
+		s.logins.WithLabelValues("imap", o)
+		s.logins.WithLabelValues("submission", o)
+	}
+	for _, o := range []string{"accepted", "refused"} {
+		s.imapSessions.WithLabelValues(o)
+	}
+	for _, o := range []string{"delivered", "deferred", "failed", "partial", "none"} {
+		s.outboundAttempts.WithLabelValues(o)
+	}
+	for _, o := range []string{"delivered", "deferred", "failed"} {
+		s.outboundRcpts.WithLabelValues(o)
 	}
 	return s
 }

@@ -189,9 +189,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		MTASTS: cfg.MTASTS, Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
 		DelayWarning: delayWarning(cfg.QueueDelayWarning),
 		Now:          o.Now, Logger: log, SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
-		Lease: o.QueueLease, PollInterval: o.QueuePoll,
+		Lease: o.QueueLease, PollInterval: o.QueuePoll, Metrics: mset.Outbound(),
 	})
 	ops.(*storeOps).wake = sender.Wake
+	ops.(*storeOps).purged = mset.RetentionDeleted
 	// Where remote mail goes is worth a line at start: an operator who set
 	// a relay (or forgot one) sees it without reading the configuration.
 	if cfg.Relay != "" {
@@ -322,7 +323,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Passwords: passwords, OnResume: onResume, DNS: dns,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst, Share: share,
-			Clients: clients,
+			Clients: clients, Metrics: mset.API(),
 		})
 		for _, l := range []struct {
 			name, addr string
@@ -389,7 +390,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MXMaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
-			Postmaster: cfg.Postmaster,
+			Postmaster: cfg.Postmaster, Metrics: mset.SMTP(),
 		}
 		if cfg.InboundChecks {
 			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}
@@ -408,7 +409,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share, Postmaster: cfg.Postmaster,
-			Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
+			Signer:  mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
+			Metrics: mset.SMTP(),
 		})
 		servers = append(servers, s)
 		if err := listenPair(s, "submission", cfg.Submission, &addrs.Submission, "submissions", cfg.Submissions, &addrs.Submissions); err != nil {
@@ -423,6 +425,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Logger: log, Now: o.Now, Reserve: memory.Reserve, MaxMessageBytes: cfg.MaxMessageBytes,
 			MaxConns: int(cfg.MaxIMAPConns), MaxConnsPerIP: int(cfg.MaxConnsPerIP),
 			MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP), MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP),
+			Metrics: mset.IMAP(),
 		})
 		servers = append(servers, s)
 		if err := listenPair(s, "imap", cfg.IMAP, &addrs.IMAP, "imaps", cfg.IMAPS, &addrs.IMAPS); err != nil {
@@ -452,7 +455,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}()
 	go func() {
 		defer wg.Done()
-		runRetention(rctx, st, cfg.RetentionTime, o.Now, log)
+		runRetention(rctx, countedPurge{st, mset.RetentionDeleted}, cfg.RetentionTime, o.Now, log)
 	}()
 	go func() {
 		defer wg.Done()

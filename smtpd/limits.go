@@ -19,6 +19,8 @@ type connLimiter struct {
 	log *slog.Logger
 
 	count *policy.Conns
+	// metrics counts connections by listener; set by newServer.
+	metrics Metrics
 
 	// mu guards open.
 	mu   sync.Mutex
@@ -31,15 +33,16 @@ func newConnLimiter(lim policy.ConnLimits, log *slog.Logger) *connLimiter {
 
 // listener wraps ln. silent is for a listener under TLS: a connection
 // over the limit is closed without a reply, which the client could not
-// read before its handshake.
-func (l *connLimiter) listener(ln net.Listener, silent bool) net.Listener {
-	return &limitListener{Listener: ln, l: l, silent: silent}
+// read before its handshake. name is the listener's in the metrics.
+func (l *connLimiter) listener(ln net.Listener, silent bool, name string) net.Listener {
+	return &limitListener{Listener: ln, l: l, silent: silent, name: name}
 }
 
 type limitListener struct {
 	net.Listener
 	l      *connLimiter
 	silent bool
+	name   string
 	warned sync.Once
 }
 
@@ -61,7 +64,9 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			return c, nil
 		}
 		tc, err := ll.l.acquire(c, policy.AddressKey(c.RemoteAddr()))
+		ll.l.metrics.Session(ll.name, err != nil)
 		if err == nil {
+			tc.listener = ll.name
 			return tc, nil
 		}
 		ll.l.log.Info("connection refused", "remote_ip", policy.RemoteIP(c.RemoteAddr()), "err", err)
@@ -97,6 +102,7 @@ func (l *connLimiter) release(tc *trackedConn) {
 	delete(l.open, tc)
 	l.mu.Unlock()
 	l.count.Release(tc.ip)
+	l.metrics.SessionClosed(tc.listener)
 }
 
 // closeIdle closes every connection not in a mail transaction.
@@ -132,6 +138,8 @@ type trackedConn struct {
 	ip   string
 	l    *connLimiter
 	once sync.Once
+	// listener is the listener's name in the metrics.
+	listener string
 	// busy is set from MAIL until the transaction's reply has been
 	// written (go-smtp calls Session.Reset after it), so that Shutdown
 	// does not cut a delivery short.
