@@ -63,12 +63,11 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			})
 			return c, nil
 		}
-		tc, err := ll.l.acquire(c, policy.AddressKey(c.RemoteAddr()))
-		ll.l.metrics.Session(ll.name, err != nil)
+		tc, err := ll.l.acquire(c, policy.AddressKey(c.RemoteAddr()), ll.name)
 		if err == nil {
-			tc.listener = ll.name
 			return tc, nil
 		}
+		ll.l.metrics.Session(ll.name, true)
 		ll.l.log.Info("connection refused", "remote_ip", policy.RemoteIP(c.RemoteAddr()), "err", err)
 		if ll.silent {
 			c.Close()
@@ -86,11 +85,13 @@ func refuse(c net.Conn) {
 	c.Close()
 }
 
-func (l *connLimiter) acquire(c net.Conn, ip string) (*trackedConn, error) {
+func (l *connLimiter) acquire(c net.Conn, ip, listener string) (*trackedConn, error) {
 	if err := l.count.Acquire(ip); err != nil {
 		return nil, err
 	}
-	tc := &trackedConn{Conn: c, ip: ip, l: l}
+	// Counted open before release can count it closed.
+	l.metrics.Session(listener, false)
+	tc := &trackedConn{Conn: c, ip: ip, l: l, listener: listener}
 	l.mu.Lock()
 	l.open[tc] = struct{}{}
 	l.mu.Unlock()
