@@ -74,6 +74,17 @@ type Config struct {
 	// addresses (the webhook_allow_private setting; for tests and
 	// private networks). false: such URLs are refused (SSRF).
 	AllowPrivateWebhooks bool
+	// Metrics, when set, is told of every request. nil: none.
+	Metrics Metrics
+}
+
+// Metrics is told of the API's requests, for monitoring; the wiring
+// gives a *metrics.API.
+type Metrics interface {
+	// Request counts a request answered with status after d; route is
+	// the pattern of the route table that took it ("" for none), never
+	// the path.
+	Request(route string, status int, d time.Duration)
 }
 
 // API is the management API; it implements http.Handler.
@@ -104,6 +115,7 @@ type API struct {
 	clientServers autoconfig.Servers
 	// allowPrivateHooks is Config.AllowPrivateWebhooks.
 	allowPrivateHooks bool
+	metrics           Metrics
 }
 
 // New returns the API for cfg.
@@ -123,6 +135,7 @@ func New(cfg Config) *API {
 		dns:       cfg.DNS,
 
 		allowPrivateHooks: cfg.AllowPrivateWebhooks,
+		metrics:           cfg.Metrics,
 	}
 	if a.dns == nil {
 		a.dns = net.DefaultResolver
@@ -226,13 +239,17 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	took := time.Since(start)
+	if a.metrics != nil {
+		a.metrics.Request(st.pattern, rec.status, took)
+	}
 	a.audit(r, st, rec.status)
 
 	attrs := []any{
 		"method", r.Method,
 		"route", st.pattern,
 		"status", rec.status,
-		"duration_ms", float64(time.Since(start).Microseconds()) / 1000,
+		"duration_ms", float64(took.Microseconds()) / 1000,
 	}
 	if st.partnerID != 0 {
 		attrs = append(attrs, "partner_id", st.partnerID)

@@ -67,6 +67,7 @@ type Config struct {
 	DefaultMaxAliases    int64
 	APIRateLimit         float64
 	APIRateBurst         int
+	MetricsToken         string
 	RefuseInboundOverCap bool
 	QueueLifetime        time.Duration
 	QueueDelayWarning    time.Duration
@@ -224,6 +225,7 @@ var Settings = []Setting{
 		c.APIRateBurst = n
 		return nil
 	}},
+	{"metrics_token", "MAILHOST_METRICS_TOKEN", "", "bearer token that lets addresses other than loopback read GET /metrics on the HTTP listeners (Authorization: Bearer <token>); empty: /metrics is open to loopback only", str(func(c *Config) *string { return &c.MetricsToken })},
 	{"refuse_inbound_over_cap", "MAILHOST_REFUSE_INBOUND_OVER_CAP", "false", "also refuse mail to a domain (451 4.7.1 at RCPT) once it has used its monthly transfer cap; forwards already queued for it wait in the queue", boolean(func(c *Config) *bool { return &c.RefuseInboundOverCap })},
 	{"send_limit_per_hour", "MAILHOST_SEND_LIMIT_PER_HOUR", "0", "most recipients one mailbox may send to in an hour over submission (450 4.7.1 beyond; a quiet mailbox may use them at once): what a stolen password can send; 0 = no limit", integer(func(c *Config) *int64 { return &c.SendLimitPerHour }, 0)},
 	{"max_conns_per_ip", "MAILHOST_MAX_CONNS_PER_IP", "1500", "most connections at once from one client address (an IPv6 /64 counts as one) to IMAP (143 and 993 together) and to submission (587 and 465 together), each counted on its own: an office of 200 behind one NAT address holds up to 200 x (5 desktop + 2 phone) = 1,400; beyond it IMAP answers BYE [UNAVAILABLE], submission 421 4.7.0, and the implicit-TLS ports close the connection before the handshake", integer(func(c *Config) *int64 { return &c.MaxConnsPerIP }, 1)},

@@ -21,6 +21,8 @@ import (
 type connLimiter struct {
 	log   *slog.Logger
 	count *policy.Conns
+	// metrics counts the refusals; set by New.
+	metrics Metrics
 }
 
 func newConnLimiter(lim policy.ConnLimits, log *slog.Logger) *connLimiter {
@@ -56,6 +58,7 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			return tc, nil
 		}
 		ll.l.log.Info("connection refused", "remote_ip", policy.RemoteIP(c.RemoteAddr()), "err", err)
+		ll.l.metrics.Session(true)
 		if ll.silent {
 			c.Close()
 			continue

@@ -120,6 +120,8 @@ type Config struct {
 	// a suspension made on another node reaches a session within
 	// seconds, for one account lookup per session every 5 s at most.
 	AccountRecheck time.Duration
+	// Metrics, when set, is told of sessions and logins. nil: none.
+	Metrics Metrics
 }
 
 // Server serves IMAP on any number of listeners.
@@ -130,6 +132,8 @@ type Server struct {
 	imap *imapserver.Server
 	// limits counts connections per IP address across all listeners.
 	limits *connLimiter
+	// metrics is Config.Metrics, or noMetrics.
+	metrics Metrics
 	// recent is the \Recent bookkeeping of every folder (recent.go).
 	recent *recentFloors
 
@@ -189,10 +193,15 @@ func New(cfg Config) *Server {
 		now:       cfg.Now,
 		sessions:  make(map[*session]struct{}),
 		listeners: make(map[net.Listener]struct{}),
+		metrics:   cfg.Metrics,
+	}
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
 	}
 	s.limits = newConnLimiter(policy.ConnLimits{
 		PerAddress: cfg.MaxConnsPerIP, PerUserAddress: max(cfg.MaxConnsPerUserIP, 0), RatePerMinute: max(cfg.MaxConnRatePerIP, 0),
 	}, s.log)
+	s.limits.metrics = s.metrics
 	s.recent = newRecentFloors()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.imap = imapserver.New(&imapserver.Options{
@@ -319,9 +328,11 @@ func (s *Server) newSession(c *imapserver.Conn) (imapserver.Session, *imapserver
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
+		s.metrics.Session(true)
 		return nil, nil, &imap.Error{Type: imap.StatusResponseTypeBye, Text: "Server shutting down"}
 	}
 	if len(s.sessions) >= s.cfg.MaxConns {
+		s.metrics.Session(true)
 		s.log.Warn("connection refused", "reason", "too many connections", "remote", c.NetConn().RemoteAddr().String())
 		return nil, nil, &imap.Error{Type: imap.StatusResponseTypeBye, Code: imap.ResponseCodeUnavailable, Text: "Too many connections, try again later"}
 	}
@@ -329,6 +340,7 @@ func (s *Server) newSession(c *imapserver.Conn) (imapserver.Session, *imapserver
 	attachLayer(c, sess)
 	s.sessions[sess] = struct{}{}
 	s.conns.Add(1)
+	s.metrics.Session(false)
 	return sess, nil, nil
 }
 
@@ -337,5 +349,6 @@ func (s *Server) ended(sess *session) {
 	s.mu.Lock()
 	delete(s.sessions, sess)
 	s.mu.Unlock()
+	s.metrics.SessionClosed()
 	s.conns.Done()
 }

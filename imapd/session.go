@@ -103,17 +103,20 @@ func (s *session) Close() error {
 // suspension and deleted mailboxes are the business of credential.Logins.
 func (s *session) Login(username, password string) error {
 	if err := s.requireTLS(); err != nil {
+		s.srv.metrics.Login("refused")
 		return err
 	}
 	mb, err := s.srv.cfg.Logins.Authenticate(s.ctx, username, password, s.ip)
 	if err != nil {
 		s.log.Info("login failed", "user", username, "err", err)
+		s.srv.metrics.Login(loginOutcome(err))
 		return s.fail("login", err)
 	}
 	// Counted once the user is known (Dovecot's
 	// mail_max_userip_connections); given back by logout.
 	if err := s.srv.limits.count.AcquireUser(mb.ID, s.addrKey); err != nil {
 		s.log.Info("login refused", "user", mb.Email, "err", err)
+		s.srv.metrics.Login("refused")
 		return no(imap.ResponseCodeUnavailable, "Too many connections of this user from your address, try again later")
 	}
 	s.counted = &mb.ID
@@ -130,6 +133,7 @@ func (s *session) Login(username, password string) error {
 	s.changed = false
 	s.log = s.log.With("user", mb.Email)
 	s.log.Info("login")
+	s.srv.metrics.Login("success")
 	return nil
 }
 

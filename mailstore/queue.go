@@ -197,6 +197,11 @@ type Queue interface {
 	// OutboundEntries lists the queue by id, held entries included, with
 	// the total count.
 	OutboundEntries(ctx context.Context, p Page) ([]Outbound, int, error)
+	// QueueStats sums the queue up for monitoring, at every scrape: how
+	// many entries (held included), how many held, and when the oldest was
+	// queued. Its cost does not grow with the messages' sizes, and no
+	// entry but the oldest is decoded (see each backend for the rest).
+	QueueStats(ctx context.Context) (QueueStats, error)
 	// FlushOutbound makes every entry that is not held due at now (those
 	// due already keep their time) and answers how many entries that is.
 	// An entry under a worker's lease is made due too, so it may go out

@@ -60,6 +60,10 @@ type Store interface {
 	Control
 	Mail
 	Queue
+	// StoreSize answers how big the store is, for monitoring, without
+	// reading its data (see StoreSize's fields for what each backend
+	// answers).
+	StoreSize(ctx context.Context) (StoreSize, error)
 	// Close releases the store; it waits for methods under way.
 	Close() error
 }

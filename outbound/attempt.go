@@ -172,6 +172,9 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, rele
 		log.Error("record attempt", "err", err)
 	}
 	recorded = err == nil
+	if m := s.cfg.Metrics; m != nil {
+		m.Attempt(metricsOutcome(result(out, bounced)), len(out.delivered), len(bounced), len(out.deferred), time.Since(start))
+	}
 
 	level := slog.LevelInfo
 	if out.reason.local && len(out.deferred) > 0 && !interrupted {

@@ -97,6 +97,9 @@ type Config struct {
 	MTASTSClient *http.Client
 	// Port is the SMTP port of MX hosts. 0 means 25.
 	Port int
+	// Metrics, when set, is told of every attempt once it is recorded
+	// (or its recording failed). nil: none.
+	Metrics Metrics
 	// Workers is the most entries being sent at once (SMTP sessions, and
 	// local deliveries). Recording an attempt's outcome once it is sent
 	// takes no worker. Sessions waiting idle for their next message

@@ -90,6 +90,8 @@ type storeOps struct {
 	now   func() time.Time
 	// wake, if set, tells the outbound workers that mail is due.
 	wake func()
+	// purged, if set, counts what a retention pass deleted.
+	purged func(messages, bytes int64)
 }
 
 // NewStoreOperator returns the Operator that acts on st directly.
@@ -179,6 +181,9 @@ func (o *storeOps) RunRetention(ctx context.Context) ([]Purged, error) {
 	out := make([]Purged, 0, len(res))
 	for _, r := range res {
 		out = append(out, Purged{Domain: r.Domain, Messages: r.Messages, Bytes: r.Bytes})
+		if o.purged != nil {
+			o.purged(r.Messages, r.Bytes)
+		}
 	}
 	return out, err
 }

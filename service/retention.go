@@ -28,6 +28,20 @@ type retentionStore interface {
 	mailstore.Webhooks
 }
 
+// countedPurge counts what each pass deletes in the metrics.
+type countedPurge struct {
+	retentionStore
+	deleted func(messages, bytes int64)
+}
+
+func (c countedPurge) PurgeBefore(ctx context.Context, now time.Time) ([]mailstore.PurgeResult, error) {
+	res, err := c.retentionStore.PurgeBefore(ctx, now)
+	for _, r := range res { // a pass cut short deleted these all the same
+		c.deleted(r.Messages, r.Bytes)
+	}
+	return res, err
+}
+
 // runRetention runs the purge once a day at hhmm UTC until ctx ends. With
 // several nodes each schedules the pass, and the one that takes the day's
 // slot (Cluster.RunOnce) runs it: once across the cluster, and a node

@@ -30,6 +30,7 @@ import (
 	"github.com/mailhost/mailhost/imapd"
 	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/metrics"
 	"github.com/mailhost/mailhost/outbound"
 	"github.com/mailhost/mailhost/policy"
 	"github.com/mailhost/mailhost/smtpd"
@@ -143,6 +144,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		log.Info("joined a cluster", "nodes", n)
 	}
 	ops := NewStoreOperator(st, o.Now)
+	// The process's series, served at /metrics on the HTTP listeners.
+	mset := metrics.New()
+	mset.WatchStore(st, o.Now, log)
 	if err := firstStart(ctx, st, ops, o.Stdout, o.ShowKey, cfg.DataDir, log); err != nil {
 		return err
 	}
@@ -199,9 +203,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		MTASTS: cfg.MTASTS, Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
 		DelayWarning: delayWarning(cfg.QueueDelayWarning),
 		Now:          o.Now, Logger: log, SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
-		Lease: o.QueueLease, PollInterval: o.QueuePoll,
+		Lease: o.QueueLease, PollInterval: o.QueuePoll, Metrics: mset.Outbound(),
 	})
 	ops.(*storeOps).wake = sender.Wake
+	ops.(*storeOps).purged = mset.RetentionDeleted
 	// Where remote mail goes is worth a line at start: an operator who set
 	// a relay (or forgot one) sees it without reading the configuration.
 	if cfg.Relay != "" {
@@ -332,7 +337,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Passwords: passwords, OnResume: onResume, DNS: dns,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst, Share: share,
-			Clients: clients, AllowPrivateWebhooks: cfg.WebhookAllowPrivate,
+			Clients: clients, AllowPrivateWebhooks: cfg.WebhookAllowPrivate, Metrics: mset.API(),
 		})
 		for _, l := range []struct {
 			name, addr string
@@ -350,7 +355,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			hs := &http.Server{
 				// The partners' web console shares the API's listeners and
 				// origin: it is a page that calls the API, so it needs no CORS.
-				Handler:           console.Mount(api),
+				Handler:           metrics.Mount(console.Mount(api), mset, cfg.MetricsToken),
 				TLSConfig:         l.tls,
 				ReadHeaderTimeout: 10 * time.Second,
 				ReadTimeout:       time.Minute,
@@ -399,7 +404,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MXMaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
-			Postmaster: cfg.Postmaster, OnQuotaFull: events.quotaFull,
+			Postmaster: cfg.Postmaster, OnQuotaFull: events.quotaFull, Metrics: mset.SMTP(),
 			DNSBL: cfg.DNSBL, DNSBLResolver: resolver, DMARCEnforce: cfg.DMARCEnforce,
 		}
 		if ars, ok := st.(autoreply.Store); ok {
@@ -427,7 +432,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share, Postmaster: cfg.Postmaster, OnQuotaFull: events.quotaFull,
-			Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
+			Signer:  mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
+			Metrics: mset.SMTP(),
 		})
 		servers = append(servers, s)
 		if err := listenPair(s, "submission", cfg.Submission, &addrs.Submission, "submissions", cfg.Submissions, &addrs.Submissions); err != nil {
@@ -442,6 +448,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Logger: log, Now: o.Now, Reserve: memory.Reserve, MaxMessageBytes: cfg.MaxMessageBytes,
 			MaxConns: int(cfg.MaxIMAPConns), MaxConnsPerIP: int(cfg.MaxConnsPerIP),
 			MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP), MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP),
+			Metrics: mset.IMAP(),
 		})
 		servers = append(servers, s)
 		if err := listenPair(s, "imap", cfg.IMAP, &addrs.IMAP, "imaps", cfg.IMAPS, &addrs.IMAPS); err != nil {
@@ -476,7 +483,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}()
 	go func() {
 		defer wg.Done()
-		runRetention(rctx, st, cfg.RetentionTime, cfg.AuditRetentionDays, o.Now, log)
+		runRetention(rctx, countedPurge{st, mset.RetentionDeleted}, cfg.RetentionTime, cfg.AuditRetentionDays, o.Now, log)
 	}()
 	go func() {
 		defer wg.Done()

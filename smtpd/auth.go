@@ -83,11 +83,13 @@ func (s *submission) login(mech, username, password string) error {
 			level = slog.LevelError
 		}
 		s.log.Log(s.ctx, level, "auth failed", "mechanism", mech, "user", clean(username), "code", code(reply(err)), "err", err)
+		s.srv.metrics.Login(loginOutcome(err))
 		return reply(err)
 	}
 	// Counted once the user is known (as IMAP's); given back by Logout.
 	if err := s.srv.conns.count.AcquireUser(mb.ID, policy.AddrKey(s.ip)); err != nil {
 		s.log.Info("auth refused", "mechanism", mech, "user", mb.Email, "err", err)
+		s.srv.metrics.Login(loginOutcome(err))
 		return reply(err)
 	}
 	s.counted = &mb.ID
@@ -99,6 +101,7 @@ func (s *submission) login(mech, username, password string) error {
 	s.user = &mb
 	s.log = s.log.With("user", mb.Email)
 	s.log.Info("auth", "mechanism", mech, "tls", s.tls)
+	s.srv.metrics.Login(loginOutcome(nil))
 	return nil
 }
 

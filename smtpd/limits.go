@@ -19,6 +19,8 @@ type connLimiter struct {
 	log *slog.Logger
 
 	count *policy.Conns
+	// metrics counts connections by listener; set by newServer.
+	metrics Metrics
 
 	// mu guards open.
 	mu   sync.Mutex
@@ -31,15 +33,16 @@ func newConnLimiter(lim policy.ConnLimits, log *slog.Logger) *connLimiter {
 
 // listener wraps ln. silent is for a listener under TLS: a connection
 // over the limit is closed without a reply, which the client could not
-// read before its handshake.
-func (l *connLimiter) listener(ln net.Listener, silent bool) net.Listener {
-	return &limitListener{Listener: ln, l: l, silent: silent}
+// read before its handshake. name is the listener's in the metrics.
+func (l *connLimiter) listener(ln net.Listener, silent bool, name string) net.Listener {
+	return &limitListener{Listener: ln, l: l, silent: silent, name: name}
 }
 
 type limitListener struct {
 	net.Listener
 	l      *connLimiter
 	silent bool
+	name   string
 	warned sync.Once
 }
 
@@ -60,10 +63,11 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			})
 			return c, nil
 		}
-		tc, err := ll.l.acquire(c, policy.AddressKey(c.RemoteAddr()))
+		tc, err := ll.l.acquire(c, policy.AddressKey(c.RemoteAddr()), ll.name)
 		if err == nil {
 			return tc, nil
 		}
+		ll.l.metrics.Session(ll.name, true)
 		ll.l.log.Info("connection refused", "remote_ip", policy.RemoteIP(c.RemoteAddr()), "err", err)
 		if ll.silent {
 			c.Close()
@@ -81,11 +85,13 @@ func refuse(c net.Conn) {
 	c.Close()
 }
 
-func (l *connLimiter) acquire(c net.Conn, ip string) (*trackedConn, error) {
+func (l *connLimiter) acquire(c net.Conn, ip, listener string) (*trackedConn, error) {
 	if err := l.count.Acquire(ip); err != nil {
 		return nil, err
 	}
-	tc := &trackedConn{Conn: c, ip: ip, l: l}
+	// Counted open before release can count it closed.
+	l.metrics.Session(listener, false)
+	tc := &trackedConn{Conn: c, ip: ip, l: l, listener: listener}
 	l.mu.Lock()
 	l.open[tc] = struct{}{}
 	l.mu.Unlock()
@@ -97,6 +103,7 @@ func (l *connLimiter) release(tc *trackedConn) {
 	delete(l.open, tc)
 	l.mu.Unlock()
 	l.count.Release(tc.ip)
+	l.metrics.SessionClosed(tc.listener)
 }
 
 // closeIdle closes every connection not in a mail transaction.
@@ -135,6 +142,8 @@ type trackedConn struct {
 	// dnsbl is the connection's blocklist answer (dnsbl.go), kept
 	// across STARTTLS.
 	dnsbl dnsblCheck
+	// listener is the listener's name in the metrics.
+	listener string
 	// busy is set from MAIL until the transaction's reply has been
 	// written (go-smtp calls Session.Reset after it), so that Shutdown
 	// does not cut a delivery short.

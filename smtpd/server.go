@@ -149,6 +149,10 @@ type Config struct {
 	// writes the Authentication-Results field prepended to it. nil: no
 	// field is added (forged ones claiming Hostname are still removed).
 	Authenticator Authenticator
+	// Metrics, when set, is told of connections, recipients, messages
+	// and logins. Both modes. nil: none.
+	Metrics Metrics
+
 	// RefuseInboundOverCap refuses a recipient with 451 4.7.1 at RCPT
 	// when a domain its mail would be counted against (the domain of each
 	// mailbox it reaches) has used its transfer cap for the month. Default
@@ -244,6 +248,8 @@ type Server struct {
 	// delivery decides which senders and recipients are taken, and
 	// delivers.
 	delivery *delivery.Agent
+	// metrics is Config.Metrics, or noMetrics.
+	metrics Metrics
 
 	// mu guards closing.
 	mu      sync.Mutex
@@ -315,9 +321,14 @@ func newServer(cfg Config, submission bool) *Server {
 	if s.cfg.MaxConnsPerUserIP == 0 {
 		s.cfg.MaxConnsPerUserIP = policy.DefaultConnsPerUserAddress
 	}
+	s.metrics = cfg.Metrics
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
+	}
 	s.conns = newConnLimiter(policy.ConnLimits{
 		PerAddress: s.cfg.MaxConnsPerIP, PerUserAddress: max(s.cfg.MaxConnsPerUserIP, 0), RatePerMinute: max(s.cfg.MaxConnRatePerIP, 0),
 	}, s.log)
+	s.conns.metrics = s.metrics
 
 	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
 	srv.Domain = s.hostname
@@ -351,7 +362,7 @@ func newServer(cfg Config, submission bool) *Server {
 // its connections escape MaxConnsPerIP and the closing of idle ones at
 // Shutdown, since they cannot be wrapped under TLS.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.smtp.Serve(s.conns.listener(ln, false))
+	return s.smtp.Serve(s.conns.listener(ln, false, s.listenerName(false)))
 }
 
 // ServeTLS is Serve for implicit TLS (RFC 8314 section 3.3, the
@@ -362,7 +373,7 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 	if s.cfg.TLS == nil {
 		return errors.New("smtpd: ServeTLS without Config.TLS")
 	}
-	return s.smtp.Serve(tlsaccept.NewListener(s.conns.listener(ln, true), s.cfg.TLS, s.cfg.HandshakeTimeout, s.log))
+	return s.smtp.Serve(tlsaccept.NewListener(s.conns.listener(ln, true, s.listenerName(true)), s.cfg.TLS, s.cfg.HandshakeTimeout, s.log))
 }
 
 // Shutdown stops accepting connections, closes idle ones at once and

@@ -152,6 +152,7 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 		s.refused++
 		return s.refuse(addr, err)
 	}
+	s.srv.metrics.Recipient(s.listener(), "accepted")
 	return nil
 }
 
@@ -203,6 +204,7 @@ func (s *session) hangUp(err error) error {
 
 // refuse logs a refused recipient and returns its reply.
 func (s *session) refuse(rcpt string, err error) error {
+	s.srv.metrics.Recipient(s.listener(), outcome(err))
 	return s.refusal("recipient refused", err, "id", s.tx.id, "rcpt", rcpt)
 }
 
@@ -296,10 +298,12 @@ func (s *session) readMessage(r io.Reader, id string, announced int64) (msg []by
 		} else {
 			s.log.Info("message not received", "id", id, "err", err)
 		}
+		s.srv.metrics.Message(s.listener(), outcome(err), 0)
 		return nil, br.release, reply(err)
 	}
 	if int64(buf.Len()) > max {
 		s.log.Info("message not received", "id", id, "err", "over the size limit")
+		s.srv.metrics.Message(s.listener(), outcome(smtp.ErrDataTooLarge), 0)
 		return nil, br.release, smtp.ErrDataTooLarge
 	}
 	return buf.Bytes(), br.release, nil
@@ -308,10 +312,13 @@ func (s *session) readMessage(r io.Reader, id string, announced int64) (msg []by
 // deliver makes the one store.Deliver call of a message (through package
 // delivery) and logs it.
 func (s *session) deliver(tx transaction, body []byte, at, start time.Time) error {
+	committing := time.Now()
 	res, err := tx.del.Commit(s.ctx, body, at)
 	if err != nil {
+		s.srv.metrics.Message(s.listener(), outcome(err), 0)
 		return s.refusal("delivery failed", err, "id", tx.id, "mailbox_ids", tx.del.MailboxIDs(), "remote", tx.del.Remote())
 	}
+	s.srv.metrics.Message(s.listener(), "delivered", time.Since(committing))
 	if len(res.Queued) > 0 && s.srv.cfg.OnQueued != nil {
 		s.srv.cfg.OnQueued()
 	}

@@ -107,6 +107,7 @@ func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if err := s.tx.del.AddRecipient(s.ctx, addr, to); err != nil {
 		return s.refuse(addr, err)
 	}
+	s.srv.metrics.Recipient(s.listener(), "accepted")
 	return nil
 }
 
@@ -193,5 +194,6 @@ func (s *submission) checkFrom(tx transaction, msg []byte) (mailstore.Domain, er
 
 // refuseMessage logs a message refused after DATA and returns its reply.
 func (s *submission) refuseMessage(tx transaction, err error) error {
+	s.srv.metrics.Message(s.listener(), outcome(err), 0)
 	return s.refusal("message refused", err, "id", tx.id, "from", tx.from)
 }

@@ -25,6 +25,8 @@ func runQueue(t *testing.T, open Open) {
 	t.Run("shared_body", func(t *testing.T) { queueSharedBody(t, open) })
 	t.Run("in_flight", func(t *testing.T) { queueInFlight(t, open) })
 	t.Run("entries_paging", func(t *testing.T) { queueEntriesPaging(t, open) })
+	t.Run("stats", func(t *testing.T) { queueStats(t, open) })
+	t.Run("store_size", func(t *testing.T) { storeSize(t, open) })
 	t.Run("flush", func(t *testing.T) { queueFlush(t, open) })
 	t.Run("flush_domain", func(t *testing.T) { queueFlushDomain(t, open) })
 	t.Run("delete", func(t *testing.T) { queueDelete(t, open) })
