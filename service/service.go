@@ -112,6 +112,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if hostname == "" {
 		hostname, _ = os.Hostname()
 	}
+	spamClient, err := newSpamClient(cfg)
+	if err != nil {
+		return err
+	}
 
 	st, err := openStore(ctx, cfg, time.Second)
 	if err != nil {
@@ -382,7 +386,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		if cfg.InboundChecks {
 			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}
 		}
-		s := smtpd.New(mx)
+		s := smtpd.New(withSpam(mx, cfg, spamClient))
 		servers = append(servers, s)
 		addrs.SMTP = ln.Addr().String()
 		serve("smtp", func() error { return s.Serve(ln) })
@@ -390,14 +394,14 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 
 	if cfg.Submission != "" || cfg.Submissions != "" {
-		s := smtpd.NewSubmission(smtpd.Config{
+		s := smtpd.NewSubmission(withSpam(smtpd.Config{
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share, Postmaster: cfg.Postmaster,
 			Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
-		})
+		}, cfg, spamClient))
 		servers = append(servers, s)
 		if err := listenPair(s, "submission", cfg.Submission, &addrs.Submission, "submissions", cfg.Submissions, &addrs.Submissions); err != nil {
 			closeAll()
