@@ -57,8 +57,8 @@ type Config struct {
 	RspamdURL, RspamdControllerURL, RspamdPassword string
 	RspamdTimeout                                  time.Duration
 	RspamdFail, SpamFilter                         string
-	TLSCert, TLSKey   string
-	AllowInsecureAuth bool
+	TLSCert, TLSKey                                string
+	AllowInsecureAuth                              bool
 	// HTTPS serves the management API over TLS (and answers ACME's
 	// TLS-ALPN-01 challenges there); empty: off.
 	HTTPS string
