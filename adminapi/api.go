@@ -70,6 +70,10 @@ type Config struct {
 	// Autodiscover, Apple profiles); a zero Host means Hostname. With no
 	// IMAP or no submission port, those endpoints answer 404.
 	Clients autoconfig.Servers
+	// SpamDefault is the spam filter of domains without their own
+	// setting, as GET /domains/{domain_name}/spam reports it (the
+	// spam_filter setting). "" means "junk".
+	SpamDefault string
 }
 
 // API is the management API; it implements http.Handler.
@@ -98,6 +102,7 @@ type API struct {
 	// clientServers.
 	clients       *autoconfig.Handler
 	clientServers autoconfig.Servers
+	spamDefault   string
 }
 
 // New returns the API for cfg.
@@ -135,6 +140,10 @@ func New(cfg Config) *API {
 		a.hostname, _ = os.Hostname()
 	}
 	a.clientServers = cfg.Clients
+	a.spamDefault = cfg.SpamDefault
+	if a.spamDefault == "" {
+		a.spamDefault = mailstore.SpamFilterJunk
+	}
 	if a.clientServers.Host == "" {
 		a.clientServers.Host = a.hostname
 	}

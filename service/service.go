@@ -314,7 +314,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Passwords: passwords, OnResume: onResume, DNS: dns,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst, Share: share,
-			Clients: clients,
+			Clients: clients, SpamDefault: cfg.SpamFilter,
 		})
 		for _, l := range []struct {
 			name, addr string
