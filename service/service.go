@@ -410,13 +410,24 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 
 	if cfg.IMAP != "" || cfg.IMAPS != "" {
+		var onJunkMove func(mailboxID, folderID int64, uids []uint32, spam bool)
+		learner := newLearner(cfg, spamClient, st, log)
+		if learner != nil {
+			onJunkMove = learner.Moved
+		}
 		s := imapd.New(imapd.Config{
-			Store: st, Logins: logins, TLS: tlsConfig, AllowInsecureAuth: cfg.AllowInsecureAuth,
+			OnJunkMove: onJunkMove,
+			Store:      st, Logins: logins, TLS: tlsConfig, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			Logger: log, Now: o.Now, Reserve: memory.Reserve, MaxMessageBytes: cfg.MaxMessageBytes,
 			MaxConns: int(cfg.MaxIMAPConns), MaxConnsPerIP: int(cfg.MaxConnsPerIP),
 			MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP), MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP),
 		})
 		servers = append(servers, s)
+		if learner != nil {
+			// After the IMAP server (servers stop in order), so that the
+			// last moves are still learnt.
+			servers = append(servers, learner)
+		}
 		if err := listenPair(s, "imap", cfg.IMAP, &addrs.IMAP, "imaps", cfg.IMAPS, &addrs.IMAPS); err != nil {
 			closeAll()
 			return err

@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/smtpd"
@@ -34,4 +35,13 @@ func withSpam(c smtpd.Config, cfg *config.Config, client *spam.Client) smtpd.Con
 	c.SpamDefault = cfg.SpamFilter
 	c.SpamFailClosed = cfg.RspamdFail == "tempfail"
 	return c
+}
+
+// newLearner is the background learner of the IMAP moves into and out of
+// Junk, when rspamd_controller_url is set; nil otherwise.
+func newLearner(cfg *config.Config, client *spam.Client, bodies spam.Bodies, log *slog.Logger) *spam.Learner {
+	if client == nil || cfg.RspamdControllerURL == "" {
+		return nil
+	}
+	return spam.NewLearner(client, bodies, log)
 }
