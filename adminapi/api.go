@@ -74,6 +74,10 @@ type Config struct {
 	// addresses (the webhook_allow_private setting; for tests and
 	// private networks). false: such URLs are refused (SSRF).
 	AllowPrivateWebhooks bool
+	// SpamDefault is the spam filter of domains without their own
+	// setting, as GET /domains/{domain_name}/spam reports it (the
+	// spam_filter setting). "" means "junk".
+	SpamDefault string
 	// Metrics, when set, is told of every request. nil: none.
 	Metrics Metrics
 }
@@ -116,6 +120,7 @@ type API struct {
 	// allowPrivateHooks is Config.AllowPrivateWebhooks.
 	allowPrivateHooks bool
 	metrics           Metrics
+	spamDefault       string
 }
 
 // New returns the API for cfg.
@@ -156,6 +161,10 @@ func New(cfg Config) *API {
 		a.hostname, _ = os.Hostname()
 	}
 	a.clientServers = cfg.Clients
+	a.spamDefault = cfg.SpamDefault
+	if a.spamDefault == "" {
+		a.spamDefault = mailstore.SpamFilterJunk
+	}
 	if a.clientServers.Host == "" {
 		a.clientServers.Host = a.hostname
 	}

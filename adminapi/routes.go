@@ -35,6 +35,8 @@ func (a *API) routes(handle func(pattern string, h func(http.ResponseWriter, *ht
 	handle("POST /domains/{domain_name}/resume", a.authed(a.resume))
 	handle("GET /domains/{domain_name}/retention", a.authed(a.getRetention))
 	handle("PUT /domains/{domain_name}/retention", a.authed(a.setRetention))
+	handle("GET /domains/{domain_name}/spam", a.authed(a.getSpam))
+	handle("PUT /domains/{domain_name}/spam", a.authed(a.setSpam))
 	handle("GET /domains/{domain_name}/transfer", a.authed(a.getTransfer))
 	handle("PUT /domains/{domain_name}/transfer", a.authed(a.setTransfer))
 

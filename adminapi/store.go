@@ -21,6 +21,7 @@ type Store interface {
 	ApplyPlan(ctx context.Context, partnerID int64, name string, plan mailstore.Plan) (mailstore.Domain, error)
 	SetDomainLimits(ctx context.Context, partnerID int64, name string, l mailstore.DomainLimits) (mailstore.Domain, error)
 	SetRetention(ctx context.Context, partnerID int64, name string, days int64) (mailstore.Domain, error)
+	SetSpamFilter(ctx context.Context, partnerID int64, name, filter string) (mailstore.Domain, error)
 	SetTransferCap(ctx context.Context, partnerID int64, name string, mb int64) (mailstore.Domain, error)
 	SetSuspended(ctx context.Context, partnerID int64, name string, suspended bool) (mailstore.Domain, error)
 	SetVerified(ctx context.Context, partnerID int64, name string, verified bool, now time.Time) (mailstore.Domain, error)

@@ -48,9 +48,17 @@ type Config struct {
 	RelayVerifyTLS bool
 	// MTASTS applies destinations' MTA-STS policies to mail sent to MX
 	// hosts.
-	MTASTS            bool
-	TLSCert, TLSKey   string
-	AllowInsecureAuth bool
+	MTASTS bool
+	// RspamdURL is rspamd's normal worker (package spam); empty: no spam
+	// filter. RspamdControllerURL and RspamdPassword are its controller,
+	// taught what users move into and out of Junk; RspamdTimeout bounds
+	// each request; RspamdFail is "open" or "tempfail"; SpamFilter is the
+	// setting of domains without their own.
+	RspamdURL, RspamdControllerURL, RspamdPassword string
+	RspamdTimeout                                  time.Duration
+	RspamdFail, SpamFilter                         string
+	TLSCert, TLSKey                                string
+	AllowInsecureAuth                              bool
 	// HTTPS serves the management API over TLS (and answers ACME's
 	// TLS-ALPN-01 challenges there); empty: off.
 	HTTPS string
@@ -233,6 +241,31 @@ var Settings = []Setting{
 	{"max_conns_per_user_ip", "MAILHOST_MAX_CONNS_PER_USER_IP", "10", "most logged-in connections at once of one mailbox from one client address, to IMAP and to submission each (Dovecot's mail_max_userip_connections: a desktop client's 5, a phone and a tablet); beyond it the login is answered NO [UNAVAILABLE] (IMAP) or 454 4.7.0 (submission); 0 = no limit", integer(func(c *Config) *int64 { return &c.MaxConnsPerUserIP }, 0)},
 	{"max_conn_rate_per_ip", "MAILHOST_MAX_CONN_RATE_PER_IP", "600", "new connections one client address may open a minute to each service, after a burst of its max_conns_per_ip (mx_max_conns_per_ip for the MX): an office whose clients all reconnect at once passes, a scanner or a flood is refused as over the connection limit; 0 = no limit", integer(func(c *Config) *int64 { return &c.MaxConnRatePerIP }, 0)},
 	{"max_imap_conns", "MAILHOST_MAX_IMAP_CONNS", "4000", "most IMAP connections at once on this node, from all addresses (about 40 KiB each while idle); beyond it BYE [UNAVAILABLE]", integer(func(c *Config) *int64 { return &c.MaxIMAPConns }, 1)},
+	{"rspamd_url", "MAILHOST_RSPAMD_URL", "", "rspamd's normal worker, such as http://127.0.0.1:11333: every message the MX or submission takes is checked there (/checkv2) before the 250; empty: no spam filter", str(func(c *Config) *string { return &c.RspamdURL })},
+	{"rspamd_controller_url", "MAILHOST_RSPAMD_CONTROLLER_URL", "", "rspamd's controller, such as http://127.0.0.1:11334: a message a user moves into Junk over IMAP is learnt as spam there, one moved out of Junk as ham; empty: no learning", str(func(c *Config) *string { return &c.RspamdControllerURL })},
+	{"rspamd_password", "MAILHOST_RSPAMD_PASSWORD", "", "the controller's password (its password setting); empty: none, for a controller that trusts this host (secure_ip)", str(func(c *Config) *string { return &c.RspamdPassword })},
+	{"rspamd_timeout", "MAILHOST_RSPAMD_TIMEOUT", "5s", "how long a check or a learn may take (Go duration); past it rspamd is taken as down (see rspamd_fail)", func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 100*time.Millisecond || d > 5*time.Minute {
+			return fmt.Errorf("want a duration between 100ms and 5m, such as 5s, got %q", v)
+		}
+		c.RspamdTimeout = d
+		return nil
+	}},
+	{"rspamd_fail", "MAILHOST_RSPAMD_FAIL", "open", "when rspamd is down or slow: open delivers the message unscanned with a header that says so, tempfail answers 451 4.3.0 so that the sender retries", func(c *Config, v string) error {
+		if v != "open" && v != "tempfail" {
+			return fmt.Errorf("want open or tempfail, got %q", v)
+		}
+		c.RspamdFail = v
+		return nil
+	}},
+	{"spam_filter", "MAILHOST_SPAM_FILTER", "junk", "what rspamd's verdicts do to a domain's mail unless the domain sets its own (PUT /domains/{name}/spam): off (not filtered), junk (spam to the Junk folder, even what rspamd rejects), reject (what rspamd rejects refused with 550 5.7.1, junk to Junk)", func(c *Config, v string) error {
+		if v != "off" && v != "junk" && v != "reject" {
+			return fmt.Errorf("want off, junk or reject, got %q", v)
+		}
+		c.SpamFilter = v
+		return nil
+	}},
 	{"queue_lifetime", "MAILHOST_QUEUE_LIFETIME", "120h", "how long the outbound queue retries a message before it bounces it (Go duration)", func(c *Config, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Minute {

@@ -128,6 +128,17 @@ type Config struct {
 	// answered: the wiring records the mailbox.quota_full event. nil:
 	// nothing.
 	OnQuotaFull func(ctx context.Context, m mailstore.Mailbox)
+	// Spam is the spam filter Transaction.Filter asks. nil: none, all
+	// mail goes to INBOX.
+	Spam Scanner
+	// SpamDefault is the filter setting of domains without one of their
+	// own (mailstore.SpamFilterOff, Junk or Reject). "" means
+	// mailstore.SpamFilterJunk.
+	SpamDefault string
+	// SpamFailClosed refuses mail the filter could not scan, with a
+	// temporary ErrFilterUnavailable. Default false: it is delivered
+	// unscanned, with UnscannedHeader (fail open).
+	SpamFailClosed bool
 }
 
 // Agent starts transactions. Its methods may be called from any
@@ -141,6 +152,9 @@ type Agent struct {
 func New(cfg Config) *Agent {
 	if n, err := policy.NormalizeAddress(cfg.Postmaster); err == nil {
 		cfg.Postmaster = n
+	}
+	if cfg.SpamDefault == "" {
+		cfg.SpamDefault = mailstore.SpamFilterJunk
 	}
 	a := &Agent{cfg: cfg, now: cfg.Now}
 	if a.now == nil {

@@ -38,6 +38,9 @@ type Transaction struct {
 	// forwards are a Forward's remote destinations, made relays at
 	// Commit.
 	forwards []forward
+	// junk are the mailboxes that get the message in their Junk folder
+	// (Filter).
+	junk []int64
 }
 
 // Recipient is an accepted recipient and where it leads.
@@ -332,7 +335,7 @@ func (t *Transaction) Commit(ctx context.Context, body []byte, at time.Time) (Re
 	if err != nil {
 		return Result{}, fmt.Errorf("forward: %w", err)
 	}
-	d := mailstore.Delivery{Body: body, ReceivedAt: at, MailboxIDs: t.MailboxIDs(), Relay: relay}
+	d := mailstore.Delivery{Body: body, ReceivedAt: at, MailboxIDs: t.MailboxIDs(), JunkMailboxIDs: t.junk, Relay: relay}
 	if t.mode == Submission {
 		d.SenderDomainID = t.domain.ID
 	}

@@ -3,6 +3,8 @@ package imapd
 import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
+
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 // Copy answers COPY and UID COPY, with COPYUID (RFC 4315). Over quota it
@@ -62,6 +64,7 @@ func (s *session) Move(w *imapserver.MoveWriter, numSet imap.NumSet, dest string
 	} else if newUIDs, err = s.st.Move(s.ctx, s.user.ID, v.folder.ID, uids, to.ID); err != nil {
 		return s.tryCreate("move", err)
 	}
+	s.junkMoved(v.folder, to, newUIDs)
 	if err := w.WriteCopyData(copyData(to.UIDValidity, uids, newUIDs)); err != nil {
 		return err
 	}
@@ -124,4 +127,17 @@ func (s *session) Expunge(w *imapserver.ExpungeWriter, uids *imap.UIDSet) error 
 		}
 	}
 	return nil
+}
+
+// junkMoved tells Config.OnJunkMove of messages moved into or out of the
+// \Junk folder.
+func (s *session) junkMoved(from, to mailstore.Folder, newUIDs []uint32) {
+	fn := s.srv.cfg.OnJunkMove
+	if fn == nil || from.ID == to.ID || len(newUIDs) == 0 {
+		return
+	}
+	fromJunk, toJunk := from.SpecialUse == `\Junk`, to.SpecialUse == `\Junk`
+	if fromJunk != toJunk {
+		fn(s.user.ID, to.ID, newUIDs, toJunk)
+	}
 }

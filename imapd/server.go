@@ -91,6 +91,13 @@ type Config struct {
 	// [UNAVAILABLE]. 0 means policy.DefaultConnsPerUserAddress; -1 no
 	// limit.
 	MaxConnsPerUserIP int
+	// OnJunkMove, when set, is called after a MOVE (or UID MOVE) between
+	// two folders of which one has the special use \Junk (RFC 6154): the
+	// messages are now at uids of folderID in the account mailboxID, spam
+	// true when moved into Junk, false when moved out of it. The wiring
+	// has the spam filter learn them. It runs on the session's goroutine
+	// before the reply, so it must not block.
+	OnJunkMove func(mailboxID, folderID int64, uids []uint32, spam bool)
 	// MaxConnRatePerIP bounds the connections one client address opens a
 	// minute, after a burst of MaxConnsPerIP; more are refused as over
 	// MaxConnsPerIP. 0 means policy.DefaultConnRatePerMinute; -1 no limit.

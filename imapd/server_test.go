@@ -55,7 +55,8 @@ type envOptions struct {
 	changeLogKeep int
 	// wrap, when set, wraps the store the server uses (e.st stays the
 	// store itself).
-	wrap func(mailstore.Store) mailstore.Store
+	wrap       func(mailstore.Store) mailstore.Store
+	onJunkMove func(mailboxID, folderID int64, uids []uint32, spam bool)
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -97,7 +98,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		Store: store, Logins: logins, TLS: serverTLS, AllowInsecureAuth: o.insecureAuth,
 		Logger: slog.New(slog.NewTextHandler(cmp.Or(o.log, io.Discard), nil)), MaxConns: o.maxConns,
 		Reserve: o.reserve, MaxConnsPerIP: o.maxConnsPerIP, HandshakeTimeout: o.handshakeTimeout,
-		AccountRecheck: o.accountRecheck, PollInterval: o.pollInterval,
+		AccountRecheck: o.accountRecheck, PollInterval: o.pollInterval, OnJunkMove: o.onJunkMove,
 	})
 	e := &env{t: t, st: st, srv: srv, partnerID: p.ID, mb: mb, clientTLS: clientTLS}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -899,3 +899,14 @@ func (s *Bolt) DomainByName(ctx context.Context, name string) (Domain, error) {
 	})
 	return d, err
 }
+
+// SetSpamFilter implements Control.
+func (s *Bolt) SetSpamFilter(ctx context.Context, partnerID int64, name, filter string) (Domain, error) {
+	if filter != "" && !ValidSpamFilter(filter) {
+		return Domain{}, fmt.Errorf("spam filter %q: %w", filter, ErrInvalidArgument)
+	}
+	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *Domain) error {
+		d.SpamFilter = filter
+		return nil
+	})
+}

@@ -410,6 +410,30 @@ func (t *mailTx) folder(mailboxID, folderID int64) (*Folder, error) {
 	return f, nil
 }
 
+// specialFolder is an account's folder with special use use (RFC 6154),
+// the first by id if there are several; ErrFolderNotFound if none.
+func (t *mailTx) specialFolder(mailboxID int64, use string) (*Folder, error) {
+	var found *Folder
+	prefix := id8(mailboxID)
+	c := t.names.Cursor()
+	for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+		if len(v) != 8 {
+			continue
+		}
+		f, err := t.folder(mailboxID, int64(binary.BigEndian.Uint64(v)))
+		if err != nil {
+			return nil, err
+		}
+		if f.SpecialUse == use && (found == nil || f.ID < found.ID) {
+			found = f
+		}
+	}
+	if found == nil {
+		return nil, ErrFolderNotFound
+	}
+	return found, nil
+}
+
 func (t *mailTx) folderByName(mailboxID int64, name string) (*Folder, error) {
 	v := t.names.Get(folderNameKey(mailboxID, CanonFolder(name)))
 	if len(v) != 8 {

@@ -88,6 +88,13 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 			if err != nil {
 				return fmt.Errorf("mailbox %d: INBOX: %w", id, err)
 			}
+			if containsID(d.JunkMailboxIDs, id) {
+				if junk, err := t.specialFolder(id, `\Junk`); err == nil {
+					inbox = junk
+				} else if !errors.Is(err, ErrFolderNotFound) {
+					return fmt.Errorf("mailbox %d: Junk: %w", id, err)
+				}
+			}
 			before := mb.UsedBytes
 			if _, err := t.add(inbox, Message{BlobID: blobID, Size: size, ReceivedAt: received}); err != nil {
 				return err

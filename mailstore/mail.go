@@ -100,6 +100,11 @@ type Delivery struct {
 	// MailboxIDs are the local recipients; each gets the message in its
 	// INBOX. A mailbox listed twice gets it once.
 	MailboxIDs []int64
+	// JunkMailboxIDs are those of MailboxIDs that get the message in their
+	// Junk folder (the one with special use \Junk, RFC 6154) rather than
+	// INBOX: the spam filter's verdict. One without such a folder (its
+	// user deleted it) gets it in INBOX. Others are ignored.
+	JunkMailboxIDs []int64
 	// SenderDomainID, when not zero, is the hosted domain on whose behalf
 	// the message is sent (SMTP submission): its outbound transfer counts
 	// the message, and if its cap for the month of ReceivedAt is used

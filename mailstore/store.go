@@ -116,6 +116,10 @@ type Control interface {
 	ApplyPlan(ctx context.Context, partnerID int64, name string, plan Plan) (Domain, error)
 	// SetDomainLimits changes the count limits given.
 	SetDomainLimits(ctx context.Context, partnerID int64, name string, l DomainLimits) (Domain, error)
+	// SetSpamFilter sets the domain's SpamFilter ("" for the server's
+	// default); any other value than the SpamFilter constants is
+	// ErrInvalidArgument.
+	SetSpamFilter(ctx context.Context, partnerID int64, name, filter string) (Domain, error)
 	// SetRetention sets retention_days.
 	SetRetention(ctx context.Context, partnerID int64, name string, days int64) (Domain, error)
 	// SetTransferCap sets transfer_monthly_mb.

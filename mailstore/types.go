@@ -72,6 +72,10 @@ type Domain struct {
 	// made before verification existed have none until EnsureVerifyToken
 	// gives them one.
 	VerifyToken string `json:"verify_token,omitempty"`
+	// SpamFilter is what the spam filter's verdicts do to the domain's
+	// mail (SpamFilterOff, SpamFilterJunk, SpamFilterReject); "" follows
+	// the server's spam_filter setting.
+	SpamFilter string `json:"spam_filter,omitempty"`
 
 	MailboxCount int64 `json:"mailbox_count"`
 	AliasCount   int64 `json:"alias_count"`
@@ -211,4 +215,23 @@ func ParentNames(name string) []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// The values of Domain.SpamFilter (and of the spam_filter setting).
+const (
+	// SpamFilterOff: the domain's mail is not scanned; it all goes to
+	// INBOX.
+	SpamFilterOff = "off"
+	// SpamFilterJunk: what the filter calls spam goes to the recipient's
+	// Junk folder, even what it would reject.
+	SpamFilterJunk = "junk"
+	// SpamFilterReject: what the filter rejects is refused, what it calls
+	// junk goes to the Junk folder.
+	SpamFilterReject = "reject"
+)
+
+// ValidSpamFilter reports whether f is a value of Domain.SpamFilter
+// other than "".
+func ValidSpamFilter(f string) bool {
+	return f == SpamFilterOff || f == SpamFilterJunk || f == SpamFilterReject
 }

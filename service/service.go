@@ -127,6 +127,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if hostname == "" {
 		hostname, _ = os.Hostname()
 	}
+	spamClient, err := newSpamClient(cfg)
+	if err != nil {
+		return err
+	}
 
 	st, err := openStore(ctx, cfg, time.Second)
 	if err != nil {
@@ -337,7 +341,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Passwords: passwords, OnResume: onResume, DNS: dns,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst, Share: share,
-			Clients: clients, AllowPrivateWebhooks: cfg.WebhookAllowPrivate, Metrics: mset.API(),
+			Clients: clients, AllowPrivateWebhooks: cfg.WebhookAllowPrivate, Metrics: mset.API(), SpamDefault: cfg.SpamFilter,
 		})
 		for _, l := range []struct {
 			name, addr string
@@ -418,7 +422,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		if cfg.InboundChecks {
 			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}
 		}
-		s := smtpd.New(mx)
+		s := smtpd.New(withSpam(mx, cfg, spamClient))
 		servers = append(servers, s)
 		addrs.SMTP = ln.Addr().String()
 		serve("smtp", func() error { return s.Serve(ln) })
@@ -426,7 +430,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 
 	if cfg.Submission != "" || cfg.Submissions != "" {
-		s := smtpd.NewSubmission(smtpd.Config{
+		s := smtpd.NewSubmission(withSpam(smtpd.Config{
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
@@ -434,7 +438,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share, Postmaster: cfg.Postmaster, OnQuotaFull: events.quotaFull,
 			Signer:  mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
 			Metrics: mset.SMTP(),
-		})
+		}, cfg, spamClient))
 		servers = append(servers, s)
 		if err := listenPair(s, "submission", cfg.Submission, &addrs.Submission, "submissions", cfg.Submissions, &addrs.Submissions); err != nil {
 			closeAll()
@@ -443,14 +447,25 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 
 	if cfg.IMAP != "" || cfg.IMAPS != "" {
+		var onJunkMove func(mailboxID, folderID int64, uids []uint32, spam bool)
+		learner := newLearner(cfg, spamClient, st, log)
+		if learner != nil {
+			onJunkMove = learner.Moved
+		}
 		s := imapd.New(imapd.Config{
-			Store: st, Logins: logins, TLS: tlsConfig, AllowInsecureAuth: cfg.AllowInsecureAuth,
+			OnJunkMove: onJunkMove,
+			Store:      st, Logins: logins, TLS: tlsConfig, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			Logger: log, Now: o.Now, Reserve: memory.Reserve, MaxMessageBytes: cfg.MaxMessageBytes,
 			MaxConns: int(cfg.MaxIMAPConns), MaxConnsPerIP: int(cfg.MaxConnsPerIP),
 			MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP), MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP),
 			Metrics: mset.IMAP(),
 		})
 		servers = append(servers, s)
+		if learner != nil {
+			// After the IMAP server (servers stop in order), so that the
+			// last moves are still learnt.
+			servers = append(servers, learner)
+		}
 		if err := listenPair(s, "imap", cfg.IMAP, &addrs.IMAP, "imaps", cfg.IMAPS, &addrs.IMAPS); err != nil {
 			closeAll()
 			return err

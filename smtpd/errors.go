@@ -89,6 +89,12 @@ func reply(err error) *smtp.SMTPError {
 		// Temporary: the client keeps the message and the cap frees at
 		// the month's turn or when raised (decisions.md, "Transfer cap").
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "Monthly transfer limit reached, try again later"}
+	case errors.Is(err, delivery.ErrSpam):
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Message refused as spam"}
+	case errors.Is(err, delivery.ErrSpamLater):
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "Message deferred by the spam filter, try again later"}
+	case errors.Is(err, delivery.ErrFilterUnavailable):
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Spam filter unavailable, try again later"}
 	case errors.Is(err, delivery.ErrNeedsRelay):
 		// Accepting would lose the message, refusing for good would
 		// bounce mail that will be deliverable once forwarding is

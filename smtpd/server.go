@@ -101,6 +101,21 @@ type Config struct {
 	// -1 no limit.
 	MaxConnsPerUserIP int
 
+	// Spam is the spam filter (rspamd) every message is checked with
+	// after DATA, before the 250 (delivery.Transaction.Filter): on the
+	// MX its verdict refuses (550 5.7.1), defers (451 4.7.1) or puts the
+	// message in the recipients' Junk folder as their domain's setting
+	// says; on submission, with the user, a "reject" is refused (550
+	// 5.7.1), logged and counted (SpamStats). nil: no filter.
+	Spam delivery.Scanner
+	// SpamDefault is the filter setting of domains without their own
+	// (delivery.Config.SpamDefault). "" means "junk".
+	SpamDefault string
+	// SpamFailClosed answers 451 4.3.0 when the filter cannot be asked.
+	// Default false: the message is delivered unscanned, with a header
+	// that says so.
+	SpamFailClosed bool
+
 	// OnQueued, when not nil, is called after a message was committed
 	// with remote recipients queued (Store.Deliver's Relay), to wake the
 	// outbound workers. It runs on the session's goroutine before the 250
@@ -250,6 +265,8 @@ type Server struct {
 	delivery *delivery.Agent
 	// metrics is Config.Metrics, or noMetrics.
 	metrics Metrics
+	// spam counts the spam filter's outcomes.
+	spam spamCounters
 
 	// mu guards closing.
 	mu      sync.Mutex
@@ -289,6 +306,7 @@ func newServer(cfg Config, submission bool) *Server {
 	s.delivery = delivery.New(delivery.Config{
 		Store: cfg.Store, SRS: cfg.SRS, RefuseInboundOverCap: cfg.RefuseInboundOverCap, Now: s.now,
 		Postmaster: cfg.Postmaster, OnQuotaFull: cfg.OnQuotaFull,
+		Spam: cfg.Spam, SpamDefault: cfg.SpamDefault, SpamFailClosed: cfg.SpamFailClosed,
 	})
 	if submission && cfg.MaxRecipientsPerHour > 0 {
 		// A quiet mailbox may use the hour's allowance at once.

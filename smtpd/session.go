@@ -279,6 +279,9 @@ func (s *session) Data(r io.Reader) error {
 		t.deliveredTo = mbs[0].Email
 	}
 	body := append(traceHeaders(t), msg...)
+	if body, err = s.filter(tx, body); err != nil {
+		return err
+	}
 	return s.deliver(tx, body, at, start)
 }
 

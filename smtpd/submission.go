@@ -146,6 +146,11 @@ func (s *submission) Data(r io.Reader) error {
 
 	t := traceInfo{id: tx.id, hostname: s.srv.hostname, tls: s.tls, utf8: tx.utf8, auth: true, at: at}
 	body := append(submissionTrace(t), msg...)
+	// Before signing: the filter adds nothing to a submission, it only
+	// refuses (a stolen password sending spam).
+	if body, err = s.filter(tx, body); err != nil {
+		return err
+	}
 	if s.srv.cfg.Signer != nil {
 		if body, err = s.srv.cfg.Signer.Sign(s.ctx, signing, body); err != nil {
 			return s.refuseMessage(tx, fmt.Errorf("DKIM signing for %s: %w", signing.Name, err))

@@ -189,6 +189,14 @@ func (s *Store) SetDomainLimits(ctx context.Context, partnerID int64, name strin
 		[]any{l.MaxMailboxes, l.MaxAliases}, nil)
 }
 
+// SetSpamFilter implements mailstore.Store.
+func (s *Store) SetSpamFilter(ctx context.Context, partnerID int64, name, filter string) (mailstore.Domain, error) {
+	if filter != "" && !mailstore.ValidSpamFilter(filter) {
+		return mailstore.Domain{}, fmt.Errorf("spam filter %q: %w", filter, mailstore.ErrInvalidArgument)
+	}
+	return s.changeDomain(ctx, partnerID, name, `spam_filter = $3`, []any{filter}, nil)
+}
+
 // SetRetention implements mailstore.Store.
 func (s *Store) SetRetention(ctx context.Context, partnerID int64, name string, days int64) (mailstore.Domain, error) {
 	return s.changeDomain(ctx, partnerID, name, `retention_days = $3`, []any{days}, nil)

@@ -23,7 +23,7 @@ func domainCols(t string) string {
 	T.mailbox_count, T.alias_count,
 	T.message_count + (SELECT coalesce(sum(u.message_count), 0) FROM domain_usage u WHERE u.domain_id = T.id)::bigint,
 	T.used_bytes + (SELECT coalesce(sum(u.used_bytes), 0) FROM domain_usage u WHERE u.domain_id = T.id)::bigint,
-	T.verified, T.verified_at, T.verify_token`)
+	T.verified, T.verified_at, T.verify_token, T.spam_filter`)
 }
 
 // domainColumns are domainCols of the table itself.
@@ -57,7 +57,7 @@ func (s *domainScan) dest() []any {
 	return []any{&d.ID, &d.PartnerID, &d.Name, &d.Plan, &d.MaxMailboxes, &d.MaxAliases, &d.QuotaMB,
 		&d.RetentionDays, &d.TransferMonthlyMB, &d.Suspended, &d.CreatedAt,
 		&d.MailboxCount, &d.AliasCount, &d.MessageCount, &d.UsedBytes,
-		&d.Verified, &s.verifiedAt, &d.VerifyToken}
+		&d.Verified, &s.verifiedAt, &d.VerifyToken, &d.SpamFilter}
 }
 
 func (s *domainScan) done() mailstore.Domain {

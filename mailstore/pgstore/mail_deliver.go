@@ -72,6 +72,7 @@ type delivery struct {
 	received time.Time
 	month    string
 	ids      []int64 // recipients, each once, in the order given
+	junk     []int64 // of ids, those delivered to their \Junk folder
 	sender   int64
 	groups   []mailstore.RelayGroup
 
@@ -104,7 +105,7 @@ func (s *Store) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.De
 	received := utc(d.ReceivedAt)
 	c := &delivery{
 		ctx: ctx, body: d.Body, size: int64(len(d.Body)), received: received,
-		month: mailstore.Month(received), ids: ids, sender: d.SenderDomainID, groups: groups,
+		month: mailstore.Month(received), ids: ids, junk: d.JunkMailboxIDs, sender: d.SenderDomainID, groups: groups,
 		done: make(chan struct{}),
 	}
 	s.deliveries.enqueue(s, c)
@@ -214,6 +215,7 @@ type inbox struct{ folder, domain int64 }
 func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) error {
 	var (
 		mbIDs, domIDs  []int64
+		junkIDs        []int64 // mailboxes whose \Junk folder a call delivers to
 		pairD          []int64
 		pairM          []string
 		seen           = map[int64]bool{}
@@ -239,6 +241,9 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 				seen[id] = true
 				mbIDs = append(mbIDs, id)
 			}
+			if slices.Contains(c.junk, id) && !slices.Contains(junkIDs, id) {
+				junkIDs = append(junkIDs, id)
+			}
 		}
 		if c.sender != 0 {
 			wantFigures(c.sender, c.month)
@@ -254,6 +259,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 
 	// Round trip 1: locks, figures, ids.
 	inboxes := map[int64]inbox{}
+	junks := map[int64]inbox{} // the \Junk folder of each of junkIDs that has one
 	exists := map[int64]bool{}
 	// For the events (mailstore.Webhooks): the recipients as locked, and
 	// every domain's name, owner, cap and month's figures, read without
@@ -271,12 +277,19 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 	var blobIDs, queueIDs []int64
 	b := &pgx.Batch{}
 	if len(mbIDs) > 0 {
-		b.Queue(`SELECT f.id, f.mailbox_id, m.domain_id FROM folders f JOIN mailboxes m ON m.id = f.mailbox_id
-			WHERE f.mailbox_id = ANY($1) AND f.name = 'INBOX'
-			ORDER BY f.id FOR NO KEY UPDATE OF f`, mbIDs).Query(func(rows pgx.Rows) error {
+		// The INBOX rows and, for the calls that deliver to Junk, the
+		// \Junk rows, locked together in one id order.
+		b.Queue(`SELECT f.id, f.mailbox_id, m.domain_id, f.name = 'INBOX' FROM folders f JOIN mailboxes m ON m.id = f.mailbox_id
+			WHERE f.mailbox_id = ANY($1) AND (f.name = 'INBOX' OR f.mailbox_id = ANY($2) AND f.special_use = '\Junk')
+			ORDER BY f.id FOR NO KEY UPDATE OF f`, mbIDs, junkIDs).Query(func(rows pgx.Rows) error {
 			var fid, mid, did int64
-			_, err := pgx.ForEachRow(rows, []any{&fid, &mid, &did}, func() error {
-				inboxes[mid] = inbox{fid, did}
+			var isInbox bool
+			_, err := pgx.ForEachRow(rows, []any{&fid, &mid, &did, &isInbox}, func() error {
+				if isInbox {
+					inboxes[mid] = inbox{fid, did}
+				} else if _, ok := junks[mid]; !ok {
+					junks[mid] = inbox{fid, did} // the first by id
+				}
 				return nil
 			})
 			return err
@@ -450,6 +463,9 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 		bIDs, bRefs, bBodies = append(bIDs, blob), append(bRefs, int64(refs)), append(bBodies, c.body)
 		for _, id := range c.res.Delivered {
 			in := inboxes[id]
+			if j, ok := junks[id]; ok && slices.Contains(c.junk, id) {
+				in = j
+			}
 			add.add(newMessage{folderID: in.folder, mailboxID: id, domainID: in.domain, blobID: blob, size: c.size, received: c.received})
 			mbUse.add(id, 1, c.size)
 			domUse.add(in.domain, 1, c.size)
