@@ -191,7 +191,8 @@ func (s *Sender) dsn(e mailstore.Outbound, to string, body []byte, failed []fail
 }
 
 // headersOf is the header section of a message, up to the empty line, at
-// most maxReturnedHeaders of it cut at a line end, with CRLF line ends.
+// most maxReturnedHeaders of it cut at a line end, with CRLF line ends
+// and no other CR.
 func headersOf(body []byte) []byte {
 	h := body
 	if i := bytes.Index(h, []byte("\n\r\n")); i >= 0 {
@@ -211,6 +212,9 @@ func headersOf(body []byte) []byte {
 		if l == "" {
 			continue
 		}
+		// A CR inside a line would leave as a bare CR, which a next hop
+		// may read as a line end ("<CR>.<CR>" smuggling, issue 11).
+		l = strings.ReplaceAll(l, "\r", " ")
 		out.WriteString(l)
 		out.WriteString("\r\n")
 	}
