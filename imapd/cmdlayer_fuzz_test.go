@@ -1,0 +1,137 @@
+package imapd
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapserver"
+	"github.com/emersion/go-message/textproto"
+)
+
+// FuzzLiteralAtEnd: the command layer's literal scanner never panics,
+// and a literal it finds is announced at the line's end with a size of
+// at least 0.
+func FuzzLiteralAtEnd(f *testing.F) {
+	for _, s := range []string{"a LOGIN {5}\r\n", "a APPEND INBOX {12+}\r\n", "a APPEND x ~{3}\n", "{}", "{-1}", "{+}", "x {99999999999999999999}\r\n", "}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		n, _, ok := literalAtEnd(line)
+		if !ok {
+			return
+		}
+		if n < 0 || !bytes.Contains(line, []byte("{")) || !bytes.HasSuffix(bytes.TrimRight(line, "\r\n"), []byte("}")) {
+			t.Fatalf("literalAtEnd(%q) = %d, true", line, n)
+		}
+	})
+}
+
+// FuzzCommandName: the tag and name the layer reads at the start of a
+// command line are an IMAP tag and an upper-case atom.
+func FuzzCommandName(f *testing.F) {
+	for _, s := range []string{"a1 LOGIN x y\r\n", "* OK", "+ x", "a\x00 NOOP", "a noop\n", "a", " a"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		tag, name, ok := commandName(line)
+		if !ok {
+			return
+		}
+		for i := 0; i < len(tag); i++ {
+			if !isTagChar(tag[i]) {
+				t.Fatalf("commandName(%q) tag %q", line, tag)
+			}
+		}
+		if tag == "" || name == "" || strings.ToUpper(name) != name || strings.ContainsAny(name, " \r\n") {
+			t.Fatalf("commandName(%q) = %q, %q, true", line, tag, name)
+		}
+	})
+}
+
+// FuzzConversation sends arbitrary bytes, literals and line breaks
+// included, to a session (logged in and with INBOX selected, or not
+// yet), then closes its side: the server must answer or close, and never
+// panic. FuzzCommand covers single lines; this is the command layer's
+// reading of lines and literals.
+func FuzzConversation(f *testing.F) {
+	for _, s := range []string{
+		"a LOGIN {17}\r\nalice@example.com {14}\r\nalice's secret\r\nb NOOP\r\n",
+		"a LOGIN {99999}\r\n",
+		"a APPEND INBOX {5+}\r\nhello\r\n",
+		"a APPEND INBOX (\\Seen) {10}\r\n",
+		"a SELECT {5}\r\nINBOX\r\nb FETCH 1 BODY[]\r\n",
+		"a NOOP\r\nb CAPABILITY\nc LOGOUT\r\n",
+		"a ID (\"name\" {3}\r\nabc)\r\n",
+		"a STARTTLS\r\n",
+		"a AUTHENTICATE PLAIN\r\nAGFsaWNlQGV4YW1wbGUuY29tAGFsaWNlJ3Mgc2VjcmV0\r\n",
+		"\r\n\r\n",
+		strings.Repeat("(", 3000) + "\r\n",
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	logs := &syncBuffer{}
+	e := newEnv(f, envOptions{insecureAuth: true, log: logs})
+	e.requireMail()
+	e.deliver(msgPlain, t1)
+	f.Fuzz(func(t *testing.T, data []byte, login bool) {
+		rc := dialRaw(t, e.addr)
+		if login {
+			if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
+				t.Fatalf("LOGIN: %s", tagged)
+			}
+			if _, tagged := rc.cmd(`SELECT INBOX`); !strings.HasPrefix(tagged, "OK") {
+				t.Fatalf("SELECT: %s", tagged)
+			}
+		}
+		rc.c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		rc.c.Write(data)
+		rc.c.(*net.TCPConn).CloseWrite()
+		rc.c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		io.Copy(io.Discard, rc.r)
+		if strings.Contains(logs.String(), "panic") {
+			t.Fatalf("server panicked on %q:\n%s", data, logs.String())
+		}
+	})
+}
+
+// FuzzMIMEStructure runs what FETCH does with a stored message (its
+// structure, envelope and sections, go-imap's and go-message's parsers)
+// on arbitrary messages: no panic, and no more than a second for one.
+func FuzzMIMEStructure(f *testing.F) {
+	f.Add([]byte(msgPlain))
+	f.Add([]byte(msgMultipart))
+	f.Add([]byte("Content-Type: multipart/mixed; boundary=a\r\n\r\n--a\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\nx\r\n--b--\r\n--a--\r\n"))
+	f.Add([]byte("Content-Type: message/rfc822\r\n\r\nContent-Type: message/rfc822\r\n\r\nSubject: deep\r\n\r\nx"))
+	f.Add([]byte("Content-Type: multipart/mixed; boundary=\"\"\r\n\r\n--\r\n\r\n"))
+	sections := []*imap.FetchItemBodySection{
+		{},
+		{Specifier: imap.PartSpecifierText},
+		{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"From", "Subject"}},
+		{Part: []int{1}},
+		{Part: []int{1, 1}, Specifier: imap.PartSpecifierMIME},
+		{Part: []int{2, 1, 3}, Partial: &imap.SectionPartial{Offset: 1, Size: 10}},
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		start := time.Now()
+		imapserver.ExtractBodyStructure(bytes.NewReader(msg))
+		if h, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(msg))); err == nil {
+			imapserver.ExtractEnvelope(h)
+		}
+		for _, s := range sections {
+			imapserver.ExtractBodySection(bytes.NewReader(msg), s)
+		}
+		bs := &imap.FetchItemBinarySection{Part: []int{1}}
+		imapserver.ExtractBinarySection(bytes.NewReader(msg), bs)
+		imapserver.ExtractBinarySectionSize(bytes.NewReader(msg), &imap.FetchItemBinarySectionSize{Part: []int{1}})
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("%d octets took %v", len(msg), d)
+		}
+	})
+}
