@@ -191,7 +191,8 @@ type FileStats struct {
 type BucketStats struct {
 	Name string
 	// Keys counts the key/value pairs; InUse the bytes of keys, values
-	// and page headers; Alloc the bytes of the pages the bucket holds.
+	// and page headers; Alloc the bytes of the pages the bucket holds (0
+	// for a small bucket stored inline in the page of its parent).
 	Keys         int
 	InUse, Alloc int64
 }
@@ -236,11 +237,16 @@ func fileStats(db *bolt.DB) (FileStats, error) {
 		st.Used = tx.Size()
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			bs := b.Stats()
-			st.Buckets = append(st.Buckets, BucketStats{
+			bst := BucketStats{
 				Name: string(name), Keys: bs.KeyN,
 				InUse: int64(bs.BranchInuse + bs.LeafInuse),
 				Alloc: int64(bs.BranchAlloc + bs.LeafAlloc),
-			})
+			}
+			if bst.Alloc == 0 {
+				// A small bucket lives inline in its parent's page.
+				bst.InUse = int64(bs.InlineBucketInuse)
+			}
+			st.Buckets = append(st.Buckets, bst)
 			return nil
 		})
 	})
