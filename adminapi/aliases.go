@@ -51,6 +51,9 @@ func (a *API) createAlias(w http.ResponseWriter, r *http.Request, c call) error 
 	if policy.DomainOf(source) != domain {
 		return unprocessable("source", "must be an address of domain_name")
 	}
+	if policy.IsSRS(source) {
+		return unprocessable("source", errSRSLocalPart)
+	}
 	dest, err := policy.NormalizeAddress(rawDest)
 	if err != nil {
 		return unprocessable("destination", "invalid email address")

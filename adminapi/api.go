@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailhost/mailhost/autoconfig"
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
@@ -65,6 +66,10 @@ type Config struct {
 	// suspended: resume is safe to repeat), before the answer: the wiring
 	// sends the mail the domain queued while suspended. nil: nothing.
 	OnResume func(ctx context.Context, d mailstore.Domain)
+	// Clients are the host and ports mail clients are told (autoconfig,
+	// Autodiscover, Apple profiles); a zero Host means Hostname. With no
+	// IMAP or no submission port, those endpoints answer 404.
+	Clients autoconfig.Servers
 }
 
 // API is the management API; it implements http.Handler.
@@ -89,6 +94,10 @@ type API struct {
 	keySlots chan struct{}
 	onResume func(ctx context.Context, d mailstore.Domain)
 	dns      mailauth.OwnershipResolver
+	// clients answers the mail clients' set-up requests with
+	// clientServers.
+	clients       *autoconfig.Handler
+	clientServers autoconfig.Servers
 }
 
 // New returns the API for cfg.
@@ -125,6 +134,11 @@ func New(cfg Config) *API {
 	if a.hostname == "" {
 		a.hostname, _ = os.Hostname()
 	}
+	a.clientServers = cfg.Clients
+	if a.clientServers.Host == "" {
+		a.clientServers.Host = a.hostname
+	}
+	a.clients = autoconfig.New(autoconfig.Config{Servers: a.clientServers, Domains: a.store, Logger: a.log})
 	if a.genKeys == nil {
 		a.genKeys = mailauth.GenerateDKIMKeys
 	}

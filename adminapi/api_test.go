@@ -388,6 +388,12 @@ func TestInterfaceErrors(t *testing.T) {
 		{"mailbox: invalid email", "/users/", `{"domain_name":"alpha.example","email":"not an address",` + pw + `}`, 422, "email: invalid email address"},
 		{"mailbox: password too short", "/users/", `{"domain_name":"alpha.example","email":"x@alpha.example","password":"1234567"}`, 422, "password: must be 8 to 1024 characters"},
 		{"mailbox: password too long", "/users/", `{"domain_name":"alpha.example","email":"x@alpha.example","password":"` + strings.Repeat("p", 1025) + `"}`, 422, "password: must be 8 to 1024 characters"},
+		// Issue 11: a NUL could never log in (it separates AUTH PLAIN's
+		// fields), and the MX takes SRS0=/SRS1= addresses only as bounces.
+		{"mailbox: password with a NUL", "/users/", `{"domain_name":"alpha.example","email":"x@alpha.example","password":"pass\u0000word123"}`, 422, "password: must not contain the NUL character (U+0000)"},
+		{"mailbox: SRS0 local part", "/users/", `{"domain_name":"alpha.example","email":"SRS0=abcd=TT=remote.example=joe@alpha.example",` + pw + `}`, 422, "email: local part must not start with SRS0= or SRS1= (reserved for bounces of forwarded mail)"},
+		{"mailbox: srs1 local part", "/users/", `{"domain_name":"alpha.example","email":"srs1=x@alpha.example",` + pw + `}`, 422, "email: local part must not start with SRS0= or SRS1= (reserved for bounces of forwarded mail)"},
+		{"alias: SRS0 source", "/aliases/", `{"domain_name":"alpha.example","source":"srs0=x@alpha.example","destination":"x@remote.example"}`, 422, "source: local part must not start with SRS0= or SRS1= (reserved for bounces of forwarded mail)"},
 		{"mailbox: password missing", "/users/", `{"domain_name":"alpha.example","email":"x@alpha.example"}`, 422, "password: field required"},
 		{"mailbox: password not a string", "/users/", `{"domain_name":"alpha.example","email":"x@alpha.example","password":12345678}`, 422, "password: must be a string"},
 		{"mailbox: domain_name missing", "/users/", `{"email":"x@alpha.example",` + pw + `}`, 422, "domain_name: field required"},

@@ -101,6 +101,11 @@ func (b body) password(field string) (string, error) {
 	if n := utf8.RuneCountInString(p); n < policy.MinPasswordLen || n > policy.MaxPasswordLen || !utf8.ValidString(p) {
 		return "", unprocessable(field, "must be %d to %d characters", policy.MinPasswordLen, policy.MaxPasswordLen)
 	}
+	if strings.ContainsRune(p, 0) {
+		// SASL PLAIN (RFC 4616) separates its fields with NUL, so no
+		// client could ever log in with such a password (issue 11).
+		return "", unprocessable(field, "must not contain the NUL character (U+0000)")
+	}
 	return p, nil
 }
 

@@ -27,6 +27,12 @@ func unprocessable(field, format string, args ...any) *apiError {
 	return newError(http.StatusUnprocessableEntity, field+": "+fmt.Sprintf(format, args...))
 }
 
+// errSRSLocalPart is the 422 detail, after the field name, for a mailbox
+// address or alias source whose local part starts SRS0= or SRS1=: the MX
+// takes mail to those only as bounces of forwarded mail (policy.IsSRS),
+// so it could never receive any.
+const errSRSLocalPart = "local part must not start with SRS0= or SRS1= (reserved for bounces of forwarded mail)"
+
 // Answers fixed by interface.md section 7 and decisions.md; the texts are
 // a contract.
 var (

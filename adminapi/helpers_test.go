@@ -174,6 +174,10 @@ func (e *env) raw(method, path, key, body string, hdr ...string) resp {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	res, err := e.srv.Client().Do(req)

@@ -1,6 +1,10 @@
 package adminapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/mailhost/mailhost/autoconfig"
+)
 
 // routes is the whole route table; New hands it the mux's HandleFunc. Collections are registered with their
 // trailing slash; ServeHTTP maps "/users" to "/users/" and so on, so both
@@ -9,6 +13,12 @@ import "net/http"
 func (a *API) routes(handle func(pattern string, h func(http.ResponseWriter, *http.Request))) {
 	handle("GET /healthz", a.open(a.health))
 	handle("GET /openapi.json", a.open(a.openAPI))
+
+	// Mail client set-up (package autoconfig), without a key.
+	handle("GET "+autoconfig.PathThunderbird, a.open(a.clientConfig))
+	handle("GET "+autoconfig.PathWellKnown, a.open(a.clientConfig))
+	handle("POST "+autoconfig.PathAutodiscover, a.open(a.autodiscover))
+	handle("POST "+autoconfig.PathAutodiscoverCaps, a.open(a.autodiscover))
 
 	handle("GET /plans", a.authed(a.listPlans))
 
@@ -35,6 +45,7 @@ func (a *API) routes(handle func(pattern string, h func(http.ResponseWriter, *ht
 	handle("GET /users/{email}/quota", a.authed(a.getQuota))
 	handle("PUT /users/{email}/quota", a.authed(a.setQuota))
 	handle("GET /users/{email}/usage", a.authed(a.mailboxUsage))
+	handle("GET /users/{email}/mobileconfig", a.authed(a.mobileConfig))
 
 	handle("POST /aliases/{$}", a.authed(a.createAlias))
 	handle("GET /aliases/{$}", a.authed(a.listAliases))

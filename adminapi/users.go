@@ -94,6 +94,9 @@ func (a *API) createMailbox(w http.ResponseWriter, r *http.Request, c call) erro
 	if policy.DomainOf(email) != domain {
 		return unprocessable("email", "must be an address of domain_name")
 	}
+	if policy.IsSRS(email) {
+		return unprocessable("email", errSRSLocalPart)
+	}
 	// Answer an unknown domain or a taken address before spending an
 	// argon2id hash on it; the store checks both again in its transaction.
 	if _, err := a.store.Domain(r.Context(), c.partnerID, domain); err != nil {

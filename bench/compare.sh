@@ -108,7 +108,7 @@ mh_fresh() { # TAG
 	rm -rf "$data" "$data.log"
 	mh_start "$data"
 	local key
-	key=$(grep -o 'mhk_[A-Za-z0-9_-]*' "$data.log" | head -1)
+	key=$(cat "$data/initial-api-key")   # serve prints the key only on a terminal
 	"$OUT/bin/mailhost-load" -api "http://$MH_HTTP" -key "$key" -domain $DOMAIN -m 100 -n 0 -imap '' >/dev/null
 	mh_stop
 	mh_start "$data"

@@ -75,7 +75,7 @@ run_mailhost() {
 	rm -rf "$D"; mkdir -p "$D"
 	mh_serve
 	local key
-	key=$(sed -n 's/^ *\(mhk_[^ ]*\)$/\1/p' "$D/serve.log" | head -1)
+	key=$(cat "$D/data/initial-api-key")   # serve prints the key only on a terminal
 	"$BIN/mailhost-load" -key "$key" -api "http://$MH_API" -domain bench.test -m "$C" -n 0 -imap '' >/dev/null
 	mh_stop; mh_serve
 	log "rep $r mailhost: $(uptime)"

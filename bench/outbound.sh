@@ -32,7 +32,7 @@ serve() {
 for r in $(seq "$REPS"); do
 	stop; rm -rf "$D/data" "$D/serve.log"
 	serve
-	KEY=$(sed -n 's/^ *\(mhk_[^ ]*\)$/\1/p' "$D/serve.log" | head -1)
+	KEY=$(cat "$D/data/initial-api-key")   # serve prints the key only on a terminal
 	DOM=outbound-$r-$(date +%s).test
 	"$LOAD" -key "$KEY" -api http://127.0.0.1:41080 -domain "$DOM" -m "$C" -n 0 -imap '' >/dev/null
 	stop; serve

@@ -15,29 +15,41 @@
 #   bench/postgres.sh          # REPS=3 N=10000 SIZE=4096 C=20 M=100 FETCHN=10000 OUT=dir ONLY="bbolt pg pg2"
 #
 # Ports on 127.0.0.1: node A API 43080, MX 43025, IMAP 43143; node B
-# 44080, 44025, 44143. PostgreSQL: PGURL (default the local test
-# database), synchronous_commit as the server has it (on by default).
+# 44080, 44025, 44143. PostgreSQL: a cluster of its own, made for the run
+# with initdb on port 55432 (default settings, synchronous_commit on), so
+# that its process tree's CPU is this load's alone; OWNPG=0 uses PGBASE
+# instead (default the machine's test database).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-3} N=${N:-10000} SIZE=${SIZE:-4096} C=${C:-20} M=${M:-100} FETCHN=${FETCHN:-10000}
 ONLY=${ONLY:-"bbolt pg pg2"}
 OUT=${OUT:-bench/results/$(date -u +%F)/postgres}
-PGBASE=${PGBASE:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
-PGURL="$PGBASE&search_path=mhbench"
+OWNPG=${OWNPG:-1}
+PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}
 MH=${MH:-/tmp/mh} LOAD=${LOAD:-/tmp/mhload}
 mkdir -p "$OUT"
 CGO_ENABLED=0 go build -o "$MH" ./cmd/mailhost
 go build -o "$LOAD" ./cmd/mailhost-load
 D=$(mktemp -d /tmp/mh-postgres.XXXXXX)
+PGD=$(mktemp -d /tmp/mh-pgdata.XXXXXX)
 PIDS=()
 stop() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 	PIDS=()
 }
-trap 'stop; rm -rf "$D"' EXIT
+pgstop() { [ "$OWNPG" = 1 ] && runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGD/data" -m fast stop >/dev/null 2>&1 || true; }
+trap 'stop; pgstop; rm -rf "$D" "$PGD"' EXIT
+if [ "$OWNPG" = 1 ]; then
+	chown postgres "$PGD"
+	runuser -u postgres -- "$PGBIN/initdb" -D "$PGD/data" -A trust -U postgres >/dev/null
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGD/data" -l "$PGD/log" -o "-p 55432 -k $PGD -c listen_addresses=127.0.0.1" -w start >/dev/null
+	PGBASE=postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable
+fi
+PGBASE=${PGBASE:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
+PGURL="$PGBASE&search_path=mhbench"
 log() { echo "$(date -u +%T) $*" | tee -a "$OUT/log"; }
-psqlc() { psql "$PGBASE" -qtAX -c "$1"; }
-pgpid() { psql "$PGBASE" -qtAX -c "SELECT pg_postmaster_start_time()" >/dev/null; head -1 "$(psql "$PGBASE" -qtAX -c 'SHOW data_directory')/postmaster.pid"; }
+psqlc() { psql "$PGBASE" -qtAX -c "$1" 2>/dev/null; }
+pgpid() { head -1 "$(psqlc 'SHOW data_directory')/postmaster.pid"; }
 wal() { psqlc "SELECT pg_current_wal_insert_lsn()"; }
 waldiff() { psqlc "SELECT pg_wal_lsn_diff('$2', '$1')::bigint"; }
 
@@ -54,7 +66,8 @@ serve() {
 	echo "node $name did not start; its log:" >&2; cat "$D/$name.log" >&2; exit 1
 }
 
-key() { sed -n 's/^ *\(mhk_[^ ]*\)$/\1/p' "$D"/*.log | head -1; }
+# serve prints the key only on a terminal; the node that made the partner wrote it to its data directory
+key() { cat "$D"/*/initial-api-key 2>/dev/null | head -1; }
 
 for r in $(seq "$REPS"); do
 	for b in $ONLY; do

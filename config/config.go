@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
 )
 
 // Config is the whole configuration of one mailhost process.
@@ -33,7 +34,14 @@ type Config struct {
 	SMTP, Submission, Submissions, IMAP, IMAPS string
 
 	Hostname string
-	Relay    string
+	// AutoconfigHTTP and AutoconfigHTTPS serve the mail clients' set-up
+	// endpoints alone (package autoconfig), in plain HTTP and over TLS;
+	// empty: off (the API listener serves them too).
+	AutoconfigHTTP, AutoconfigHTTPS string
+	// Client*Port are the ports mail clients are told to use; 0: not
+	// offered.
+	ClientIMAPSPort, ClientIMAPPort, ClientSubmissionsPort, ClientSubmissionPort int64
+	Relay                                                                        string
 	// RelayUsername and RelayPassword log in to Relay; empty: no login.
 	RelayUsername, RelayPassword string
 	// RelayVerifyTLS requires TLS with a verified certificate to Relay.
@@ -43,6 +51,14 @@ type Config struct {
 	MTASTS            bool
 	TLSCert, TLSKey   string
 	AllowInsecureAuth bool
+	// HTTPS serves the management API over TLS (and answers ACME's
+	// TLS-ALPN-01 challenges there); empty: off.
+	HTTPS string
+	// ACME obtains and renews certificates from ACMEDirectory, kept in
+	// the store; ACMEHTTP is the HTTP-01 challenge listener (port 80).
+	ACME                     bool
+	ACMEEmail, ACMEDirectory string
+	ACMEHTTP                 string
 
 	RetentionTime        string // HH:MM UTC, daily
 	MaxMessageBytes      int64
@@ -55,13 +71,21 @@ type Config struct {
 	QueueLifetime        time.Duration
 	QueueDelayWarning    time.Duration
 	QueueWorkers         int64
-	MaxConnsPerIP        int64
-	SendLimitPerHour     int64
-	DNS                  string
-	InboundChecks        bool
-	SRSSecret            string
-	LogLevel             string
-	LogFormat            string
+	// Connection limits (policy.ConnLimits): per client address for
+	// IMAP and submission, for the MX, per mailbox and address, new
+	// connections a minute per address, and IMAP sessions per node.
+	MaxConnsPerIP     int64
+	MXMaxConnsPerIP   int64
+	MaxConnsPerUserIP int64
+	MaxConnRatePerIP  int64
+	MaxIMAPConns      int64
+	SendLimitPerHour  int64
+	DNS               string
+	InboundChecks     bool
+	SRSSecret         string
+	Postmaster        string
+	LogLevel          string
+	LogFormat         string
 
 	// Plans are extra (or replacement) plans; only the TOML file sets them.
 	Plans []mailstore.Plan
@@ -89,6 +113,17 @@ func integer(p func(*Config) *int64, min int64) func(*Config, string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < min {
 			return fmt.Errorf("want an integer >= %d, got %q", min, v)
+		}
+		*p(c) = n
+		return nil
+	}
+}
+
+func port(p func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > 65535 {
+			return fmt.Errorf("want a port from 1 to 65535, or 0 for none, got %q", v)
 		}
 		*p(c) = n
 		return nil
@@ -124,6 +159,12 @@ var Settings = []Setting{
 	{"imap", "MAILHOST_IMAP", "127.0.0.1:2143", "IMAP (STARTTLS) listen address; empty turns it off", str(func(c *Config) *string { return &c.IMAP })},
 	{"imaps", "MAILHOST_IMAPS", "127.0.0.1:2993", "IMAP over implicit TLS listen address; empty turns it off", str(func(c *Config) *string { return &c.IMAPS })},
 	{"hostname", "MAILHOST_HOSTNAME", "", "the server's host name in SMTP greetings and Received headers; empty: the system host name", str(func(c *Config) *string { return &c.Hostname })},
+	{"autoconfig_http", "MAILHOST_AUTOCONFIG_HTTP", "", "listen address (such as :80) serving only the mail clients' set-up: Thunderbird's autoconfig and Outlook's Autodiscover, for autoconfig.<domain> and autodiscover.<domain>; empty turns it off (the http listener serves them too)", str(func(c *Config) *string { return &c.AutoconfigHTTP })},
+	{"autoconfig_https", "MAILHOST_AUTOCONFIG_HTTPS", "", "the same over TLS (such as :443) with tls_cert, which must then name autoconfig.<domain> and autodiscover.<domain> of the domains pointing there; empty turns it off", str(func(c *Config) *string { return &c.AutoconfigHTTPS })},
+	{"client_imaps_port", "MAILHOST_CLIENT_IMAPS_PORT", "993", "IMAP-over-TLS port mail clients are told to use (autoconfig, Autodiscover, Apple profiles): the port they reach at hostname, which behind NAT may differ from the imaps listen address; 0 = not offered", port(func(c *Config) *int64 { return &c.ClientIMAPSPort })},
+	{"client_imap_port", "MAILHOST_CLIENT_IMAP_PORT", "143", "IMAP (STARTTLS) port mail clients are told to use; 0 = not offered", port(func(c *Config) *int64 { return &c.ClientIMAPPort })},
+	{"client_submissions_port", "MAILHOST_CLIENT_SUBMISSIONS_PORT", "465", "submission-over-TLS port mail clients are told to use; 0 = not offered", port(func(c *Config) *int64 { return &c.ClientSubmissionsPort })},
+	{"client_submission_port", "MAILHOST_CLIENT_SUBMISSION_PORT", "587", "submission (STARTTLS) port mail clients are told to use; 0 = not offered", port(func(c *Config) *int64 { return &c.ClientSubmissionPort })},
 	{"relay", "MAILHOST_RELAY", "", "host:port of a smarthost for all outbound mail; empty: deliver to each domain's MX", str(func(c *Config) *string { return &c.Relay })},
 	{"relay_username", "MAILHOST_RELAY_USERNAME", "", "user name to log in to the relay with (SMTP AUTH PLAIN, or LOGIN), always over TLS unless the relay is on loopback; empty: no login", str(func(c *Config) *string { return &c.RelayUsername })},
 	{"relay_password", "MAILHOST_RELAY_PASSWORD", "", "password for relay_username; prefer the file or the environment to the flag, which other users can see", str(func(c *Config) *string { return &c.RelayPassword })},
@@ -131,6 +172,17 @@ var Settings = []Setting{
 	{"mta_sts", "MAILHOST_MTA_STS", "true", "apply each destination domain's MTA-STS policy (RFC 8461) to mail sent to its MX hosts: with mode enforce, only the MX hosts it names, over TLS with a certificate valid for their names (system roots), else the mail waits; no effect with relay", boolean(func(c *Config) *bool { return &c.MTASTS })},
 	{"tls_cert", "MAILHOST_TLS_CERT", "", "PEM certificate chain file; empty: a self-signed certificate made in the data directory", str(func(c *Config) *string { return &c.TLSCert })},
 	{"tls_key", "MAILHOST_TLS_KEY", "", "PEM private key file for tls_cert", str(func(c *Config) *string { return &c.TLSKey })},
+	{"https", "MAILHOST_HTTPS", "", "management API over TLS listen address (443 in production), with the certificate the mail listeners use; with acme it also answers TLS-ALPN-01 challenges; empty turns it off", str(func(c *Config) *string { return &c.HTTPS })},
+	{"acme", "MAILHOST_ACME", "false", "obtain and renew certificates for hostname and the hosted domains' mta-sts., autoconfig. and autodiscover. names from acme_directory (TLS-ALPN-01 on https, HTTP-01 on acme_http), kept in the store so that nodes share them; instead of tls_cert", boolean(func(c *Config) *bool { return &c.ACME })},
+	{"acme_email", "MAILHOST_ACME_EMAIL", "", "contact address of the ACME account (the CA may write about problems with the certificates); empty: none", str(func(c *Config) *string { return &c.ACMEEmail })},
+	{"acme_directory", "MAILHOST_ACME_DIRECTORY", "https://acme-v02.api.letsencrypt.org/directory", "ACME directory URL of the certificate authority; Let's Encrypt's staging one is https://acme-staging-v02.api.letsencrypt.org/directory", func(c *Config, v string) error {
+		if !strings.HasPrefix(v, "https://") {
+			return fmt.Errorf("want an https:// URL, got %q", v)
+		}
+		c.ACMEDirectory = v
+		return nil
+	}},
+	{"acme_http", "MAILHOST_ACME_HTTP", "", "listen address of the HTTP-01 challenge responder (\"0.0.0.0:80\" in production; other requests are redirected to https); empty turns it off", str(func(c *Config) *string { return &c.ACMEHTTP })},
 	{"allow_insecure_auth", "MAILHOST_ALLOW_INSECURE_AUTH", "false", "allow IMAP and submission logins without TLS (for tests only)", boolean(func(c *Config) *bool { return &c.AllowInsecureAuth })},
 	{"retention_time", "MAILHOST_RETENTION_TIME", "03:00", "time of day (UTC, HH:MM) of the daily retention pass and re-check of verified domains", func(c *Config, v string) error {
 		if _, err := time.Parse("15:04", v); err != nil {
@@ -161,7 +213,11 @@ var Settings = []Setting{
 	}},
 	{"refuse_inbound_over_cap", "MAILHOST_REFUSE_INBOUND_OVER_CAP", "false", "also refuse mail to a domain (451 4.7.1 at RCPT) once it has used its monthly transfer cap; forwards already queued for it wait in the queue", boolean(func(c *Config) *bool { return &c.RefuseInboundOverCap })},
 	{"send_limit_per_hour", "MAILHOST_SEND_LIMIT_PER_HOUR", "0", "most recipients one mailbox may send to in an hour over submission (450 4.7.1 beyond; a quiet mailbox may use them at once): what a stolen password can send; 0 = no limit", integer(func(c *Config) *int64 { return &c.SendLimitPerHour }, 0)},
-	{"max_conns_per_ip", "MAILHOST_MAX_CONNS_PER_IP", "20", "most connections at once from one IP address to each service: the MX, submission (587 and 465 together) and IMAP (143 and 993 together); beyond it SMTP answers 421 4.7.0, IMAP BYE [UNAVAILABLE], and the implicit-TLS ports close the connection before the handshake", integer(func(c *Config) *int64 { return &c.MaxConnsPerIP }, 1)},
+	{"max_conns_per_ip", "MAILHOST_MAX_CONNS_PER_IP", "1500", "most connections at once from one client address (an IPv6 /64 counts as one) to IMAP (143 and 993 together) and to submission (587 and 465 together), each counted on its own: an office of 200 behind one NAT address holds up to 200 x (5 desktop + 2 phone) = 1,400; beyond it IMAP answers BYE [UNAVAILABLE], submission 421 4.7.0, and the implicit-TLS ports close the connection before the handshake", integer(func(c *Config) *int64 { return &c.MaxConnsPerIP }, 1)},
+	{"mx_max_conns_per_ip", "MAILHOST_MX_MAX_CONNS_PER_IP", "50", "most connections at once from one client address to the MX (Postfix's smtpd_client_connection_count_limit); beyond it 421 4.7.0", integer(func(c *Config) *int64 { return &c.MXMaxConnsPerIP }, 1)},
+	{"max_conns_per_user_ip", "MAILHOST_MAX_CONNS_PER_USER_IP", "10", "most logged-in connections at once of one mailbox from one client address, to IMAP and to submission each (Dovecot's mail_max_userip_connections: a desktop client's 5, a phone and a tablet); beyond it the login is answered NO [UNAVAILABLE] (IMAP) or 454 4.7.0 (submission); 0 = no limit", integer(func(c *Config) *int64 { return &c.MaxConnsPerUserIP }, 0)},
+	{"max_conn_rate_per_ip", "MAILHOST_MAX_CONN_RATE_PER_IP", "600", "new connections one client address may open a minute to each service, after a burst of its max_conns_per_ip (mx_max_conns_per_ip for the MX): an office whose clients all reconnect at once passes, a scanner or a flood is refused as over the connection limit; 0 = no limit", integer(func(c *Config) *int64 { return &c.MaxConnRatePerIP }, 0)},
+	{"max_imap_conns", "MAILHOST_MAX_IMAP_CONNS", "4000", "most IMAP connections at once on this node, from all addresses (about 40 KiB each while idle); beyond it BYE [UNAVAILABLE]", integer(func(c *Config) *int64 { return &c.MaxIMAPConns }, 1)},
 	{"queue_lifetime", "MAILHOST_QUEUE_LIFETIME", "120h", "how long the outbound queue retries a message before it bounces it (Go duration)", func(c *Config, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Minute {
@@ -182,6 +238,15 @@ var Settings = []Setting{
 	{"dns", "MAILHOST_DNS", "", "host:port of the DNS server for MX, SPF, DKIM and DMARC lookups and domain verification; empty: the system resolver", str(func(c *Config) *string { return &c.DNS })},
 	{"inbound_checks", "MAILHOST_INBOUND_CHECKS", "true", "check SPF, DKIM and DMARC of inbound mail and record them in an Authentication-Results header", boolean(func(c *Config) *bool { return &c.InboundChecks })},
 	{"srs_secret", "MAILHOST_SRS_SECRET", "", "secret of the Sender Rewriting Scheme for forwarded mail; empty: a random one kept in the data directory (srs.key)", str(func(c *Config) *string { return &c.SRSSecret })},
+	{"postmaster", "MAILHOST_POSTMASTER", "", "address that mail to RCPT TO:<postmaster> (RFC 5321 section 4.5.1) goes to, and mail to postmaster@ of every hosted domain with no such mailbox, alias or catch-all; a hosted address or one elsewhere; empty: both are refused as unknown users (550 5.1.1)", func(c *Config, v string) error {
+		if v != "" {
+			if _, err := policy.NormalizeAddress(v); err != nil {
+				return fmt.Errorf("want an email address, got %q: %w", v, err)
+			}
+		}
+		c.Postmaster = v
+		return nil
+	}},
 	{"log_level", "MAILHOST_LOG_LEVEL", "info", "debug, info, warn or error", func(c *Config, v string) error {
 		switch v {
 		case "debug", "info", "warn", "error":
@@ -264,6 +329,16 @@ func (f *Flags) Load(getenv func(string) (string, bool)) (*Config, error) {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return nil, errors.New("tls_cert and tls_key go together: set both or neither")
+	}
+	if c.ACME && c.TLSCert != "" {
+		return nil, errors.New("acme and tls_cert exclude each other: certificates come from one or the other")
+	}
+	if c.ACME && c.HTTPS == "" && c.ACMEHTTP == "" {
+		// No listener could answer a challenge: no certificate would come.
+		return nil, errors.New("acme needs https (TLS-ALPN-01 on port 443) or acme_http (HTTP-01 on port 80)")
+	}
+	if !c.ACME && c.ACMEHTTP != "" {
+		return nil, errors.New("acme_http is set but acme is not")
 	}
 	if (c.RelayUsername == "") != (c.RelayPassword == "") {
 		return nil, errors.New("relay_username and relay_password go together: set both or neither")

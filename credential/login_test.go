@@ -85,8 +85,16 @@ func newTestLogins(t *testing.T) (*Logins, *accounts, *clock) {
 		a.setPassword(t, email, goodPassword, time.Unix(1000, 0))
 	}
 	c := &clock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
-	l := NewLogins(LoginConfig{Accounts: a, Now: c.now, MaxFailures: 3, Window: 8 * time.Minute})
+	l := NewLogins(LoginConfig{Accounts: a, Now: c.now, Guesses: testGuesses})
 	return l, a, c
+}
+
+// testGuesses are small budgets for the rule tests: one guess comes back
+// every 10 minutes in each bucket.
+var testGuesses = GuessLimits{
+	Pair:    Budget{Burst: 5, PerHour: 6},
+	Account: Budget{Burst: 8, PerHour: 6},
+	Address: Budget{Burst: 10, PerHour: 6},
 }
 
 var (
@@ -187,12 +195,20 @@ func TestThrottle(t *testing.T) {
 		after           time.Duration // clock advance before the attempt
 		want            error
 	}
-	wrong := "wrong password"
 	alice := "alice@example.com"
-	many := func(n int, a attempt) []attempt {
+	wrong := func(i int) string { return fmt.Sprintf("wrong password %d", i) }
+	// distinct makes n guesses at email from ip, each a new password.
+	distinct := func(n int, email string, ip netip.Addr) []attempt {
 		var l []attempt
-		for i := 0; i < n; i++ {
-			l = append(l, a)
+		for i := range n {
+			l = append(l, attempt{email, wrong(i), ip, 0, ErrInvalidCredentials})
+		}
+		return l
+	}
+	same := func(n int, email, password string, ip netip.Addr) []attempt {
+		var l []attempt
+		for range n {
+			l = append(l, attempt{email, password, ip, 0, ErrInvalidCredentials})
 		}
 		return l
 	}
@@ -203,56 +219,84 @@ func TestThrottle(t *testing.T) {
 		}
 		return out
 	}
+	ok := func(email string, ip netip.Addr) attempt { return attempt{email, goodPassword, ip, 0, nil} }
+	refused := func(email string, ip netip.Addr) attempt { return attempt{email, goodPassword, ip, 0, ErrThrottled} }
+	// spray: one password over the 9 other accounts and one unknown one.
 	var spray []attempt
-	for i := 0; i < 9; i++ {
-		spray = append(spray, attempt{email: fmt.Sprintf("u%d@example.com", i), password: wrong, ip: ip2, want: ErrInvalidCredentials})
+	for i := range 9 {
+		spray = append(spray, attempt{fmt.Sprintf("u%d@example.com", i), "Summer2026!", ip2, 0, ErrInvalidCredentials})
 	}
+	spray = append(spray, attempt{"nobody@example.com", "Summer2026!", ip2, 0, ErrInvalidCredentials})
+	// distributed: 8 guesses at alice, each from its own address.
 	var distributed []attempt
-	for i := 0; i < 9; i++ {
-		distributed = append(distributed, attempt{email: alice, password: wrong, ip: netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), want: ErrInvalidCredentials})
+	for i := range 8 {
+		distributed = append(distributed, attempt{alice, wrong(i), netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), 0, ErrInvalidCredentials})
 	}
+	v6a, v6b, v6other := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::ffff"), netip.MustParseAddr("2001:db8:0:1::1")
 	tests := []struct {
 		name     string
 		attempts []attempt
 	}{
-		{"pair locks after MaxFailures, even the right password", cat(
-			many(3, attempt{alice, wrong, ip1, 0, ErrInvalidCredentials}),
-			[]attempt{{alice, goodPassword, ip1, 0, ErrThrottled}},
+		{"pair refuses after its burst, even the right password", cat(
+			distinct(5, alice, ip1),
+			[]attempt{refused(alice, ip1)},
 		)},
-		{"another IP is not locked by the pair", cat(
-			many(3, attempt{alice, wrong, ip1, 0, ErrInvalidCredentials}),
-			[]attempt{{alice, goodPassword, ip2, 0, nil}},
+		{"the same wrong password sent again is not a guess", cat(
+			same(100, alice, "old password", ip1),
+			[]attempt{ok(alice, ip1)},
 		)},
-		{"lockout ends within the window", cat(
-			many(3, attempt{alice, wrong, ip1, 0, ErrInvalidCredentials}),
+		{"several stale devices cost one guess each", cat(
+			same(20, alice, "old password", ip1),
+			same(20, alice, "older password", ip1),
+			same(20, alice, "oldest password", ip1),
+			same(20, alice, "old password", ip1),
+			[]attempt{ok(alice, ip1)},
+		)},
+		{"unknown accounts and malformed logins repeat for free too", cat(
+			same(20, "nobody@example.com", "x", ip1),
+			same(20, "alice", "x", ip1),
+			same(20, alice, "", ip1),
+			[]attempt{ok(alice, ip1)},
+		)},
+		{"a sixth stale password is a guess over the burst", cat(
+			distinct(5, alice, ip1),
+			same(10, alice, wrong(4), ip1), // still remembered
+			[]attempt{{alice, wrong(5), ip1, 0, ErrThrottled}},
+		)},
+		{"another address is not refused by the pair", cat(
+			distinct(5, alice, ip1),
+			[]attempt{ok(alice, ip2)},
+		)},
+		{"refusal ends when a guess comes back", cat(
+			distinct(5, alice, ip1),
 			[]attempt{
-				{alice, goodPassword, ip1, 6 * time.Minute, ErrThrottled},
-				{alice, goodPassword, ip1, 2 * time.Minute, nil},
+				{alice, goodPassword, ip1, 9 * time.Minute, ErrThrottled},
+				{alice, goodPassword, ip1, time.Minute, nil},
 			},
 		)},
-		{"success resets the pair", cat(
-			many(2, attempt{alice, wrong, ip1, 0, ErrInvalidCredentials}),
-			[]attempt{{alice, goodPassword, ip1, 0, nil}},
-			many(2, attempt{alice, wrong, ip1, 0, ErrInvalidCredentials}),
-			[]attempt{{alice, goodPassword, ip1, 0, nil}},
+		{"success refills the pair", cat(
+			distinct(4, alice, ip1),
+			[]attempt{ok(alice, ip1)},
+			distinct(4, alice, ip1),
+			[]attempt{ok(alice, ip1)},
 		)},
-		{"spraying addresses locks the IP", cat(
+		{"spray refuses the address for accounts not trusted there", cat(
 			spray,
-			[]attempt{{alice, goodPassword, ip2, 0, ErrThrottled}, {alice, goodPassword, ip1, 0, nil}},
+			[]attempt{refused(alice, ip2), ok(alice, ip1)},
 		)},
-		{"distributed guessing locks failed IPs but not a clean one", cat(
+		{"spray from the owner's own address does not refuse the owner", cat(
+			[]attempt{ok(alice, ip2)},
+			spray,
+			[]attempt{ok(alice, ip2), refused("u0@example.com", ip2)},
+		)},
+		{"distributed guessing refuses new addresses, not trusted ones", cat(
+			[]attempt{ok(alice, ip1)},
 			distributed,
-			[]attempt{
-				{alice, goodPassword, netip.AddrFrom4([4]byte{198, 51, 100, 0}), 0, ErrThrottled},
-				{alice, goodPassword, ip1, 0, nil},
-			},
+			[]attempt{refused(alice, ip2), ok(alice, ip1), {alice, goodPassword, ip2, 10 * time.Minute, nil}},
 		)},
 		{"IPv6 counts per /64", cat(
-			many(3, attempt{alice, wrong, netip.MustParseAddr("2001:db8::1"), 0, ErrInvalidCredentials}),
-			[]attempt{
-				{alice, goodPassword, netip.MustParseAddr("2001:db8::ffff"), 0, ErrThrottled},
-				{alice, goodPassword, netip.MustParseAddr("2001:db8:0:1::1"), 0, nil},
-			},
+			distinct(5, alice, v6a),
+			[]attempt{refused(alice, v6b), ok(alice, v6other)},
 		)},
 	}
 	for _, tt := range tests {
@@ -269,36 +313,143 @@ func TestThrottle(t *testing.T) {
 	}
 }
 
-func TestCounter(t *testing.T) {
+// TestStaleForgottenOnPasswordChange: a wrong password remembered before
+// a change is checked again after it, so that a password set to what a
+// device still sends works on that device.
+func TestStaleForgottenOnPasswordChange(t *testing.T) {
+	ctx := context.Background()
+	l, a, _ := newTestLogins(t)
+	if _, err := l.Authenticate(ctx, "alice@example.com", "phone password", ip1); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("wrong password = %v, want ErrInvalidCredentials", err)
+	}
+	a.setPassword(t, "alice@example.com", "phone password", time.Unix(3000, 0))
+	if _, err := l.Authenticate(ctx, "alice@example.com", "phone password", ip1); err != nil {
+		t.Fatalf("the same password once it is the mailbox's = %v, want nil", err)
+	}
+}
+
+// TestStaleRepeatCostsNoHash: a repeated wrong password is answered
+// without an argon2id check (a stale phone costs no CPU), which the
+// Verifier with its one slot taken shows: the repeat does not wait for it.
+func TestStaleRepeatCostsNoHash(t *testing.T) {
+	ctx := context.Background()
+	a := &accounts{
+		boxes: map[string]mailstore.Mailbox{"alice@example.com": {ID: 7, Email: "alice@example.com"}},
+		doms:  map[string]mailstore.Domain{"example.com": {ID: 1, Name: "example.com"}},
+	}
+	a.setPassword(t, "alice@example.com", goodPassword, time.Unix(1000, 0))
+	v := NewVerifier(1)
+	l := NewLogins(LoginConfig{Accounts: a, Verifier: v})
+	if _, err := l.Authenticate(ctx, "alice@example.com", "old", ip1); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("first wrong password = %v", err)
+	}
+	v.slots <- struct{}{} // the one slot is busy
+	defer func() { <-v.slots }()
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := l.Authenticate(tctx, "alice@example.com", "old", ip1); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("repeat with the Verifier busy = %v, want ErrInvalidCredentials at once", err)
+	}
+}
+
+// TestGuessRates drives each attack of the README's figures for an hour
+// of the injected clock with the default budgets, and checks how many
+// guesses were checked (answered ErrInvalidCredentials rather than
+// ErrThrottled) and that nothing else was slowed.
+func TestGuessRates(t *testing.T) {
+	ctx := context.Background()
+	const attempts = 1000
+	step := time.Hour / attempts
 	tests := []struct {
-		name  string
-		adds  []int64
-		at    int64
-		count int
+		name    string
+		attempt func(i int) (email, password string, ip netip.Addr)
+		max     int // README: burst + an hour's refill
+		min     int
+		// others must log in at once afterwards.
+		others []netip.Addr
+		// owner logs in first from trusted, and must still get in after.
+		trusted netip.Addr
 	}{
-		{"empty", nil, 5, 0},
-		{"same slot", []int64{3, 3, 3}, 3, 3},
-		{"within window", []int64{1, 4, 8}, 8, 3},
-		{"oldest expires", []int64{1, 4, 8}, 9, 2},
-		{"all expire", []int64{1, 4, 8}, 100, 0},
-		{"late add of old slot is dropped", []int64{20, 2}, 20, 1},
+		{
+			name: "1,000 passwords at one account from one address",
+			attempt: func(i int) (string, string, netip.Addr) {
+				return "alice@example.com", fmt.Sprintf("guess %d", i), ip1
+			},
+			max: 10 + 10, min: 18,
+		},
+		{
+			name: "one password sprayed over 1,000 accounts from one address",
+			attempt: func(i int) (string, string, netip.Addr) {
+				return fmt.Sprintf("user%d@example.com", i), "Summer2026!", ip1
+			},
+			max: 30 + 60, min: 85,
+		},
+		{
+			name: "1,000 passwords at one account from 1,000 addresses",
+			attempt: func(i int) (string, string, netip.Addr) {
+				return "alice@example.com", fmt.Sprintf("guess %d", i), netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)})
+			},
+			max: 20 + 12, min: 30,
+			trusted: ip2,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var c counter
-			for _, s := range tt.adds {
-				c.add(s)
+			a := &accounts{boxes: map[string]mailstore.Mailbox{}, doms: map[string]mailstore.Domain{"example.com": {ID: 1, Name: "example.com"}}}
+			hash := cheapHash(goodPassword)
+			for i := range attempts {
+				email := fmt.Sprintf("user%d@example.com", i)
+				a.boxes[email] = mailstore.Mailbox{ID: int64(1000 + i), Email: email, PasswordHash: hash}
 			}
-			if got := c.count(tt.at); got != tt.count {
-				t.Errorf("count(%d) after %v = %d, want %d", tt.at, tt.adds, got, tt.count)
+			a.boxes["alice@example.com"] = mailstore.Mailbox{ID: 7, Email: "alice@example.com", PasswordHash: hash}
+			a.boxes["bob@example.com"] = mailstore.Mailbox{ID: 8, Email: "bob@example.com", PasswordHash: hash}
+			c := &clock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
+			l := NewLogins(LoginConfig{Accounts: a, Now: c.now})
+			if tt.trusted.IsValid() {
+				if _, err := l.Authenticate(ctx, "alice@example.com", goodPassword, tt.trusted); err != nil {
+					t.Fatalf("owner's first login: %v", err)
+				}
+			}
+			// Bob works behind the attacker's address (an office NAT).
+			if _, err := l.Authenticate(ctx, "bob@example.com", goodPassword, ip1); err != nil {
+				t.Fatalf("bob's first login: %v", err)
+			}
+			checked := 0
+			for i := range attempts {
+				email, password, ip := tt.attempt(i)
+				_, err := l.Authenticate(ctx, email, password, ip)
+				switch {
+				case errors.Is(err, ErrInvalidCredentials):
+					checked++
+				case !errors.Is(err, ErrThrottled):
+					t.Fatalf("attempt %d = %v, want ErrInvalidCredentials or ErrThrottled", i, err)
+				}
+				c.advance(step)
+			}
+			t.Logf("guesses checked in an hour: %d", checked)
+			if checked > tt.max || checked < tt.min {
+				t.Errorf("guesses checked in an hour = %d, want %d-%d", checked, tt.min, tt.max)
+			}
+			// Nothing else slowed: bob from the attacking address where
+			// he logged in before, bob from elsewhere, new or not, the
+			// owner from its trusted address.
+			for _, ip := range []netip.Addr{ip1, ip2, netip.MustParseAddr("203.0.113.9")} {
+				if _, err := l.Authenticate(ctx, "bob@example.com", goodPassword, ip); err != nil {
+					t.Errorf("bob from %s after the attack = %v, want nil", ip, err)
+				}
+			}
+			if tt.trusted.IsValid() {
+				if _, err := l.Authenticate(ctx, "alice@example.com", goodPassword, tt.trusted); err != nil {
+					t.Errorf("owner from its trusted address = %v, want nil", err)
+				}
 			}
 		})
 	}
 }
 
-// With two live nodes, each node allows half the failures (MaxFailures 4
-// here), so that a guesser who alternates between the nodes is stopped
-// after the cluster's four, not eight.
+// With two live nodes, each node allows half of each budget (a pair's
+// burst of 4 here), so that a guesser who alternates between the nodes is
+// stopped after the cluster's four, not eight.
 func TestThrottleShared(t *testing.T) {
 	ctx := context.Background()
 	share := &policy.Share{}
@@ -309,17 +460,48 @@ func TestThrottleShared(t *testing.T) {
 	}
 	a.setPassword(t, "alice@example.com", goodPassword, time.Unix(1000, 0))
 	c := &clock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
-	l := NewLogins(LoginConfig{Accounts: a, Now: c.now, MaxFailures: 4, Window: 8 * time.Minute, Share: share})
+	guesses := testGuesses
+	guesses.Pair = Budget{Burst: 4, PerHour: 1}
+	l := NewLogins(LoginConfig{Accounts: a, Now: c.now, Guesses: guesses, Share: share})
 	for i := range 2 {
-		if _, err := l.Authenticate(ctx, "alice@example.com", "wrong", ip1); !errors.Is(err, ErrInvalidCredentials) {
-			t.Fatalf("failure %d = %v, want ErrInvalidCredentials", i+1, err)
+		if _, err := l.Authenticate(ctx, "alice@example.com", fmt.Sprintf("wrong %d", i), ip1); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("guess %d = %v, want ErrInvalidCredentials", i+1, err)
 		}
 	}
 	if _, err := l.Authenticate(ctx, "alice@example.com", goodPassword, ip1); !errors.Is(err, ErrThrottled) {
-		t.Fatalf("after this node's share (2) of 4 failures: %v, want ErrThrottled", err)
+		t.Fatalf("after this node's share (2) of 4 guesses: %v, want ErrThrottled", err)
 	}
 	share.SetNodes(1)
 	if _, err := l.Authenticate(ctx, "alice@example.com", goodPassword, ip1); err != nil {
-		t.Fatalf("alone again (limit 4, 2 used): %v, want nil", err)
+		t.Fatalf("alone again (burst 4, 2 used): %v, want nil", err)
+	}
+}
+
+func TestBucket(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		takes []time.Duration // after t0
+		at    time.Duration
+		rate  float64 // a second
+		used  float64
+	}{
+		{"empty is full", nil, time.Hour, 1, 0},
+		{"takes add up", []time.Duration{0, 0, 0}, 0, 1, 3},
+		{"drains at the rate", []time.Duration{0, 0, 0}, 2 * time.Second, 1, 1},
+		{"never below zero", []time.Duration{0}, time.Hour, 1, 0},
+		{"a late take of an earlier time counts now", []time.Duration{10 * time.Second, 5 * time.Second}, 10 * time.Second, 0.1, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bucket
+			for _, d := range tt.takes {
+				b.used(t0.Add(d), tt.rate)
+				b.n++
+			}
+			if got := b.used(t0.Add(tt.at), tt.rate); got != tt.used {
+				t.Errorf("used(%v) after %v = %v, want %v", tt.at, tt.takes, got, tt.used)
+			}
+		})
 	}
 }

@@ -99,13 +99,18 @@ func NewVerifier(n int) *Verifier {
 // Verify is VerifyPassword behind the concurrency bound; it gives up with
 // ctx's error when ctx ends first.
 func (v *Verifier) Verify(ctx context.Context, phc, password string) error {
+	return v.run(ctx, func() error { return VerifyPassword(phc, password) })
+}
+
+// run runs f in a slot; it gives up with ctx's error when ctx ends first.
+func (v *Verifier) run(ctx context.Context, f func() error) error {
 	select {
 	case v.slots <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	defer func() { <-v.slots }()
-	return VerifyPassword(phc, password)
+	return f()
 }
 
 // Hash is HashPassword behind the same bound as Verify.

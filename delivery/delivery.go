@@ -22,6 +22,12 @@
 //	domain not hosted        ErrNotHosted         queued, as the user's   ErrNoLongerHosted
 //	                         (never a relay)      submission              (temporary: the next
 //	                                                                      attempt sends it out)
+//	another partner's        delivered (whoever   queued, as a domain     not delivered here:
+//	domain, not verified     points its MX here   not hosted              RoutesHere sends the
+//	(policy.DeliverLocally)  chose this server)                           entry out
+//	  reached through an     forwarded out (SRS)  queued, as a domain     forwarded out (SRS)
+//	  alias of another                            not hosted
+//	  partner
 //	SRS address              bounce routing       resolved as any         resolved as any
 //	                         (srs.go)             address                 address
 //	quota at RCPT            SIZE= announced      SIZE= announced         the entry's size
@@ -48,6 +54,13 @@
 // took, so what it can no longer place waits in the queue rather than
 // being refused to someone, and its sender was checked when it came.
 //
+// A domain a partner named and has not verified (issue 11) is entered
+// only by mail from outside and by that partner's own mailboxes and
+// aliases: the sender partner of each hop (Transaction.partner; the
+// alias's partner after an alias) decides, with policy.DeliverLocally,
+// through policy.Resolve. Otherwise any partner could take over the mail
+// other partners' users send to a domain by naming it first.
+//
 // One difference was a gap, closed: a Forward did not check the
 // recipient domain's cap, so with RefuseInboundOverCap mail queued for a
 // domain that became hosted here reached a domain the MX would have
@@ -71,6 +84,7 @@ import (
 // mailstore.Store.
 type Store interface {
 	policy.Directory
+	DomainWithID(ctx context.Context, id int64) (mailstore.Domain, error)
 	Transfer(ctx context.Context, domainID int64, month string) (mailstore.Transfer, error)
 	Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.DeliveryResult, error)
 }
@@ -100,6 +114,12 @@ type Config struct {
 	// used its transfer cap for the month. Default false: inbound mail is always received and
 	// counted (decisions.md, "Transfer cap").
 	RefuseInboundOverCap bool
+	// Postmaster is where mail to the domainless recipient "postmaster"
+	// goes (RFC 5321 section 4.5.1 requires taking it), and mail to
+	// postmaster@ a hosted domain where nothing (mailbox, alias,
+	// catch-all) takes it: a normalised address, hosted here or not.
+	// "": both are ErrUnknownRecipient.
+	Postmaster string
 	// Now is the clock that picks the month of transfer checks. nil:
 	// time.Now.
 	Now func() time.Time
@@ -114,6 +134,9 @@ type Agent struct {
 
 // New makes an Agent from cfg; nothing can fail.
 func New(cfg Config) *Agent {
+	if n, err := policy.NormalizeAddress(cfg.Postmaster); err == nil {
+		cfg.Postmaster = n
+	}
 	a := &Agent{cfg: cfg, now: cfg.Now}
 	if a.now == nil {
 		a.now = time.Now
@@ -149,7 +172,7 @@ func (m Mode) String() string {
 // ("" for the null one, RFC 5321 section 4.5.5), accepted whatever it is;
 // size the size announced with SIZE= (RFC 1870; 0 when none).
 func (a *Agent) StartMX(from string, size int64) *Transaction {
-	return &Transaction{a: a, mode: MX, from: from, size: size}
+	return &Transaction{a: a, mode: MX, from: from, size: size, partner: 0}
 }
 
 // StartSubmission starts a transaction of an authenticated user (RFC
@@ -194,14 +217,61 @@ func (a *Agent) StartSubmission(ctx context.Context, user mailstore.Mailbox, fro
 			return nil, err
 		}
 	}
-	return &Transaction{a: a, mode: Submission, from: sender, size: size, user: mb, domain: dom}, nil
+	return &Transaction{a: a, mode: Submission, from: sender, size: size, user: mb, domain: dom, partner: mb.PartnerID}, nil
 }
 
 // StartForward starts the local delivery of queue entry e, whose
-// destination domain is hosted here (it was queued before the domain was
-// added, or submission queued it whole): its recipients are accepted as
-// the MX would accept them, against the entry's size, and alias
-// destinations outside are queued again as forwards.
-func (a *Agent) StartForward(e mailstore.Outbound) *Transaction {
-	return &Transaction{a: a, mode: Forward, from: e.From, size: e.Size, kind: e.Kind}
+// destination is delivered here (RoutesHere; it was queued before the
+// domain was added or verified, or submission queued it whole): its
+// recipients are accepted as the MX would accept them, against the
+// entry's size, for the entry's partner (EntryPartner), and alias
+// destinations outside are queued again as forwards. The error is a
+// failed lookup, temporary.
+func (a *Agent) StartForward(ctx context.Context, e mailstore.Outbound) (*Transaction, error) {
+	partner, err := a.EntryPartner(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	return &Transaction{a: a, mode: Forward, from: e.From, size: e.Size, kind: e.Kind, partner: partner}, nil
+}
+
+// EntryPartner is the partner queue entry e is sent for, the sender
+// partner of policy.DeliverLocally: the partner of the domain it is
+// charged to (the submitting user's, the forwarding alias's, or the one
+// whose SRS address a bounce came back through); policy.NoPartner for
+// the queue's own bounces and for entries of a domain deleted since.
+func (a *Agent) EntryPartner(ctx context.Context, e mailstore.Outbound) (int64, error) {
+	if e.DomainID == 0 {
+		return policy.NoPartner, nil
+	}
+	d, err := a.cfg.Store.DomainWithID(ctx, e.DomainID)
+	switch {
+	case errors.Is(err, mailstore.ErrNotFound):
+		return policy.NoPartner, nil
+	case err != nil:
+		return 0, fmt.Errorf("domain %d of queue entry %d: %w", e.DomainID, e.ID, err)
+	}
+	return d.PartnerID, nil
+}
+
+// RoutesHere reports whether queue entry e is delivered here (Forward)
+// rather than sent out: its destination domain is hosted here and
+// policy.DeliverLocally lets the entry's partner (EntryPartner) deliver
+// to it. Mail one partner's user or alias queued for a domain another
+// partner named and has not verified goes out to the domain's MX or the
+// relay, as for any domain not hosted here (issue 11). The error is a
+// failed lookup, temporary.
+func (a *Agent) RoutesHere(ctx context.Context, e mailstore.Outbound) (bool, error) {
+	d, err := a.cfg.Store.DomainByName(ctx, e.Destination)
+	switch {
+	case errors.Is(err, mailstore.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("look up destination %s: %w", e.Destination, err)
+	}
+	partner, err := a.EntryPartner(ctx, e)
+	if err != nil {
+		return false, err
+	}
+	return policy.DeliverLocally(partner, d), nil
 }

@@ -36,6 +36,12 @@ func srsFrom(sender, domain string) string {
 //	b.test      dave; catch-all @b.test -> dave
 //	capped.test cap; has used its 1 MB transfer cap this month
 //	susp.test   sue; suspended
+//	            and an alias toeve@a.test -> eve@other.test
+//
+// and of a second partner, other:
+//
+//	other.test    eve; not verified
+//	verified.test vic; verified
 //
 // Mailboxes of a.test have a 1 MB quota, so a SIZE= of 2 MB is too much.
 type fixture struct {
@@ -89,6 +95,29 @@ func newFixture(t *testing.T) *fixture {
 		if _, err := st.CreateAlias(ctx, p.ID, a[0][strings.IndexByte(a[0], '@')+1:], a[0], a[1], testNow); err != nil {
 			t.Fatalf("create alias %s: %v", a[0], err)
 		}
+	}
+	other, err := st.CreatePartner(ctx, "other", testNow)
+	if err != nil {
+		t.Fatalf("create partner: %v", err)
+	}
+	for _, d := range []string{"other.test", "verified.test"} {
+		plan := mailstore.Plan{Name: "test", QuotaMB: 10, RetentionDays: 30, TransferMonthlyMB: 1000}
+		dom, err := st.CreateDomain(ctx, other.ID, mailstore.NewDomain{Name: d, Plan: plan}, testNow)
+		if err != nil {
+			t.Fatalf("create domain %s: %v", d, err)
+		}
+		f.domains[d] = dom
+		mb, err := st.CreateMailbox(ctx, other.ID, d, map[string]string{"other.test": "eve@other.test", "verified.test": "vic@verified.test"}[d], "not a hash", testNow)
+		if err != nil {
+			t.Fatalf("create mailbox in %s: %v", d, err)
+		}
+		f.boxes[mb.Email] = mb
+	}
+	if _, err := st.SetVerified(ctx, other.ID, "verified.test", true, testNow); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if _, err := st.CreateAlias(ctx, p.ID, "a.test", "toeve@a.test", "eve@other.test", testNow); err != nil {
+		t.Fatalf("create alias: %v", err)
 	}
 	// 1 MiB fills full@a.test's quota and capped.test's cap.
 	for _, m := range []string{"full@a.test", "cap@capped.test"} {
@@ -149,7 +178,13 @@ func (f *fixture) start(a *Agent, mode Mode, from string, size int64) *Transacti
 		if from == "" {
 			kind = mailstore.KindBounce
 		}
-		return a.StartForward(mailstore.Outbound{Kind: kind, From: from, Size: size})
+		// Queued for a.test (its user's submission, its alias's
+		// forward): the fixture's partner, whose domains are unverified.
+		tx, err := a.StartForward(context.Background(), mailstore.Outbound{Kind: kind, DomainID: f.domains["a.test"].ID, From: from, Size: size})
+		if err != nil {
+			f.t.Fatalf("StartForward: %v", err)
+		}
+		return tx
 	}
 	f.t.Fatalf("mode %v", mode)
 	return nil
@@ -228,6 +263,27 @@ func TestAddRecipient(t *testing.T) {
 		{name: "mx SRS address at a domain not hosted", mode: MX, from: "", rcpt: "srs0=aaaaaaaa=tt=x.test=joe@remote.test", want: ErrNotHosted},
 		{name: "mx SRS address without SRS configured", mode: MX, from: "", rcpt: forged, noSRS: true, want: ErrUnknownRecipient},
 
+		// Another partner's domain, not verified (issue 11): mail from
+		// outside is delivered, mail from acme's users and aliases leaves
+		// as for a domain not hosted here.
+		{name: "mx to another partner's unverified domain", mode: MX, from: "joe@elsewhere.test", rcpt: "eve@other.test", mailboxes: []string{"eve@other.test"}},
+		{name: "mx alias to another partner's unverified domain forwards", mode: MX, from: "joe@elsewhere.test", rcpt: "toeve@a.test",
+			relay: []relay{{mailstore.KindForward, "a.test", srsFrom("joe@elsewhere.test", "a.test"), []string{"eve@other.test"}}}},
+		{name: "mx bounce to a sender in another partner's unverified domain leaves", mode: MX, from: "",
+			rcpt: bounceTo("eve@other.test"), relay: []relay{{mailstore.KindBounce, "a.test", "", []string{"eve@other.test"}}}},
+		{name: "mx bounce to a sender in another partner's verified domain", mode: MX, from: "",
+			rcpt: bounceTo("vic@verified.test"), mailboxes: []string{"vic@verified.test"}},
+		{name: "submission to another partner's unverified domain leaves", mode: Submission, from: "bob@a.test", rcpt: "eve@other.test",
+			relay: []relay{{mailstore.KindSubmission, "a.test", "bob@a.test", []string{"eve@other.test"}}}},
+		{name: "submission to another partner's verified domain", mode: Submission, from: "bob@a.test", rcpt: "vic@verified.test",
+			mailboxes: []string{"vic@verified.test"}},
+		{name: "submission through an alias to another partner's unverified domain", mode: Submission, from: "bob@a.test", rcpt: "toeve@a.test",
+			relay: []relay{{mailstore.KindSubmission, "a.test", "bob@a.test", []string{"eve@other.test"}}}},
+		{name: "submission to the own partner's unverified domain", mode: Submission, from: "bob@a.test", rcpt: "dave@b.test", mailboxes: []string{"dave@b.test"}},
+		{name: "forward to another partner's unverified domain goes out next attempt", mode: Forward, from: "joe@elsewhere.test", rcpt: "eve@other.test", want: ErrNoLongerHosted},
+		{name: "forward through an alias to another partner's unverified domain", mode: Forward, from: "joe@elsewhere.test", rcpt: "toeve@a.test", remote: 1},
+		{name: "forward to another partner's verified domain", mode: Forward, from: "joe@elsewhere.test", rcpt: "vic@verified.test", mailboxes: []string{"vic@verified.test"}},
+
 		// Submission, by bob@a.test.
 		{name: "submission to a domain not hosted", mode: Submission, from: "bob@a.test", rcpt: "joe@remote.test",
 			relay: []relay{{mailstore.KindSubmission, "a.test", "bob@a.test", []string{"joe@remote.test"}}}},
@@ -291,6 +347,42 @@ func TestAddRecipient(t *testing.T) {
 			}
 			if rs := tx.Recipients(); len(rs) != 1 || rs[0].Address != tc.rcpt {
 				t.Errorf("Recipients() = %+v, want %s alone", rs, tc.rcpt)
+			}
+		})
+	}
+}
+
+// TestRoutesHere: a queue entry whose destination is hosted here is
+// delivered here unless another partner hosts it unverified; the queue's
+// own bounces (no domain) and entries of a deleted domain are delivered
+// here to verified domains only.
+func TestRoutesHere(t *testing.T) {
+	f := newFixture(t)
+	a := f.agent(false, false)
+	for _, tc := range []struct {
+		name        string
+		domain      string // the entry's domain; "" for none
+		deletedID   bool
+		destination string
+		want        bool
+	}{
+		{"not hosted", "a.test", false, "remote.test", false},
+		{"own partner's domain", "a.test", false, "b.test", true},
+		{"another partner's unverified domain", "a.test", false, "other.test", false},
+		{"another partner's verified domain", "a.test", false, "verified.test", true},
+		{"the other partner's own entry", "verified.test", false, "other.test", true},
+		{"the queue's own bounce, unverified", "", false, "other.test", false},
+		{"the queue's own bounce, verified", "", false, "verified.test", true},
+		{"a deleted domain's entry, unverified", "", true, "a.test", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := mailstore.Outbound{Kind: mailstore.KindSubmission, DomainID: f.domains[tc.domain].ID, Destination: tc.destination}
+			if tc.deletedID {
+				e.DomainID = 1 << 40
+			}
+			got, err := a.RoutesHere(context.Background(), e)
+			if err != nil || got != tc.want {
+				t.Errorf("RoutesHere(domain %q to %s) = %v, %v, want %v", tc.domain, tc.destination, got, err, tc.want)
 			}
 		})
 	}

@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 )
 
 // isSRS reports whether a normalised address has an SRS local part
-// (SRS0= or SRS1=, in any case: local parts are normalised to lower case).
-func isSRS(addr string) bool {
-	return strings.HasPrefix(addr, "srs0=") || strings.HasPrefix(addr, "srs1=")
-}
+// (policy.IsSRS, which the API also refuses for mailboxes and aliases).
+func isSRS(addr string) bool { return policy.IsSRS(addr) }
 
 // bounce routes an MX recipient in SRS form at a hosted domain: mail to
 // it is a bounce (or another notification) of a message this server
@@ -30,7 +27,10 @@ func isSRS(addr string) bool {
 //   - A forged, malformed or expired address is ErrBadSRS: it names
 //     nobody (even where a catch-all would take it).
 //   - An original sender in a hosted domain is a recipient like any other
-//     (see accept), without a second SRS round.
+//     (see accept), without a second SRS round, if the partner of the
+//     alias's domain may deliver to it (policy.DeliverLocally); in a
+//     domain another partner named and has not verified, it is queued
+//     as below.
 //   - Any other is queued as a bounce with the null envelope sender it
 //     came with. Notifications are sent with a null reverse path (RFC
 //     5321 section 4.5.5, RFC 3464, RFC 3834 section 3.3), so that nothing
@@ -59,12 +59,16 @@ func (t *Transaction) bounce(ctx context.Context, addr, raw string) (p plan, han
 	if err != nil {
 		return plan{}, true, fmt.Errorf("%s reverses to %q: %w", addr, orig, ErrBadSRS)
 	}
-	_, err = st.DomainByName(ctx, policy.DomainOf(norm))
+	// The bounce goes back on behalf of the domain whose alias made the
+	// SRS address: into the original sender's mailboxes here only where
+	// its partner may deliver (policy.DeliverLocally), else out, as to
+	// any domain not hosted here.
+	d, err := st.DomainByName(ctx, policy.DomainOf(norm))
 	switch {
-	case err == nil:
-		p, err := t.accept(ctx, norm, "")
+	case err == nil && policy.DeliverLocally(via.PartnerID, d):
+		p, err := t.accept(ctx, norm, "", via.PartnerID)
 		return p, true, err
-	case !errors.Is(err, mailstore.ErrNotFound):
+	case err != nil && !errors.Is(err, mailstore.ErrNotFound):
 		return plan{}, true, fmt.Errorf("%s reverses to %s: %w", addr, norm, err)
 	}
 	// The remote address as it was sent: its local part's case is the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
@@ -20,6 +21,10 @@ type Transaction struct {
 	from string // envelope sender: normalised for submission; "" for <>
 	size int64  // announced (MX, submission) or known (forward); 0: none
 	kind mailstore.OutboundKind
+	// partner is the partner the mail comes from, for
+	// policy.DeliverLocally: 0 for the MX, the user's for a submission,
+	// the entry's for a Forward (Agent.EntryPartner).
+	partner int64
 
 	// Submission: the user and its domain, as read at the start.
 	user   mailstore.Mailbox
@@ -73,7 +78,7 @@ type queued struct {
 // the client wrote it: the MX reverses an SRS address from it, so that
 // the original sender's local part keeps its case; "" for none.
 func (t *Transaction) AddRecipient(ctx context.Context, addr, raw string) error {
-	p, err := t.accept(ctx, addr, raw)
+	p, err := t.accept(ctx, addr, raw, t.partner)
 	if err != nil {
 		return err
 	}
@@ -101,15 +106,28 @@ func (t *Transaction) AddRecipient(ctx context.Context, addr, raw string) error 
 	return nil
 }
 
-// accept is AddRecipient's decision.
-func (t *Transaction) accept(ctx context.Context, addr, raw string) (plan, error) {
+// accept is AddRecipient's decision, for mail from partner (see
+// policy.Resolve).
+func (t *Transaction) accept(ctx context.Context, addr, raw string, partner int64) (plan, error) {
 	if t.mode == MX && raw != "" && t.a.cfg.SRS != nil && isSRS(addr) {
 		if p, handled, err := t.bounce(ctx, addr, raw); handled {
 			return p, err
 		}
 	}
-	res, err := policy.Resolve(ctx, t.a.cfg.Store, addr)
+	if addr == Postmaster {
+		return t.postmaster(ctx, addr)
+	}
+	res, err := policy.Resolve(ctx, t.a.cfg.Store, addr, partner)
+	if errors.Is(err, policy.ErrUnknownUser) && strings.HasPrefix(addr, Postmaster+"@") && addr != t.a.cfg.Postmaster {
+		// A hosted domain without a postmaster of its own: RFC 5321
+		// section 4.5.1 has every domain the server takes mail for
+		// accept it.
+		return t.postmaster(ctx, addr)
+	}
 	if err != nil {
+		// Also a domain another partner hosts and has not verified
+		// (policy.ErrNotVerified): the user's mail to it leaves as mail
+		// to any domain not hosted here.
 		if t.mode == Submission && errors.Is(err, policy.ErrNotHosted) {
 			return plan{relays: []queued{{mailstore.KindSubmission, t.domain.ID, t.from, addr}}}, nil
 		}
@@ -150,6 +168,35 @@ func (t *Transaction) accept(ctx context.Context, addr, raw string) (plan, error
 		case Forward:
 			p.forwards = append(p.forwards, forward{to: r, via: via})
 		}
+	}
+	return p, nil
+}
+
+// Postmaster is the domainless recipient RFC 5321 section 4.5.1 has
+// every SMTP server accept ("RCPT TO:<Postmaster>", in any case), as
+// AddRecipient takes it: lower case.
+const Postmaster = "postmaster"
+
+// postmaster accepts addr, "postmaster" or postmaster@ a hosted domain
+// that has none, for Config.Postmaster: resolved as mail from outside to
+// it (it is the operator's address); one in a domain not hosted here is
+// queued for it with the sender as it is (no domain is charged, no SRS:
+// the operator chose the address), as a submission is.
+func (t *Transaction) postmaster(ctx context.Context, addr string) (plan, error) {
+	to := t.a.cfg.Postmaster
+	if to == "" {
+		return plan{}, fmt.Errorf("%s: no postmaster configured: %w", addr, ErrUnknownRecipient)
+	}
+	_, err := policy.Resolve(ctx, t.a.cfg.Store, to, 0)
+	if errors.Is(err, policy.ErrNotHosted) {
+		if t.mode == Submission {
+			return plan{relays: []queued{{mailstore.KindSubmission, t.domain.ID, t.from, to}}}, nil
+		}
+		return plan{relays: []queued{{mailstore.KindForward, 0, t.from, to}}}, nil
+	}
+	p, err := t.accept(ctx, to, "", 0)
+	if err != nil {
+		return plan{}, fmt.Errorf("%s for postmaster %s: %w", addr, to, err)
 	}
 	return p, nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -250,6 +251,9 @@ func (c *cmdConn) next() error {
 			tag, name, ok := commandName(line)
 			if ok && whole && c.sess != nil && c.serves(name) {
 				return c.serve(tag, name, line)
+			}
+			if ok && whole && (name == "LIST" || name == "LSUB") {
+				line = literalAmpersands(line)
 			}
 			c.mu.Lock()
 			c.inFlight = tag
@@ -657,7 +661,7 @@ func (c *cmdConn) noteLine(line []byte) {
 func (c *cmdConn) appendLine(out, line []byte) []byte {
 	start, end, ok := capabilityList(line)
 	if !ok {
-		return append(out, line...)
+		return append(out, moveText(line)...)
 	}
 	out = append(out, line[:start]...)
 	out = c.appendCaps(out, bytes.Fields(line[start:end]))
@@ -716,6 +720,13 @@ func (c *cmdConn) appendCaps(out []byte, caps [][]byte) []byte {
 			}
 		}
 		if string(upper) == string(imap.CapStartTLS) || string(upper) == string(imap.CapLoginDisabled) {
+			continue
+		}
+		// LITERAL+ includes LITERAL- (RFC 7888 section 4): once
+		// imapserver lists both, after login, only LITERAL+ is said.
+		if string(upper) == string(imap.CapLiteralMinus) && slices.ContainsFunc(caps, func(cp []byte) bool {
+			return bytes.EqualFold(cp, []byte(imap.CapLiteralPlus))
+		}) {
 			continue
 		}
 		add(cp)

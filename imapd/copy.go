@@ -41,15 +41,25 @@ func (s *session) Move(w *imapserver.MoveWriter, numSet imap.NumSet, dest string
 	if err != nil {
 		return s.tryCreate("move", err)
 	}
-	if to.ID == v.folder.ID {
-		return no(imap.ResponseCodeCannot, "Source and destination are the same mailbox")
-	}
 	uids := v.uids(v.indices(numSet))
 	if len(uids) == 0 {
 		return nil
 	}
-	newUIDs, err := s.st.Move(s.ctx, s.user.ID, v.folder.ID, uids, to.ID)
-	if err != nil {
+	var newUIDs []uint32
+	if to.ID == v.folder.ID {
+		// RFC 6851 section 3.3 lets MOVE name the selected mailbox: the
+		// messages get new UIDs (as after COPY and EXPUNGE), which is
+		// what Dovecot does and clients expect. Store.Move is for two
+		// folders, so this is Copy then Expunge, in two transactions: a
+		// failure between them leaves a copy, never loses a message.
+		newUIDs, err = s.st.Copy(s.ctx, s.user.ID, v.folder.ID, uids, to.ID)
+		if err != nil {
+			return s.tryCreate("move", err)
+		}
+		if _, err := s.st.Expunge(s.ctx, s.user.ID, v.folder.ID, uids); err != nil {
+			return s.fail("move", err)
+		}
+	} else if newUIDs, err = s.st.Move(s.ctx, s.user.ID, v.folder.ID, uids, to.ID); err != nil {
 		return s.tryCreate("move", err)
 	}
 	if err := w.WriteCopyData(copyData(to.UIDValidity, uids, newUIDs)); err != nil {

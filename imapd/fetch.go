@@ -50,7 +50,7 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 			if m.gone {
 				continue // RFC 2180 section 4.1.2: say nothing of it
 			}
-			if err := writeMessage(w.CreateMessage(uint32(i+1)), m.Message, nil, options, seen[m.UID]); err != nil {
+			if err := writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), nil, options, seen[m.UID]); err != nil {
 				return err
 			}
 		}
@@ -60,7 +60,7 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 	return s.eachBody(v, idx, "fetch", func(i int, body []byte) error {
 		m := v.msgs[i]
 		// writeMessage is done with body when it returns, as it must be.
-		return writeMessage(w.CreateMessage(uint32(i+1)), m.Message, body, options, seen[m.UID])
+		return writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), body, options, seen[m.UID])
 	})
 }
 
@@ -197,5 +197,7 @@ func envelope(body []byte) *imap.Envelope {
 	if err != nil {
 		return &imap.Envelope{}
 	}
-	return imapserver.ExtractEnvelope(h)
+	env := imapserver.ExtractEnvelope(h)
+	setEnvelopeAddresses(env, h)
+	return env
 }

@@ -10,19 +10,21 @@ import (
 	"github.com/mailhost/mailhost/policy"
 )
 
-// This file bounds how many connections one client address holds
-// (MaxConnsPerIP). The counting is policy.ConnsPerAddress, as in smtpd;
-// the listener here answers a refusal as IMAP does. The implicit-TLS
-// port's handshake deadline is tlsaccept's (HandshakeTimeout).
+// This file bounds the connections of one client address (MaxConnsPerIP,
+// MaxConnRatePerIP) and of one user from one address
+// (MaxConnsPerUserIP, counted at login). The counting is policy.Conns, as
+// in smtpd; the listener here answers a refusal as IMAP does. The
+// implicit-TLS port's handshake deadline is tlsaccept's
+// (HandshakeTimeout).
 
-// connLimiter refuses connections over the per-address limit.
+// connLimiter refuses connections over the per-address limits.
 type connLimiter struct {
 	log   *slog.Logger
-	count *policy.ConnsPerAddress
+	count *policy.Conns
 }
 
-func newConnLimiter(max int, log *slog.Logger) *connLimiter {
-	return &connLimiter{log: log, count: policy.NewConnsPerAddress(max)}
+func newConnLimiter(lim policy.ConnLimits, log *slog.Logger) *connLimiter {
+	return &connLimiter{log: log, count: policy.NewConns(lim, nil)}
 }
 
 // listener wraps ln. silent is for a listener under TLS: a connection over
@@ -49,11 +51,11 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		ip := policy.RemoteIP(c.RemoteAddr())
-		if tc := ll.l.acquire(c, ip); tc != nil {
+		tc, err := ll.l.acquire(c, policy.AddressKey(c.RemoteAddr()))
+		if err == nil {
 			return tc, nil
 		}
-		ll.l.log.Info("connection refused", "remote_ip", ip, "reason", "too many connections from address")
+		ll.l.log.Info("connection refused", "remote_ip", policy.RemoteIP(c.RemoteAddr()), "err", err)
 		if ll.silent {
 			c.Close()
 			continue
@@ -71,11 +73,11 @@ func refuse(c net.Conn) {
 	c.Close()
 }
 
-func (l *connLimiter) acquire(c net.Conn, ip string) *trackedConn {
-	if !l.count.Acquire(ip) {
-		return nil
+func (l *connLimiter) acquire(c net.Conn, ip string) (*trackedConn, error) {
+	if err := l.count.Acquire(ip); err != nil {
+		return nil, err
 	}
-	return &trackedConn{Conn: c, ip: ip, l: l}
+	return &trackedConn{Conn: c, ip: ip, l: l}, nil
 }
 
 func (l *connLimiter) release(ip string) { l.count.Release(ip) }

@@ -178,6 +178,14 @@ func (s *session) status(f mailstore.Folder, o *imap.StatusOptions) (*imap.Statu
 	d.NumMessages, d.NumUnseen, d.NumRecent, d.Size = &num, &unseen, &zero, &size
 	limit := uint32(s.srv.cfg.MaxMessageBytes)
 	d.AppendLimit = &limit
+	if o.NumRecent && s.rev1() {
+		msgs, err := s.st.Messages(s.ctx, s.user.ID, f.ID)
+		if err != nil {
+			return nil, s.fail("status", err)
+		}
+		n := s.srv.recent.unclaimed(f, msgs)
+		d.NumRecent = &n
+	}
 	if o.NumDeleted || o.DeletedStorage {
 		msgs, err := s.st.Messages(s.ctx, s.user.ID, f.ID)
 		if err != nil {

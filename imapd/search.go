@@ -35,7 +35,7 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 	v.staticCriteria(criteria)
 	add := func(i int, body []byte) error {
 		m := v.msgs[i]
-		c := &candidate{v: v, seq: uint32(i + 1), msg: m.Message, body: body}
+		c := &candidate{v: v, seq: uint32(i + 1), msg: v.withRecent(m.Message), body: body}
 		if !c.match(criteria) {
 			return nil
 		}
@@ -273,6 +273,9 @@ func matchField(fields gomessage.HeaderFields, value string) bool {
 			t = fields.Value()
 		}
 		if strings.Contains(strings.ToLower(t), value) {
+			return true
+		}
+		if isAddressField(fields.Key()) && strings.Contains(strings.ToLower(addressText(fields.Value())), value) {
 			return true
 		}
 	}

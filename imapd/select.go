@@ -25,6 +25,12 @@ type view struct {
 	searchRes imap.UIDSet
 	// nGone counts the messages of msgs marked gone.
 	nGone int
+	// recent holds the UIDs this session claimed as \Recent (recent.go);
+	// claimNew claims among new messages, and rev1 says whether the
+	// session reports RECENT at all.
+	recent   map[uint32]struct{}
+	claimNew func(uids []uint32)
+	rev1     bool
 }
 
 type viewMsg struct {
@@ -67,6 +73,13 @@ func (s *session) Select(name string, options *imap.SelectOptions) (*imap.Select
 			firstUnseen = uint32(i + 1)
 		}
 	}
+	uids := make([]uint32, len(v.msgs))
+	for i, m := range v.msgs {
+		uids[i] = m.UID
+	}
+	s.markRecent(v, uids, true)
+	v.rev1 = s.rev1()
+	v.claimNew = func(uids []uint32) { s.markRecent(v, uids, false) }
 	s.sel = v
 	flags := v.flags()
 	return &imap.SelectData{
@@ -76,6 +89,7 @@ func (s *session) Select(name string, options *imap.SelectOptions) (*imap.Select
 		UIDNext:           imap.UID(max(f.UIDNext, v.maxUID+1)),
 		UIDValidity:       f.UIDValidity,
 		FirstUnseenSeqNum: firstUnseen,
+		NumRecent:         v.numRecent(),
 	}, nil
 }
 
@@ -296,22 +310,32 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 		m := &v.msgs[i]
 		if now := d.flags[uid]; !sameFlags(now, m.Flags) {
 			m.Flags = now
-			if err := w.WriteMessageFlags(uint32(i+1), imap.UID(m.UID), toIMAPFlags(m.Flags)); err != nil {
+			if err := w.WriteMessageFlags(uint32(i+1), imap.UID(m.UID), toIMAPFlags(v.withRecent(m.Message).Flags)); err != nil {
 				return err
 			}
 		}
 	}
 
-	added := false
+	var added []uint32
 	for _, m := range d.added {
 		if m.UID > v.maxUID {
 			v.msgs = append(v.msgs, viewMsg{Message: m})
 			v.maxUID = m.UID
-			added = true
+			added = append(added, m.UID)
 		}
 	}
-	if added {
-		return w.WriteNumMessages(uint32(len(v.msgs)))
+	if len(added) == 0 {
+		return nil
+	}
+	if v.claimNew != nil {
+		v.claimNew(added)
+	}
+	if err := w.WriteNumMessages(uint32(len(v.msgs))); err != nil {
+		return err
+	}
+	if v.rev1 {
+		// RFC 3501 section 7.3.2: RECENT goes with EXISTS when it changes.
+		return w.WriteNumRecent(v.numRecent())
 	}
 	return nil
 }

@@ -58,6 +58,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapserver"
 
 	"github.com/mailhost/mailhost/credential"
+	"github.com/mailhost/mailhost/policy"
 	"github.com/mailhost/mailhost/tlsaccept"
 )
 
@@ -77,12 +78,22 @@ type Config struct {
 	// MaxConns bounds the connections served at once; more are greeted
 	// with BYE. 0 means 1000.
 	MaxConns int
-	// MaxConnsPerIP bounds the connections at once from one IP address,
-	// on all of the Server's listeners together; more are greeted with
-	// BYE (closed without a reply on the implicit-TLS port). It is
-	// counted from accept, before the TLS handshake and the greeting, so
-	// that one address cannot take all of MaxConns. 0 means 20.
+	// MaxConnsPerIP bounds the connections at once from one client
+	// address (an IPv6 /64 counts as one), on all of the Server's
+	// listeners together; more are greeted with BYE (closed without a
+	// reply on the implicit-TLS port). It is counted from accept, before
+	// the TLS handshake and the greeting, so that one address cannot
+	// take all of MaxConns. 0 means policy.DefaultConnsPerAddress.
 	MaxConnsPerIP int
+	// MaxConnsPerUserIP bounds the logged-in connections at once of one
+	// mailbox from one client address; a login beyond it is answered NO
+	// [UNAVAILABLE]. 0 means policy.DefaultConnsPerUserAddress; -1 no
+	// limit.
+	MaxConnsPerUserIP int
+	// MaxConnRatePerIP bounds the connections one client address opens a
+	// minute, after a burst of MaxConnsPerIP; more are refused as over
+	// MaxConnsPerIP. 0 means policy.DefaultConnRatePerMinute; -1 no limit.
+	MaxConnRatePerIP int
 	// HandshakeTimeout bounds the TLS handshake of an implicit-TLS
 	// connection (ServeTLS) and the one after STARTTLS. 0 means 30
 	// seconds.
@@ -114,6 +125,8 @@ type Server struct {
 	imap *imapserver.Server
 	// limits counts connections per IP address across all listeners.
 	limits *connLimiter
+	// recent is the \Recent bookkeeping of every folder (recent.go).
+	recent *recentFloors
 
 	// ctx is the parent of every connection's context; Shutdown cancels it.
 	ctx    context.Context
@@ -152,7 +165,13 @@ func New(cfg Config) *Server {
 		cfg.AccountRecheck = 30 * time.Second
 	}
 	if cfg.MaxConnsPerIP <= 0 {
-		cfg.MaxConnsPerIP = 20
+		cfg.MaxConnsPerIP = policy.DefaultConnsPerAddress
+	}
+	if cfg.MaxConnsPerUserIP == 0 {
+		cfg.MaxConnsPerUserIP = policy.DefaultConnsPerUserAddress
+	}
+	if cfg.MaxConnRatePerIP == 0 {
+		cfg.MaxConnRatePerIP = policy.DefaultConnRatePerMinute
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 30 * time.Second
@@ -164,7 +183,10 @@ func New(cfg Config) *Server {
 		sessions:  make(map[*session]struct{}),
 		listeners: make(map[net.Listener]struct{}),
 	}
-	s.limits = newConnLimiter(cfg.MaxConnsPerIP, s.log)
+	s.limits = newConnLimiter(policy.ConnLimits{
+		PerAddress: cfg.MaxConnsPerIP, PerUserAddress: max(cfg.MaxConnsPerUserIP, 0), RatePerMinute: max(cfg.MaxConnRatePerIP, 0),
+	}, s.log)
+	s.recent = newRecentFloors()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.imap = imapserver.New(&imapserver.Options{
 		NewSession: s.newSession,

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -80,7 +81,11 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 
 	serverTLS, clientTLS := selfSigned(t)
-	logins := credential.NewLogins(credential.LoginConfig{Accounts: st, MaxFailures: o.maxFailures})
+	// maxFailures is the burst of guesses of one (account, address); 0
+	// keeps the defaults.
+	logins := credential.NewLogins(credential.LoginConfig{Accounts: st, Guesses: credential.GuessLimits{
+		Pair: credential.Budget{Burst: o.maxFailures, PerHour: 1},
+	}})
 	srv := New(Config{
 		Store: st, Logins: logins, TLS: serverTLS, AllowInsecureAuth: o.insecureAuth,
 		Logger: slog.New(slog.NewTextHandler(cmp.Or(o.log, io.Discard), nil)), MaxConns: o.maxConns,
@@ -236,7 +241,8 @@ func TestLoginThrottled(t *testing.T) {
 	e := newEnv(t, envOptions{maxFailures: 2})
 	c := e.dial(nil)
 	for i := 0; i < 2; i++ {
-		if err := c.Login(alice, "wrong password").Wait(); imapCode(err) != imap.ResponseCodeAuthenticationFailed {
+		// Distinct passwords: a repeated one is not a new guess.
+		if err := c.Login(alice, fmt.Sprintf("wrong password %d", i)).Wait(); imapCode(err) != imap.ResponseCodeAuthenticationFailed {
 			t.Fatalf("failure %d: Login = %v, want AUTHENTICATIONFAILED", i, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapserver"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
 )
 
 // lastLoginResolution is how stale a mailbox's recorded last login may be.
@@ -36,6 +37,12 @@ type session struct {
 	// idling is held by Idle while it runs; Close takes it, after
 	// cancelling ctx (which ends Idle), before it touches the fields.
 	idling sync.Mutex
+
+	// addrKey is the client address the connection limits count.
+	addrKey string
+	// counted is the mailbox whose per-user-and-address count this
+	// session holds, nil if none.
+	counted *int64
 
 	// Set by Login.
 	user    *mailstore.Mailbox
@@ -63,13 +70,14 @@ func newSession(s *Server, c *imapserver.Conn) *session {
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	return &session{
-		srv:    s,
-		st:     s.cfg.Store,
-		conn:   c,
-		ip:     ip,
-		log:    s.log.With("remote", remote.String()),
-		ctx:    ctx,
-		cancel: cancel,
+		srv:     s,
+		st:      s.cfg.Store,
+		conn:    c,
+		ip:      ip,
+		addrKey: policy.AddressKey(remote),
+		log:     s.log.With("remote", remote.String()),
+		ctx:     ctx,
+		cancel:  cancel,
 	}
 }
 
@@ -96,6 +104,13 @@ func (s *session) Login(username, password string) error {
 		s.log.Info("login failed", "user", username, "err", err)
 		return s.fail("login", err)
 	}
+	// Counted once the user is known (Dovecot's
+	// mail_max_userip_connections); given back by logout.
+	if err := s.srv.limits.count.AcquireUser(mb.ID, s.addrKey); err != nil {
+		s.log.Info("login refused", "user", mb.Email, "err", err)
+		return no(imap.ResponseCodeUnavailable, "Too many connections of this user from your address, try again later")
+	}
+	s.counted = &mb.ID
 	// Last login is kept to the minute: a client that reconnects often
 	// does not cost a synced write each time.
 	if now := s.srv.now(); now.Sub(mb.LastLogin) >= lastLoginResolution {
@@ -122,6 +137,10 @@ func (s *session) logout() {
 	s.sel = nil
 	if s.unwatch != nil {
 		s.unwatch()
+	}
+	if s.counted != nil {
+		s.srv.limits.count.ReleaseUser(*s.counted, s.addrKey)
+		s.counted = nil
 	}
 	s.user, s.watch, s.unwatch = nil, nil, nil
 }

@@ -35,7 +35,13 @@ func (s *session) Store(w *imapserver.FetchWriter, numSet imap.NumSet, flags *im
 	if err != nil {
 		return s.fail("store", err)
 	}
+	before := len(v.flags())
 	v.update(changed)
+	if flags := v.flags(); len(flags) > before {
+		if err := s.announceFlags(flags); err != nil {
+			return err
+		}
+	}
 	if flags.Silent {
 		return nil
 	}
@@ -46,10 +52,38 @@ func (s *session) Store(w *imapserver.FetchWriter, numSet imap.NumSet, flags *im
 		}
 		rw := w.CreateMessage(uint32(i + 1))
 		rw.WriteUID(imap.UID(m.UID))
-		rw.WriteFlags(toIMAPFlags(m.Flags))
+		rw.WriteFlags(toIMAPFlags(v.withRecent(m.Message).Flags))
 		if err := rw.Close(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// announceFlags tells the client the folder's flags have grown, after a
+// STORE set a keyword no message of the folder had: FLAGS and
+// PERMANENTFLAGS again (RFC 3501 section 7.2.6: FLAGS is sent when the
+// list changes), before the FETCH responses, as Dovecot does, so that a
+// client that keeps the list sees its new keyword there. imapserver's
+// FetchWriter cannot write them and has written nothing of this command
+// yet, so they go through the command layer's connection directly.
+func (s *session) announceFlags(flags []imap.Flag) error {
+	c, ok := s.conn.NetConn().(*cmdConn)
+	if !ok {
+		return nil
+	}
+	b := []byte("* FLAGS (")
+	for i, f := range flags {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, f...)
+	}
+	b = append(b, ")\r\n* OK [PERMANENTFLAGS ("...)
+	for _, f := range flags {
+		b = append(b, f...)
+		b = append(b, ' ')
+	}
+	b = append(b, "\\*)] Flags permitted\r\n"...)
+	return c.writeOwn(b)
 }

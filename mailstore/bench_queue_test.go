@@ -38,8 +38,8 @@ func fillQueue(b *testing.B, s *Bolt, domainID int64, n, size int, due time.Time
 				if err != nil {
 					return err
 				}
-				g := relayGroup{relay: &Relay{Kind: KindForward, DomainID: domainID}, destination: "r.example", to: []string{fmt.Sprintf("x%d@r.example", id)}}
-				o := g.entry(blob, int64(size), due, false)
+				g := RelayGroup{Relay: &Relay{Kind: KindForward, DomainID: domainID}, Destination: "r.example", To: []string{fmt.Sprintf("x%d@r.example", id)}}
+				o := relayEntry(g, blob, int64(size), due, false)
 				o.ID = id
 				if err := q.put(o); err != nil {
 					return err

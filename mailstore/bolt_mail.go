@@ -47,9 +47,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -246,104 +244,14 @@ const (
 	flagRecent  = `\Recent`
 )
 
-var systemFlags = []string{`\Answered`, `\Flagged`, `\Deleted`, `\Seen`, `\Draft`}
-
-// normFlags returns flags as stored: system flags in canonical case, no
-// \Recent (it is a session property, RFC 3501 2.3.2), no empty or
-// duplicate flags (compared without case), in the order given.
-func normFlags(flags []string) []string {
-	var out []string
-	for _, f := range flags {
-		if strings.HasPrefix(f, `\`) {
-			if strings.EqualFold(f, flagRecent) {
-				continue
-			}
-			for _, sf := range systemFlags {
-				if strings.EqualFold(f, sf) {
-					f = sf
-					break
-				}
-			}
-		}
-		if f == "" || hasFlag(out, f) {
-			continue
-		}
-		out = append(out, f)
-	}
-	return out
-}
-
-func hasFlag(flags []string, f string) bool {
-	for _, x := range flags {
-		if strings.EqualFold(x, f) {
-			return true
-		}
-	}
-	return false
-}
-
 func unseen(m Message) int64 {
-	if hasFlag(m.Flags, flagSeen) {
+	if HasFlag(m.Flags, flagSeen) {
 		return 0
 	}
 	return 1
 }
 
-// applyFlags returns the flags after op and whether they changed.
-func applyFlags(cur []string, op FlagOp, flags []string) ([]string, bool) {
-	var next []string
-	switch op {
-	case FlagsAdd:
-		next = append(append([]string(nil), cur...), flags...)
-		next = normFlags(next)
-	case FlagsRemove:
-		for _, f := range cur {
-			if !hasFlag(flags, f) {
-				next = append(next, f)
-			}
-		}
-	default:
-		next = flags
-	}
-	if len(next) != len(cur) {
-		return next, true
-	}
-	for _, f := range next {
-		if !hasFlag(cur, f) {
-			return next, true
-		}
-	}
-	return cur, false
-}
-
 // Folder names.
-
-// canonFolder returns the stored form of a folder name: INBOX in any case
-// is INBOX (RFC 3501 5.1).
-func canonFolder(name string) string {
-	if strings.EqualFold(name, "INBOX") {
-		return "INBOX"
-	}
-	return name
-}
-
-// checkFolderName refuses names that IMAP cannot carry or that would break
-// the "/" hierarchy: empty levels, wildcards, control characters, invalid
-// UTF-8.
-func checkFolderName(name string) error {
-	bad := name == "" || len(name) > 512 || !utf8.ValidString(name) ||
-		strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") ||
-		strings.Contains(name, "//") || strings.ContainsAny(name, "*%")
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f {
-			bad = true
-		}
-	}
-	if bad {
-		return fmt.Errorf("folder name %q: %w", name, ErrInvalidArgument)
-	}
-	return nil
-}
 
 // createFolderTx adds a folder; ErrFolderExists, ErrTooManyFolders.
 func createFolderTx(tx *bolt.Tx, mailboxID int64, name, specialUse string) (Folder, error) {
@@ -503,7 +411,7 @@ func (t *mailTx) folder(mailboxID, folderID int64) (*Folder, error) {
 }
 
 func (t *mailTx) folderByName(mailboxID int64, name string) (*Folder, error) {
-	v := t.names.Get(folderNameKey(mailboxID, canonFolder(name)))
+	v := t.names.Get(folderNameKey(mailboxID, CanonFolder(name)))
 	if len(v) != 8 {
 		return nil, ErrFolderNotFound
 	}

@@ -26,7 +26,7 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 			ids = append(ids, id)
 		}
 	}
-	groups, err := relayGroups(d.Relay)
+	groups, err := GroupRelays(d.Relay)
 	if err != nil {
 		return DeliveryResult{}, fmt.Errorf("deliver: %w", err)
 	}
@@ -56,7 +56,7 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 		}
 		held := map[int64]bool{}
 		for _, g := range groups {
-			did := g.relay.DomainID
+			did := g.Relay.DomainID
 			if _, ok := held[did]; ok || did == 0 || did == d.SenderDomainID {
 				continue
 			}
@@ -96,7 +96,7 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 		}
 		q := newQueueTx(tx)
 		for _, g := range groups {
-			o := g.entry(blobID, size, received, held[g.relay.DomainID])
+			o := relayEntry(g, blobID, size, received, held[g.Relay.DomainID])
 			if o.ID, err = nextID(q.entries); err != nil {
 				return err
 			}
@@ -124,7 +124,7 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 			outDomains = append(outDomains, d.SenderDomainID)
 		}
 		for _, g := range groups {
-			did := g.relay.DomainID
+			did := g.Relay.DomainID
 			if did != 0 && !held[did] && !containsID(outDomains, did) {
 				outDomains = append(outDomains, did)
 			}
@@ -203,7 +203,7 @@ func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byt
 		}
 		t.rcache[blobID] = 1
 		out, err = t.add(f, Message{
-			BlobID: blobID, Size: int64(len(body)), ReceivedAt: utc(receivedAt), Flags: normFlags(flags),
+			BlobID: blobID, Size: int64(len(body)), ReceivedAt: utc(receivedAt), Flags: NormFlags(flags),
 		})
 		if err != nil {
 			return err

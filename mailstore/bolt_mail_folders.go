@@ -52,8 +52,8 @@ func (s *Bolt) Folder(ctx context.Context, mailboxID int64, name string) (Folder
 
 // CreateFolder implements Mail.
 func (s *Bolt) CreateFolder(ctx context.Context, mailboxID int64, name string) (Folder, error) {
-	name = canonFolder(name)
-	if err := checkFolderName(name); err != nil {
+	name = CanonFolder(name)
+	if err := CheckFolderName(name); err != nil {
 		return Folder{}, fmt.Errorf("create folder: %w", err)
 	}
 	var f Folder
@@ -73,7 +73,7 @@ func (s *Bolt) CreateFolder(ctx context.Context, mailboxID int64, name string) (
 
 // DeleteFolder implements Mail. Children ("name/...") stay.
 func (s *Bolt) DeleteFolder(ctx context.Context, mailboxID int64, name string) error {
-	name = canonFolder(name)
+	name = CanonFolder(name)
 	if name == "INBOX" {
 		return fmt.Errorf("delete folder %q: %w", name, ErrFolderProtected)
 	}
@@ -124,11 +124,11 @@ func (s *Bolt) DeleteFolder(ctx context.Context, mailboxID int64, name string) e
 // RenameFolder implements Mail. The folders keep their ids, UIDs and
 // UIDValidity (RFC 3501 6.3.5); the children move with their parent.
 func (s *Bolt) RenameFolder(ctx context.Context, mailboxID int64, oldName, newName string) error {
-	oldName, newName = canonFolder(oldName), canonFolder(newName)
+	oldName, newName = CanonFolder(oldName), CanonFolder(newName)
 	if oldName == "INBOX" {
 		return fmt.Errorf("rename folder %q: %w", oldName, ErrFolderProtected)
 	}
-	if err := checkFolderName(newName); err != nil {
+	if err := CheckFolderName(newName); err != nil {
 		return fmt.Errorf("rename folder %q: %w", oldName, err)
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
@@ -165,7 +165,7 @@ func (s *Bolt) RenameFolder(ctx context.Context, mailboxID int64, oldName, newNa
 			if t.names.Get(key) != nil {
 				return ErrFolderExists
 			}
-			if err := checkFolderName(m.to); err != nil {
+			if err := CheckFolderName(m.to); err != nil {
 				return err
 			}
 			f, err := t.folder(mailboxID, m.id)

@@ -60,7 +60,7 @@ func (s *Bolt) Body(ctx context.Context, mailboxID, folderID int64, uid uint32) 
 // SetFlags implements Mail. UIDs no longer in the folder are skipped; the
 // messages whose flags did change come back, in the order of uids.
 func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string) ([]Message, error) {
-	flags = normFlags(flags)
+	flags = NormFlags(flags)
 	var out []Message
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		out = []Message{}
@@ -77,7 +77,7 @@ func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 			if !ok {
 				continue
 			}
-			next, changed := applyFlags(m.Flags, op, flags)
+			next, changed := ApplyFlags(m.Flags, op, flags)
 			if !changed {
 				continue
 			}
@@ -230,7 +230,7 @@ func (s *Bolt) Expunge(ctx context.Context, mailboxID, folderID int64, uids []ui
 		var gone []Message
 		if uids == nil {
 			err = t.eachMessage(folderID, func(m Message) error {
-				if hasFlag(m.Flags, flagDeleted) {
+				if HasFlag(m.Flags, flagDeleted) {
 					gone = append(gone, m)
 				}
 				return nil

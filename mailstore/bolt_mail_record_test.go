@@ -46,7 +46,7 @@ func TestApplyFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, changed := applyFlags(tt.cur, tt.op, normFlags(tt.flags))
+			got, changed := ApplyFlags(tt.cur, tt.op, NormFlags(tt.flags))
 			if !slices.Equal(got, tt.want) || changed != tt.changed {
 				t.Errorf("applyFlags(%q, %v, %q) = %q, %v; want %q, %v", tt.cur, tt.op, tt.flags, got, changed, tt.want, tt.changed)
 			}

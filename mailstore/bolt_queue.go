@@ -31,8 +31,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -153,55 +151,15 @@ func (q *queueTx) drop(o Outbound) error {
 	return q.entries.Delete(id8(o.ID))
 }
 
-// relayGroup is one queue entry to be: a relay's recipients in one
-// destination domain.
-type relayGroup struct {
-	relay       *Relay
-	destination string
-	to          []string
-}
-
-// relayGroups checks a delivery's relays and groups each one's recipients
-// by destination domain (what follows the last "@", in lower case), in the
-// order they first appear; an address given twice counts once.
-func relayGroups(relays []Relay) ([]relayGroup, error) {
-	var out []relayGroup
-	for i := range relays {
-		r := &relays[i]
-		switch r.Kind {
-		case KindSubmission, KindForward, KindBounce:
-		default:
-			return nil, fmt.Errorf("relay kind %q: %w", r.Kind, ErrInvalidArgument)
-		}
-		first := len(out)
-		for _, addr := range r.To {
-			at := strings.LastIndexByte(addr, '@')
-			if at <= 0 || at == len(addr)-1 {
-				return nil, fmt.Errorf("relay recipient %q: %w", addr, ErrInvalidArgument)
-			}
-			dest := strings.ToLower(addr[at+1:])
-			g := slices.IndexFunc(out[first:], func(g relayGroup) bool { return g.destination == dest })
-			if g < 0 {
-				out = append(out, relayGroup{relay: r, destination: dest})
-				g = len(out) - first - 1
-			}
-			if grp := &out[first+g]; !slices.Contains(grp.to, addr) {
-				grp.to = append(grp.to, addr)
-			}
-		}
-	}
-	return out, nil
-}
-
 // entry is the queue entry of a group, without its id.
-func (g relayGroup) entry(blobID, size int64, received time.Time, held bool) Outbound {
-	rcpts := make([]OutboundRecipient, len(g.to))
-	for i, a := range g.to {
+func relayEntry(g RelayGroup, blobID, size int64, received time.Time, held bool) Outbound {
+	rcpts := make([]OutboundRecipient, len(g.To))
+	for i, a := range g.To {
 		rcpts[i] = OutboundRecipient{Address: a, State: RecipientPending}
 	}
 	return Outbound{
-		Kind: g.relay.Kind, DomainID: g.relay.DomainID, From: g.relay.From,
-		Destination: g.destination, Recipients: rcpts, BlobID: blobID, Size: size,
+		Kind: g.Relay.Kind, DomainID: g.Relay.DomainID, From: g.Relay.From,
+		Destination: g.Destination, Recipients: rcpts, BlobID: blobID, Size: size,
 		QueuedAt: received, NextAttempt: received, Held: held,
 	}
 }
@@ -335,7 +293,7 @@ func (s *Bolt) RecordAttempt(ctx context.Context, id int64, a Attempt) (Outbound
 		if err := q.unindex(o); err != nil {
 			return err
 		}
-		o = applyAttempt(o, a)
+		o = ApplyAttempt(o, a)
 		out = o
 		if len(o.Pending()) > 0 {
 			return q.put(o)
@@ -354,49 +312,6 @@ func (s *Bolt) RecordAttempt(ctx context.Context, id int64, a Attempt) (Outbound
 		return Outbound{}, fmt.Errorf("record attempt of outbound entry %d: %w", id, err)
 	}
 	return out, nil
-}
-
-// applyAttempt is an entry after an attempt. Only pending recipients
-// change; addresses the entry does not have pending are ignored.
-func applyAttempt(o Outbound, a Attempt) Outbound {
-	rcpts := slices.Clone(o.Recipients)
-	var firstFailure string
-	for i := range rcpts {
-		r := &rcpts[i]
-		if r.State != RecipientPending {
-			continue
-		}
-		if slices.Contains(a.Delivered, r.Address) {
-			r.State, r.Reply = RecipientDelivered, ""
-			continue
-		}
-		if reply, ok := a.Failed[r.Address]; ok {
-			r.State, r.Reply = RecipientFailed, reply
-			if firstFailure == "" {
-				firstFailure = reply
-			}
-			continue
-		}
-		if a.Deferred != "" {
-			r.Reply = a.Deferred
-		}
-	}
-	o.Recipients = rcpts
-	o.Attempts++
-	o.Leased = false
-	o.Warned = o.Warned || a.Warned
-	switch {
-	case a.Deferred != "":
-		o.LastError = a.Deferred
-	case firstFailure != "":
-		o.LastError = firstFailure
-	}
-	next := a.NextAttempt
-	if next.IsZero() {
-		next = a.Now
-	}
-	o.NextAttempt = utc(next)
-	return o
 }
 
 // ReleaseHeld implements Queue. It walks queue_held domain by domain: a

@@ -96,14 +96,17 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, rele
 	case held != nil:
 		out.deferAll(pending, *held)
 	default:
-		_, err := s.cfg.Store.DomainByName(ctx, e.Destination)
+		// A destination hosted here is delivered here, unless another
+		// partner hosts it unverified (issue 11): then it goes out, as
+		// to any domain not hosted here.
+		here, err := s.delivery.RoutesHere(ctx, e)
 		switch {
-		case err == nil:
-			out = s.deliverLocal(ctx, e, body, pending)
-		case errors.Is(err, mailstore.ErrNotFound):
-			out = s.deliverRemote(ctx, e, body, pending)
-		default:
+		case err != nil:
 			out.deferAll(pending, localError("look up destination", err))
+		case here:
+			out = s.deliverLocal(ctx, e, body, pending)
+		default:
+			out = s.deliverRemote(ctx, e, body, pending)
 		}
 	}
 	release()

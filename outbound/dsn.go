@@ -48,8 +48,15 @@ func (s *Sender) bounce(ctx context.Context, e mailstore.Outbound, body []byte, 
 		to = orig
 	}
 
+	// The bounce goes back for the partner the entry was sent for: into a
+	// domain another partner named and has not verified it goes out, as
+	// the entry's own mail to it would (policy.DeliverLocally).
+	partner, err := s.delivery.EntryPartner(ctx, e)
+	if err != nil {
+		return "", fmt.Errorf("bounce to %s: %w", to, err)
+	}
 	d := mailstore.Delivery{Body: s.dsn(e, to, body, failed, now), ReceivedAt: now}
-	res, err := policy.Resolve(ctx, s.cfg.Store, to)
+	res, err := policy.Resolve(ctx, s.cfg.Store, to, partner)
 	switch {
 	case err == nil:
 		for _, m := range res.Mailboxes {

@@ -11,16 +11,20 @@ import (
 	"github.com/mailhost/mailhost/mailstore"
 )
 
-// deliverLocal delivers an entry whose destination domain is hosted here
-// (it was queued before the domain was added, or submission queued it
-// whole) the way package delivery's Forward mode decides: each recipient
+// deliverLocal delivers an entry whose destination is delivered here
+// (delivery's RoutesHere: it was queued before the domain was added or
+// verified, or submission queued it whole) the way package delivery's Forward mode decides: each recipient
 // accepted as the MX would accept it, against the entry's size, and one
 // Store.Deliver for all. Alias destinations outside are queued again as
 // forwards in the same Deliver. This function only turns the outcomes
 // into the replies the queue records (localReply).
 func (s *Sender) deliverLocal(ctx context.Context, e mailstore.Outbound, body []byte, pending []string) outcome {
 	var out outcome
-	tx := s.delivery.StartForward(e)
+	tx, err := s.delivery.StartForward(ctx, e)
+	if err != nil {
+		out.deferAll(pending, localError("local delivery", err))
+		return out
+	}
 	for _, rcpt := range pending {
 		if err := tx.AddRecipient(ctx, rcpt, ""); err != nil {
 			out.settle([]string{rcpt}, localReply(err))

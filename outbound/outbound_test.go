@@ -802,3 +802,78 @@ func TestSMTPUTF8Needed(t *testing.T) {
 		t.Errorf("MX got %d messages, want none", n)
 	}
 }
+
+// An entry of one partner's domain for a domain another partner hosts
+// and has not verified goes out to that domain's MX, as for any domain
+// not hosted here, not into the other partner's mailbox (issue 11); so
+// does the bounce of an entry whose sender is in that domain. A verified
+// domain of the other partner gets its mail here.
+func TestLocalDestinationOfAnotherPartner(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	other, err := f.st.CreatePartner(ctx, "other", testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := mailstore.Plan{Name: "starter", QuotaMB: 1024, RetentionDays: 30, TransferMonthlyMB: 5120}
+	for _, d := range []string{"other.test", "verified.test"} {
+		if _, err := f.st.CreateDomain(ctx, other.ID, mailstore.NewDomain{Name: d, Plan: plan}, testNow); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.CreateMailbox(ctx, other.ID, d, "eve@"+d, "unused-hash", testNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.st.SetVerified(ctx, other.ID, "verified.test", true, testNow); err != nil {
+		t.Fatal(err)
+	}
+	clk := newClock()
+	f.queue(clk.Now(), f.submission("eve@other.test"), message("to other"))
+	f.queue(clk.Now(), f.submission("eve@verified.test"), message("to verified"))
+	// Sent as eve@other.test (say, a forward without SRS), refused.
+	f.queue(clk.Now(), mailstore.Relay{Kind: mailstore.KindForward, DomainID: f.domain.ID, From: "eve@other.test",
+		To: []string{"nobody@remote.test"}}, message("refused"))
+	mx := newMX(t, nil)
+	mx.rcpt = func(to string) error {
+		if to == "nobody@remote.test" {
+			return smtpErr(550, smtp.EnhancedCode{5, 1, 1}, "no such user")
+		}
+		return nil
+	}
+	f.start(clk, func(c *Config) { c.Resolver = mxFor("other.test", "remote.test"); c.Port = mx.port })
+
+	if got := f.waitInbox("eve@verified.test", 1)[0]; string(got) != message("to verified") {
+		t.Errorf("eve@verified.test got %q, want the message", got)
+	}
+	got := mx.waitMessages(t, 2)
+	slices.SortFunc(got, func(a, b received) int { return strings.Compare(a.from, b.from) })
+	if got[0].from != "" || !slices.Equal(got[0].to, []string{"eve@other.test"}) {
+		t.Errorf("MX got MAIL %q RCPT %q, want the bounce to eve@other.test", got[0].from, got[0].to)
+	}
+	if got[1].from != "bob@a.test" || !slices.Equal(got[1].to, []string{"eve@other.test"}) || got[1].body != message("to other") {
+		t.Errorf("MX got MAIL %q RCPT %q %q, want bob's message to eve@other.test", got[1].from, got[1].to, got[1].body)
+	}
+	f.waitEmpty()
+	if n := len(f.inbox("eve@other.test")); n != 0 {
+		t.Errorf("eve@other.test holds %d messages, want 0", n)
+	}
+}
+
+// A body with bare CR and LF (queued before smtpd normalised them, say)
+// leaves with every line ended by CRLF and dot-stuffed: "\r.\r" and
+// "\n.\n" are a line holding "." to the next hop, never its end of data
+// (issue 11, SMTP smuggling). go-smtp's writer alone passes a bare CR
+// through.
+func TestDataLineEnds(t *testing.T) {
+	f := newFixture(t)
+	clk := newClock()
+	body := "Subject: s\r\n\r\na\r.\rMAIL FROM:<evil@x.test>\rb\n.\nc\r\n.d\r\n"
+	f.queue(clk.Now(), f.submission("joe@remote.test"), body)
+	mx := newMX(t, nil)
+	f.start(clk, func(c *Config) { c.Resolver = mxFor("remote.test"); c.Port = mx.port })
+	got := mx.waitMessages(t, 1)[0]
+	if want := "Subject: s\r\n\r\na\r\n.\r\nMAIL FROM:<evil@x.test>\r\nb\r\n.\r\nc\r\n.d\r\n"; got.body != want {
+		t.Errorf("MX got %q, want %q", got.body, want)
+	}
+	f.waitEmpty()
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/mailhost/mailhost/delivery"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -261,6 +262,13 @@ func (s *Sender) data(c *smtp.Client, nc net.Conn, body []byte) (started bool, e
 	}
 	// go-smtp bounds each command, but not the writing of the data.
 	nc.SetWriteDeadline(time.Now().Add(s.cfg.CommandTimeout))
+	// Every line leaves ended by CRLF and dot-stuffed (RFC 5321 sections
+	// 2.3.8 and 4.5.2). go-smtp's writer (net/textproto's DotWriter)
+	// makes a bare LF CRLF and stuffs the dots after it, but passes a
+	// bare CR through, so "\r.\r" would leave as it came, an end of data
+	// for a lenient next hop (SMTP smuggling). smtpd stores messages
+	// normalised already; this covers entries queued before it did.
+	body = delivery.NormalizeLineEnds(body)
 	if _, err := w.Write(body); err != nil {
 		return true, err
 	}

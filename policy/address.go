@@ -153,3 +153,13 @@ func normalizeLocal(l string) (string, error) {
 	}
 	return l, nil
 }
+
+// IsSRS reports whether a normalised address has the local part of a
+// Sender Rewriting Scheme address, SRS0= or SRS1= (local parts are
+// normalised to lower case). The MX takes mail to such an address at a
+// hosted domain only as a bounce of mail this server forwarded, and
+// routes it to the original sender; a mailbox or alias of that name
+// would never receive mail, so the API refuses to make one.
+func IsSRS(addr string) bool {
+	return strings.HasPrefix(addr, "srs0=") || strings.HasPrefix(addr, "srs1=")
+}

@@ -20,6 +20,10 @@ var (
 	ErrAliasLoop = errors.New("alias loop")
 	// ErrAliasTooDeep: an alias chain is longer than MaxAliasDepth.
 	ErrAliasTooDeep = errors.New("alias chain too long")
+	// ErrNotVerified: the address's domain is hosted here, but by another
+	// partner that has not verified it, so mail to it is routed as for a
+	// domain not hosted here (DeliverLocally). It matches ErrNotHosted.
+	ErrNotVerified = fmt.Errorf("%w for this sender: hosted by another partner, not verified", ErrNotHosted)
 )
 
 // MaxAliasDepth is the most alias hops (alias or catch-all) Resolve
@@ -56,13 +60,24 @@ type Resolution struct {
 // ErrAliasTooDeep. A destination in a domain not hosted here is listed in
 // Remote; one in a hosted domain that nothing takes is ErrUnknownUser.
 //
+// senderPartnerID is the partner the mail comes from, as DeliverLocally
+// takes it: 0 for mail from outside (the MX), the user's partner for a
+// submission, NoPartner when no partner stands behind it. Each hosted
+// domain on the way is entered only when DeliverLocally allows it for
+// the partner whose mailbox or alias leads there: at the first address
+// senderPartnerID, after an alias the partner of the alias's domain. A
+// domain it does not allow is routed as one not hosted here (issue 11: a
+// partner that names a domain it has not verified does not receive
+// other partners' mail for it): at the first address ErrNotHosted, after
+// an alias a Remote destination.
+//
 // addr must be normalised (see NormalizeAddress), as alias destinations
 // are when stored. addr's own domain must be hosted, else ErrNotHosted: the
 // caller decides what to do with mail for other domains (relay for an
 // authenticated sender, refuse otherwise). Lookup failures other than
 // "not found" are returned wrapped, for the caller to answer as temporary.
-func Resolve(ctx context.Context, dir Directory, addr string) (Resolution, error) {
-	r := resolver{dir: dir}
+func Resolve(ctx context.Context, dir Directory, addr string, senderPartnerID int64) (Resolution, error) {
+	r := resolver{dir: dir, sender: senderPartnerID}
 	if err := r.resolve(ctx, addr, nil, mailstore.Domain{}); err != nil {
 		return Resolution{}, fmt.Errorf("resolve %s: %w", addr, err)
 	}
@@ -70,8 +85,9 @@ func Resolve(ctx context.Context, dir Directory, addr string) (Resolution, error
 }
 
 type resolver struct {
-	dir Directory
-	res Resolution
+	dir    Directory
+	sender int64 // the partner of the first address (Resolve)
+	res    Resolution
 }
 
 // resolve follows addr; path holds the addresses that led to it, first
@@ -102,6 +118,17 @@ func (r *resolver) resolve(ctx context.Context, addr string, path []string, via 
 		}
 		if len(path) == 1 {
 			return fmt.Errorf("%s: %w", domain, ErrNotHosted)
+		}
+		r.addRemote(addr, via)
+		return nil
+	}
+	from := r.sender
+	if len(path) > 1 {
+		from = via.PartnerID
+	}
+	if !DeliverLocally(from, dom) {
+		if len(path) == 1 {
+			return fmt.Errorf("%s: %w", domain, ErrNotVerified)
 		}
 		r.addRemote(addr, via)
 		return nil

@@ -18,8 +18,12 @@ type directory struct {
 	domains   map[string]bool
 	mailboxes map[string]int64
 	aliases   map[string]string
-	fail      error // answered by every lookup when set
-	lookups   int
+	// owners are the domains of partners other than 0, which are
+	// unverified unless in verified (the rest: partner 0, verified).
+	owners   map[string]int64
+	verified map[string]bool
+	fail     error // answered by every lookup when set
+	lookups  int
 }
 
 func newDirectory(domains ...string) *directory {
@@ -72,7 +76,17 @@ func (d *directory) DomainByName(ctx context.Context, name string) (mailstore.Do
 	if !d.domains[name] {
 		return mailstore.Domain{}, mailstore.ErrDomainNotFound
 	}
-	return mailstore.Domain{Name: name}, nil
+	owner, ok := d.owners[name]
+	return mailstore.Domain{Name: name, PartnerID: owner, Verified: !ok || d.verified[name]}, nil
+}
+
+// own gives domain name to partner p, verified or not.
+func (d *directory) own(name string, p int64, verified bool) *directory {
+	if d.owners == nil {
+		d.owners, d.verified = map[string]int64{}, map[string]bool{}
+	}
+	d.owners[name], d.verified[name] = p, verified
+	return d
 }
 
 // maxLookups bounds the lookups of one Resolve: four per address on a
@@ -264,7 +278,7 @@ func TestResolve(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Resolve(context.Background(), tc.dir, tc.addr)
+			res, err := Resolve(context.Background(), tc.dir, tc.addr, 0)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("Resolve(%q) = %+v, %v, want %v", tc.addr, res, err, tc.err)
@@ -292,6 +306,66 @@ func TestResolve(t *testing.T) {
 
 var errTestStore = errors.New("disk on fire")
 
+// TestResolveUnverified: a domain another partner hosts without having
+// verified it is entered only by mail from outside and by that partner's
+// own mailboxes and aliases (DeliverLocally, issue 11); from anyone else
+// it is routed as a domain not hosted here.
+func TestResolveUnverified(t *testing.T) {
+	const a, b = 1, 2
+	// a.test is partner a's, unverified; b.test partner b's, unverified;
+	// v.test partner b's, verified.
+	dir := func() *directory {
+		return newDirectory("a.test", "b.test", "v.test").
+			own("a.test", a, false).own("b.test", b, false).own("v.test", b, true).
+			mailbox("alice@a.test").mailbox("bob@b.test").mailbox("vic@v.test").
+			alias("tob@a.test", "bob@b.test").alias("tob@v.test", "bob@b.test").
+			alias("toa@b.test", "alice@a.test").alias("chain@a.test", "tob@v.test")
+	}
+	for _, tc := range []struct {
+		name      string
+		addr      string
+		sender    int64
+		mailboxes []string
+		remote    []string
+		via       string
+		err       error
+	}{
+		{name: "from outside, unverified", addr: "bob@b.test", sender: 0, mailboxes: []string{"bob@b.test"}},
+		{name: "own partner, unverified", addr: "bob@b.test", sender: b, mailboxes: []string{"bob@b.test"}},
+		{name: "other partner, unverified", addr: "bob@b.test", sender: a, err: ErrNotHosted},
+		{name: "other partner, verified", addr: "vic@v.test", sender: a, mailboxes: []string{"vic@v.test"}},
+		{name: "other partner's alias into its own unverified domain", addr: "tob@v.test", sender: a, mailboxes: []string{"bob@b.test"}},
+		{name: "alias into another partner's unverified domain, from outside", addr: "tob@a.test", sender: 0, remote: []string{"bob@b.test"}, via: "a.test"},
+		{name: "alias into another partner's unverified domain, own user", addr: "tob@a.test", sender: a, remote: []string{"bob@b.test"}, via: "a.test"},
+		{name: "the alias's partner decides, not the sender's", addr: "toa@b.test", sender: b, remote: []string{"alice@a.test"}, via: "b.test"},
+		{name: "chain through a verified domain of the destination's partner", addr: "chain@a.test", sender: 0, mailboxes: []string{"bob@b.test"}},
+		{name: "no partner, unverified", addr: "bob@b.test", sender: NoPartner, err: ErrNotHosted},
+		{name: "no partner, verified", addr: "vic@v.test", sender: NoPartner, mailboxes: []string{"vic@v.test"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Resolve(context.Background(), dir(), tc.addr, tc.sender)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) || !errors.Is(err, ErrNotVerified) {
+					t.Fatalf("Resolve(%q, %d) = %+v, %v, want %v", tc.addr, tc.sender, res, err, ErrNotVerified)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Resolve(%q, %d) = %v", tc.addr, tc.sender, err)
+			}
+			if got := emails(res.Mailboxes); !slices.Equal(got, tc.mailboxes) {
+				t.Errorf("Resolve(%q, %d) mailboxes = %q, want %q", tc.addr, tc.sender, got, tc.mailboxes)
+			}
+			if !slices.Equal(res.Remote, tc.remote) {
+				t.Errorf("Resolve(%q, %d) remote = %q, want %q", tc.addr, tc.sender, res.Remote, tc.remote)
+			}
+			if tc.via != "" && (len(res.RemoteVia) != 1 || res.RemoteVia[0].Name != tc.via) {
+				t.Errorf("Resolve(%q, %d) remote via %v, want %s", tc.addr, tc.sender, res.RemoteVia, tc.via)
+			}
+		})
+	}
+}
+
 // TestResolveRemoteVia checks which hosted domain a remote destination is
 // reported to come through: the domain of the alias that names it.
 func TestResolveRemoteVia(t *testing.T) {
@@ -307,7 +381,7 @@ func TestResolveRemoteVia(t *testing.T) {
 			newDirectory("a.test", "b.test").alias("info@a.test", "nobody@b.test").alias("@b.test", "x@r.test")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Resolve(context.Background(), tc.dir, tc.addr)
+			res, err := Resolve(context.Background(), tc.dir, tc.addr, 0)
 			if err != nil {
 				t.Fatalf("Resolve(%q) = %v", tc.addr, err)
 			}
@@ -323,7 +397,7 @@ func TestResolveDone(t *testing.T) {
 	cancel()
 	d := newDirectory("a.test").mailbox("bob@a.test")
 	d.fail = ctx.Err()
-	if _, err := Resolve(ctx, d, "bob@a.test"); !errors.Is(err, context.Canceled) {
+	if _, err := Resolve(ctx, d, "bob@a.test", 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Resolve with a done context = %v, want context.Canceled", err)
 	}
 }
@@ -382,7 +456,7 @@ func FuzzResolve(f *testing.F) {
 		}
 		addr := addrs[int(start)%len(addrs)]
 
-		res, err := Resolve(context.Background(), d, addr)
+		res, err := Resolve(context.Background(), d, addr, 0)
 		if d.lookups > maxLookups {
 			t.Fatalf("Resolve(%q) made %d lookups, want at most %d", addr, d.lookups, maxLookups)
 		}

@@ -41,7 +41,7 @@ func MaySendAs(ctx context.Context, dir Directory, user mailstore.Mailbox, addr 
 		}
 		return fmt.Errorf("%s as %s: %w", user.Email, addr, err)
 	}
-	res, err := Resolve(ctx, dir, addr)
+	res, err := Resolve(ctx, dir, addr, user.PartnerID)
 	switch {
 	case isResolutionRefusal(err):
 		return fmt.Errorf("%s as %s: %w: %w", user.Email, addr, ErrNotOwner, err)

@@ -2,6 +2,13 @@ package policy
 
 import "github.com/mailhost/mailhost/mailstore"
 
+// NoPartner is the sender partner of mail that comes from this server
+// but from no partner's mailbox or alias: the queue's own bounces, and
+// entries of a domain deleted since they were queued. It matches no
+// partner, so DeliverLocally takes it to verified domains only, never
+// to one a partner named without proving it owns it.
+const NoPartner int64 = -1
+
 // DeliverLocally reports whether mail to a hosted domain is delivered
 // into its mailboxes here, or routed as for a domain not hosted here (the
 // queue, to the domain's MX or the relay): the rule against a partner
@@ -15,6 +22,8 @@ import "github.com/mailhost/mailhost/mailstore"
 // when it belongs to the sender's own partner, so that a partner's
 // mailboxes mail each other before its DNS is set up. An unverified
 // domain of another partner gets the mail only if its DNS sends it here.
+// NoPartner, for mail no partner stands behind, gets verified domains
+// only.
 func DeliverLocally(senderPartnerID int64, to mailstore.Domain) bool {
 	return senderPartnerID == 0 || to.Verified || to.PartnerID == senderPartnerID
 }

@@ -41,7 +41,7 @@ func queueCrashChild(dir, relay string) int {
 		return 1
 	}
 	err = Run(context.Background(), cfg, Options{
-		Stdout: os.Stdout, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Stdout: os.Stdout, ShowKey: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Ready: func(a Addrs) { fmt.Println("ADDRS", a.HTTP, a.Submission) },
 	})
 	fmt.Println("ERR", err)

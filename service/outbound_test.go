@@ -33,8 +33,28 @@ type sinkMessage struct {
 // takes everything, the relay of the service under test.
 type sink struct {
 	addr string
+	// raw is the whole conversation as it crossed the wire, both ways.
+	raw  *lockedBuffer
 	mu   sync.Mutex
 	msgs []sinkMessage
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
 }
 
 type sinkSession struct {
@@ -67,9 +87,10 @@ func (ss *sinkSession) Logout() error { return nil }
 
 func startSink(t *testing.T) *sink {
 	t.Helper()
-	s := &sink{}
+	s := &sink{raw: &lockedBuffer{}}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &sinkSession{s: s}, nil }))
 	srv.Domain = "sink.test"
+	srv.Debug = s.raw
 	srv.AllowInsecureAuth = true
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

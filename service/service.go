@@ -7,6 +7,7 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,9 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/adminapi"
+	"github.com/mailhost/mailhost/autoconfig"
 	"github.com/mailhost/mailhost/config"
+	"github.com/mailhost/mailhost/console"
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/imapd"
 	"github.com/mailhost/mailhost/mailauth"
@@ -31,18 +34,31 @@ import (
 
 // Options are what Run needs besides the configuration.
 type Options struct {
-	// Stdout receives the one-time notice with the default partner's key.
+	// Stdout receives the one-time notice of the default partner; the key
+	// itself goes to DATA/initial-api-key (KeyFileName), and to Stdout
+	// too only with ShowKey.
 	Stdout io.Writer
-	Logger *slog.Logger
-	Now    func() time.Time
+	// ShowKey prints the first-start key on Stdout; cmd/mailhost sets it
+	// when stdout is a terminal (IsTerminal).
+	ShowKey bool
+	Logger  *slog.Logger
+	Now     func() time.Time
 	// Ready, if set, is called with the bound listener addresses once every
 	// listener is up (tests use it with ":0" addresses).
 	Ready func(Addrs)
+	// ACMEHTTPClient talks to the ACME CA; nil: http.DefaultClient (tests
+	// pass one that trusts their CA).
+	ACMEHTTPClient *http.Client
 }
 
 // Addrs are the addresses the listeners are bound to; empty when off.
 type Addrs struct {
 	HTTP, SMTP, Submission, Submissions, IMAP, IMAPS string
+	// AutoconfigHTTP and AutoconfigHTTPS serve the mail clients' set-up
+	// alone.
+	AutoconfigHTTP, AutoconfigHTTPS string
+	// HTTPS is the API over TLS; ACMEHTTP answers ACME HTTP-01.
+	HTTPS, ACMEHTTP string
 }
 
 // NewLogger makes the process logger the configuration asks for.
@@ -113,13 +129,23 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		log.Info("joined a cluster", "nodes", n)
 	}
 	ops := NewStoreOperator(st, o.Now)
-	if err := firstStart(ctx, st, ops, o.Stdout, log); err != nil {
+	if err := firstStart(ctx, st, ops, o.Stdout, o.ShowKey, cfg.DataDir, log); err != nil {
 		return err
 	}
 
 	tlsConfig, err := loadTLS(cfg.TLSCert, cfg.TLSKey, cfg.DataDir, hostname)
 	if err != nil {
 		return err
+	}
+	// httpsTLS is tlsConfig with what the https listener adds.
+	httpsTLS := tlsConfig.Clone()
+	httpsTLS.NextProtos = []string{"h2", "http/1.1"}
+	var certs *certSource
+	if cfg.ACME {
+		if certs, err = acmeSource(cfg, st, hostname, tlsConfig, o, log); err != nil {
+			return err
+		}
+		tlsConfig, httpsTLS = certs.TLSConfig(false), certs.TLSConfig(true)
 	}
 	dns, err := newResolver(cfg.DNS)
 	if err != nil {
@@ -238,34 +264,106 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	ctl := &http.Server{Handler: controlHandler(ops), ReadHeaderTimeout: 10 * time.Second}
+	ctl := &http.Server{Handler: withBackup(controlHandler(ops), st), ReadHeaderTimeout: 10 * time.Second}
 	servers = append(servers, ctl)
 	serve("control socket", func() error { return ctl.Serve(cln) })
 
-	if cfg.HTTP != "" {
-		ln, err := listen(cfg.HTTP)
+	clients := autoconfig.Servers{
+		Host: hostname, IMAPS: int(cfg.ClientIMAPSPort), IMAP: int(cfg.ClientIMAPPort),
+		Submissions: int(cfg.ClientSubmissionsPort), Submission: int(cfg.ClientSubmissionPort),
+	}
+	// The mail clients' set-up on listeners of its own (ports 80 and 443
+	// of autoconfig.<domain> and autodiscover.<domain>), without the API.
+	for _, l := range []struct {
+		name, addr string
+		tls        bool
+		bound      *string
+	}{{"autoconfig http", cfg.AutoconfigHTTP, false, &addrs.AutoconfigHTTP}, {"autoconfig https", cfg.AutoconfigHTTPS, true, &addrs.AutoconfigHTTPS}} {
+		if l.addr == "" {
+			continue
+		}
+		ln, err := listen(l.addr)
 		if err != nil {
 			closeAll()
 			return err
 		}
+		if l.tls {
+			ln = tls.NewListener(ln, tlsConfig)
+		}
+		hs := &http.Server{
+			Handler:           autoconfig.New(autoconfig.Config{Servers: clients, Domains: st, Logger: log}),
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      30 * time.Second,
+			IdleTimeout:       time.Minute,
+			MaxHeaderBytes:    16 << 10,
+		}
+		servers = append(servers, hs)
+		*l.bound = ln.Addr().String()
+		serve(l.name, func() error { return hs.Serve(ln) })
+		log.Info("listening", "service", l.name, "addr", *l.bound)
+	}
+
+	if cfg.HTTP != "" || cfg.HTTPS != "" {
 		api := adminapi.New(adminapi.Config{
 			Store: st, Plans: policy.NewPlans(cfg.Plans), Logger: log, Now: o.Now, Hostname: hostname,
 			Passwords: passwords, OnResume: onResume, DNS: dns,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst, Share: share,
+			Clients: clients,
 		})
-		hs := &http.Server{
-			Handler:           api,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       time.Minute,
-			WriteTimeout:      time.Minute,
-			IdleTimeout:       2 * time.Minute,
-			MaxHeaderBytes:    64 << 10,
+		for _, l := range []struct {
+			name, addr string
+			tls        *tls.Config
+			bound      *string
+		}{{"http", cfg.HTTP, nil, &addrs.HTTP}, {"https", cfg.HTTPS, httpsTLS, &addrs.HTTPS}} {
+			if l.addr == "" {
+				continue
+			}
+			ln, err := listen(l.addr)
+			if err != nil {
+				closeAll()
+				return err
+			}
+			hs := &http.Server{
+				// The partners' web console shares the API's listeners and
+				// origin: it is a page that calls the API, so it needs no CORS.
+				Handler:           console.Mount(api),
+				TLSConfig:         l.tls,
+				ReadHeaderTimeout: 10 * time.Second,
+				ReadTimeout:       time.Minute,
+				WriteTimeout:      time.Minute,
+				IdleTimeout:       2 * time.Minute,
+				MaxHeaderBytes:    64 << 10,
+			}
+			servers = append(servers, hs)
+			*l.bound = ln.Addr().String()
+			if l.tls != nil {
+				serve(l.name, func() error { return hs.ServeTLS(ln, "", "") })
+			} else {
+				serve(l.name, func() error { return hs.Serve(ln) })
+			}
+			log.Info("listening", "service", l.name, "addr", *l.bound)
 		}
+	}
+
+	if cfg.ACMEHTTP != "" {
+		ln, err := listen(cfg.ACMEHTTP)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		// Anything but a challenge is sent to https, or not found when
+		// there is no https listener.
+		var other http.Handler
+		if cfg.HTTPS == "" {
+			other = http.NotFoundHandler()
+		}
+		hs := &http.Server{Handler: certs.HTTPHandler(other), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}
 		servers = append(servers, hs)
-		addrs.HTTP = ln.Addr().String()
-		serve("http", func() error { return hs.Serve(ln) })
-		log.Info("listening", "service", "http", "addr", addrs.HTTP)
+		addrs.ACMEHTTP = ln.Addr().String()
+		serve("acme_http", func() error { return hs.Serve(ln) })
+		log.Info("listening", "service", "acme_http", "addr", addrs.ACMEHTTP)
 	}
 
 	if cfg.SMTP != "" {
@@ -277,7 +375,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		mx := smtpd.Config{
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
-			MaxConnsPerIP: int(cfg.MaxConnsPerIP), SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
+			MaxConnsPerIP: int(cfg.MXMaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
+			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
+			Postmaster: cfg.Postmaster,
 		}
 		if cfg.InboundChecks {
 			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}
@@ -293,8 +393,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		s := smtpd.NewSubmission(smtpd.Config{
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
-			MaxConnsPerIP: int(cfg.MaxConnsPerIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
-			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share,
+			MaxConnsPerIP: int(cfg.MaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
+			MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
+			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share, Postmaster: cfg.Postmaster,
 			Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
 		})
 		servers = append(servers, s)
@@ -308,7 +409,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		s := imapd.New(imapd.Config{
 			Store: st, Logins: logins, TLS: tlsConfig, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			Logger: log, Now: o.Now, Reserve: memory.Reserve, MaxMessageBytes: cfg.MaxMessageBytes,
-			MaxConnsPerIP: int(cfg.MaxConnsPerIP),
+			MaxConns: int(cfg.MaxIMAPConns), MaxConnsPerIP: int(cfg.MaxConnsPerIP),
+			MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP), MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP),
 		})
 		servers = append(servers, s)
 		if err := listenPair(s, "imap", cfg.IMAP, &addrs.IMAP, "imaps", cfg.IMAPS, &addrs.IMAPS); err != nil {
@@ -323,6 +425,15 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	recheck := &rechecker{store: st, dns: dns, hostname: hostname, now: o.Now, log: log}
 	recheck.cluster = st
 	wg.Add(4)
+	if certs != nil {
+		// After the listeners: the HTTP-01 handler is set up, and the
+		// CA can reach https.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			certs.run(rctx)
+		}()
+	}
 	go func() {
 		defer wg.Done()
 		runHeartbeat(rctx, st, node, share, o.Now, log)
@@ -360,9 +471,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	return runErr
 }
 
-// firstStart creates the partner "default" on an empty store and prints its
-// key once (decisions.md).
-func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io.Writer, log *slog.Logger) error {
+// firstStart creates the partner "default" on an empty store and hands
+// its key out once (decisions.md): into DATA/initial-api-key, and on
+// stdout when show is set.
+func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io.Writer, show bool, dataDir string, log *slog.Logger) error {
 	ps, err := st.Partners(ctx)
 	if err != nil {
 		return err
@@ -380,7 +492,11 @@ func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io
 	if err != nil {
 		return fmt.Errorf("create default partner: %w", err)
 	}
-	fmt.Fprintf(stdout, "Created partner %q (id %d). Its API key, shown only this once:\n\n    %s\n\nUse it as: Authorization: Bearer <key>\n\n", k.Name, k.ID, k.APIKey)
+	path, err := writeKeyFile(dataDir, k.APIKey)
+	if err != nil {
+		return err
+	}
+	printFirstKey(stdout, show, k.Name, k.ID, k.APIKey, path)
 	log.Info("created default partner", "partner_id", k.ID, "key_prefix", k.KeyPrefix)
 	return nil
 }
@@ -400,4 +516,13 @@ func delayWarning(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// noLimit maps a setting's 0 (no limit) to the servers' -1 (their 0 is
+// their default).
+func noLimit(n int64) int {
+	if n == 0 {
+		return -1
+	}
+	return int(n)
 }

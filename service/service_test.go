@@ -31,7 +31,7 @@ func startServer(t *testing.T, dir string, env ...string) (Addrs, *bytes.Buffer,
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, cfg, Options{
-			Stdout: out, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Stdout: out, ShowKey: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Ready: func(a Addrs) { ready <- a },
 		})
 	}()

@@ -85,6 +85,12 @@ func (s *submission) login(mech, username, password string) error {
 		s.log.Log(s.ctx, level, "auth failed", "mechanism", mech, "user", clean(username), "code", code(reply(err)), "err", err)
 		return reply(err)
 	}
+	// Counted once the user is known (as IMAP's); given back by Logout.
+	if err := s.srv.conns.count.AcquireUser(mb.ID, policy.AddrKey(s.ip)); err != nil {
+		s.log.Info("auth refused", "mechanism", mech, "user", mb.Email, "err", err)
+		return reply(err)
+	}
+	s.counted = &mb.ID
 	if now := s.srv.now(); now.Sub(mb.LastLogin) >= lastLoginResolution {
 		if err := s.srv.cfg.Store.RecordLogin(s.ctx, mb.ID, now); err != nil {
 			s.log.Warn("record last login", "user", mb.Email, "err", err)

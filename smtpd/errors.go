@@ -20,6 +20,8 @@ var (
 	errBadRecipient   = errors.New("bad recipient address")
 	errNoTransaction  = errors.New("no mail transaction")
 	errTooManyRefused = errors.New("too many refused recipients")
+	errNULSender      = errors.New("NUL in the sender address")
+	errNULRecipient   = errors.New("NUL in the recipient address")
 
 	errAuthRequired       = errors.New("not authenticated")
 	errEncryptionRequired = errors.New("AUTH without TLS")
@@ -61,6 +63,10 @@ func reply(err error) *smtp.SMTPError {
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such user here"}
 	case errors.Is(err, delivery.ErrAliasLoop):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 4, 6}, Message: "Alias loop or chain too long"}
+	case errors.Is(err, errNULRecipient):
+		return &smtp.SMTPError{Code: 501, EnhancedCode: smtp.EnhancedCode{5, 1, 3}, Message: "Bad recipient address syntax: NUL character"}
+	case errors.Is(err, errNULSender):
+		return &smtp.SMTPError{Code: 501, EnhancedCode: smtp.EnhancedCode{5, 1, 7}, Message: "Bad sender address syntax: NUL character"}
 	case errors.Is(err, errBadRecipient), errors.Is(err, delivery.ErrBadAddress):
 		return &smtp.SMTPError{Code: 501, EnhancedCode: smtp.EnhancedCode{5, 1, 3}, Message: "Bad recipient address syntax"}
 	case errors.Is(err, delivery.ErrOverQuota):
@@ -90,6 +96,8 @@ func reply(err error) *smtp.SMTPError {
 		// cost nothing: credential.Logins refuses them before any
 		// password check.
 		return &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many failed logins, try again later"}
+	case errors.Is(err, policy.ErrTooManyUserConns):
+		return &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many connections of this user from your address, try again later"}
 	case errors.Is(err, credential.ErrInvalidCredentials):
 		return &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
 	case errors.Is(err, errAuthUnavailable):

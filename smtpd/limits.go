@@ -12,21 +12,21 @@ import (
 	"github.com/mailhost/mailhost/policy"
 )
 
-// connLimiter counts connections per IP address, refusing those over the
-// limit, and keeps every open connection so that Shutdown can close the
-// idle ones.
+// connLimiter counts connections per client address (policy.Conns),
+// refusing those over the limits, and keeps every open connection so that
+// Shutdown can close the idle ones.
 type connLimiter struct {
 	log *slog.Logger
 
-	count *policy.ConnsPerAddress
+	count *policy.Conns
 
 	// mu guards open.
 	mu   sync.Mutex
 	open map[*trackedConn]struct{}
 }
 
-func newConnLimiter(max int, log *slog.Logger) *connLimiter {
-	return &connLimiter{log: log, count: policy.NewConnsPerAddress(max), open: map[*trackedConn]struct{}{}}
+func newConnLimiter(lim policy.ConnLimits, log *slog.Logger) *connLimiter {
+	return &connLimiter{log: log, count: policy.NewConns(lim, nil), open: map[*trackedConn]struct{}{}}
 }
 
 // listener wraps ln. silent is for a listener under TLS: a connection
@@ -60,11 +60,11 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			})
 			return c, nil
 		}
-		ip := policy.RemoteIP(c.RemoteAddr())
-		if tc := ll.l.acquire(c, ip); tc != nil {
+		tc, err := ll.l.acquire(c, policy.AddressKey(c.RemoteAddr()))
+		if err == nil {
 			return tc, nil
 		}
-		ll.l.log.Info("connection refused", "remote_ip", ip, "reason", "too many connections")
+		ll.l.log.Info("connection refused", "remote_ip", policy.RemoteIP(c.RemoteAddr()), "err", err)
 		if ll.silent {
 			c.Close()
 			continue
@@ -81,15 +81,15 @@ func refuse(c net.Conn) {
 	c.Close()
 }
 
-func (l *connLimiter) acquire(c net.Conn, ip string) *trackedConn {
-	if !l.count.Acquire(ip) {
-		return nil
+func (l *connLimiter) acquire(c net.Conn, ip string) (*trackedConn, error) {
+	if err := l.count.Acquire(ip); err != nil {
+		return nil, err
 	}
 	tc := &trackedConn{Conn: c, ip: ip, l: l}
 	l.mu.Lock()
 	l.open[tc] = struct{}{}
 	l.mu.Unlock()
-	return tc
+	return tc, nil
 }
 
 func (l *connLimiter) release(tc *trackedConn) {

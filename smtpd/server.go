@@ -86,9 +86,20 @@ type Config struct {
 	// BDAT, for each read of message data; WriteTimeout bounds each
 	// reply. 0 means 5 minutes and 1 minute (RFC 5321 section 4.5.3.2).
 	ReadTimeout, WriteTimeout time.Duration
-	// MaxConnsPerIP is the most connections at once from one IP address;
-	// more are answered 421 4.7.0 and closed. 0 means 20.
+	// MaxConnsPerIP is the most connections at once from one client
+	// address (an IPv6 /64 counts as one); more are answered 421 4.7.0
+	// and closed. 0 means policy.DefaultMXConnsPerAddress for the MX,
+	// policy.DefaultConnsPerAddress for submission.
 	MaxConnsPerIP int
+	// MaxConnRatePerIP bounds the connections one client address opens a
+	// minute, after a burst of MaxConnsPerIP; more are refused as over
+	// MaxConnsPerIP. 0 means policy.DefaultConnRatePerMinute; -1 no limit.
+	MaxConnRatePerIP int
+	// MaxConnsPerUserIP (submission) bounds the authenticated connections
+	// at once of one mailbox from one client address; an AUTH beyond it
+	// is answered 454 4.7.0. 0 means policy.DefaultConnsPerUserAddress;
+	// -1 no limit.
+	MaxConnsPerUserIP int
 
 	// OnQueued, when not nil, is called after a message was committed
 	// with remote recipients queued (Store.Deliver's Relay), to wake the
@@ -118,6 +129,10 @@ type Config struct {
 	// Share, when set, is this node's part of the cluster's limits: with
 	// n live nodes each allows MaxRecipientsPerHour/n.
 	Share *policy.Share
+	// Postmaster is where mail to RCPT TO:<postmaster> goes, and mail to
+	// postmaster@ a hosted domain that has none (delivery.Config's
+	// Postmaster). "": both are answered 550 5.1.1.
+	Postmaster string
 
 	// MX only.
 
@@ -178,11 +193,20 @@ const (
 	DefaultMaxRecipients   = 100
 	DefaultReadTimeout     = 5 * time.Minute
 	DefaultWriteTimeout    = time.Minute
-	DefaultMaxConnsPerIP   = 20
-	// maxLineLength bounds command and DATA lines: RFC 5321 section
-	// 4.5.3.1.6 allows 1000 octets; go-smtp's default doubles that to be
-	// lenient with careless senders. Longer lines end the connection.
+	// maxLineLength bounds command lines, held whole in memory while
+	// parsed: RFC 5321 section 4.5.3.1.4 allows 512 octets, extensions
+	// (SIZE, SMTPUTF8, AUTH with an initial response) add to that, and
+	// go-smtp's default of 2000 leaves room for them. A longer command
+	// line ends the connection (500 5.4.0).
 	maxLineLength = 2000
+	// maxDataLineLength bounds the lines of message data (DATA; BDAT
+	// chunks have no lines). RFC 5321 section 4.5.3.1.6 says 1000 octets,
+	// but unwrapped HTML lines of tens of kilobytes are ordinary mail,
+	// and refusing them (500 5.5.2, permanent) bounces it (issue 11). The
+	// data is read a byte at a time into the message, never held as a
+	// line, so the bound costs no memory: 1 MiB takes any real line and
+	// still refuses a stream with no line ends at all.
+	maxDataLineLength = 1 << 20
 )
 
 // Server is an SMTP server, MX or submission. Its methods may be called
@@ -239,6 +263,7 @@ func newServer(cfg Config, submission bool) *Server {
 	}
 	s.delivery = delivery.New(delivery.Config{
 		Store: cfg.Store, SRS: cfg.SRS, RefuseInboundOverCap: cfg.RefuseInboundOverCap, Now: s.now,
+		Postmaster: cfg.Postmaster,
 	})
 	if submission && cfg.MaxRecipientsPerHour > 0 {
 		// A quiet mailbox may use the hour's allowance at once.
@@ -260,9 +285,20 @@ func newServer(cfg Config, submission bool) *Server {
 		s.cfg.WriteTimeout = DefaultWriteTimeout
 	}
 	if s.cfg.MaxConnsPerIP <= 0 {
-		s.cfg.MaxConnsPerIP = DefaultMaxConnsPerIP
+		s.cfg.MaxConnsPerIP = policy.DefaultMXConnsPerAddress
+		if submission {
+			s.cfg.MaxConnsPerIP = policy.DefaultConnsPerAddress
+		}
 	}
-	s.conns = newConnLimiter(s.cfg.MaxConnsPerIP, s.log)
+	if s.cfg.MaxConnRatePerIP == 0 {
+		s.cfg.MaxConnRatePerIP = policy.DefaultConnRatePerMinute
+	}
+	if s.cfg.MaxConnsPerUserIP == 0 {
+		s.cfg.MaxConnsPerUserIP = policy.DefaultConnsPerUserAddress
+	}
+	s.conns = newConnLimiter(policy.ConnLimits{
+		PerAddress: s.cfg.MaxConnsPerIP, PerUserAddress: max(s.cfg.MaxConnsPerUserIP, 0), RatePerMinute: max(s.cfg.MaxConnRatePerIP, 0),
+	}, s.log)
 
 	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
 	srv.Domain = s.hostname
@@ -270,6 +306,7 @@ func newServer(cfg Config, submission bool) *Server {
 	srv.MaxMessageBytes = s.cfg.MaxMessageBytes
 	srv.MaxRecipients = s.cfg.MaxRecipients
 	srv.MaxLineLength = maxLineLength
+	srv.MaxDataLineLength = maxDataLineLength // third_party/go-smtp/PATCHES.md
 	srv.ReadTimeout = s.cfg.ReadTimeout
 	srv.WriteTimeout = s.cfg.WriteTimeout
 	// go-smtp always offers PIPELINING, 8BITMIME, ENHANCEDSTATUSCODES and

@@ -687,3 +687,21 @@ func TestRefusedRecipientLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestConnRatePerIP: past its burst (MaxConnsPerIP) an address that opens
+// connections faster than MaxConnRatePerIP is refused with 421 4.7.0 at
+// accept, though it holds none open.
+func TestConnRatePerIP(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxConnsPerIP = 3; c.MaxConnRatePerIP = 1 })
+	for range 3 {
+		r := e.dialRaw(t)
+		r.cmd("QUIT", "221 ")
+	}
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	over := &raw{t: t, c: c, r: newReader(c)}
+	over.expect("421 4.7.0 ")
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,6 +105,9 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 	if s.srv.shuttingDown() {
 		return reply(errShuttingDown)
 	}
+	if err := checkSender(from); err != nil {
+		return s.refusal("sender refused", err, "from", clean(from))
+	}
 	s.setBusy(true)
 	tx := transaction{id: newID(), from: from}
 	if opts != nil {
@@ -131,16 +135,46 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if s.tx.del == nil {
 		return reply(errNoTransaction)
 	}
-	addr, err := policy.NormalizeAddress(to)
+	addr, err := recipientAddress(to)
 	if err != nil {
 		s.refused++
-		return s.refuse(to, errBadRecipient)
+		return s.refuse(clean(to), err)
 	}
 	if err := s.tx.del.AddRecipient(s.ctx, addr, to); err != nil {
 		s.refused++
 		return s.refuse(addr, err)
 	}
 	return nil
+}
+
+// checkSender refuses a reverse path with a NUL (issue 11): go-smtp
+// takes it, and it would fail later, at the next hop or as an SRS
+// address, as a temporary error its sender retries for days. RFC 5321
+// section 4.1.2 allows no control characters in a path.
+func checkSender(from string) error {
+	if strings.IndexByte(from, 0) >= 0 {
+		return fmt.Errorf("%q: %w", from, errNULSender)
+	}
+	return nil
+}
+
+// recipientAddress is the recipient of RCPT TO:<to> as package delivery
+// takes it: normalised (policy.NormalizeAddress), or "postmaster" for
+// the domainless postmaster in any case (RFC 5321 section 4.5.1, which
+// every server must accept). A NUL is refused on its own (501 5.1.3),
+// with a reply that says so.
+func recipientAddress(to string) (string, error) {
+	if strings.IndexByte(to, 0) >= 0 {
+		return "", fmt.Errorf("%q: %w", to, errNULRecipient)
+	}
+	if strings.EqualFold(to, delivery.Postmaster) {
+		return delivery.Postmaster, nil
+	}
+	addr, err := policy.NormalizeAddress(to)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", errBadRecipient, err)
+	}
+	return addr, nil
 }
 
 // hangUp logs err, writes its reply and closes the connection. go-smtp
@@ -206,6 +240,10 @@ func (s *session) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
+	// Bare CR and LF become CRLF before anything reads the message (see
+	// delivery.NormalizeLineEnds): the checks, the stored copies and the
+	// next hop all see the same lines.
+	msg = delivery.NormalizeLineEnds(msg)
 	var ar string
 	if s.srv.cfg.Authenticator != nil {
 		ar = headerLine(s.srv.cfg.Authenticator.Check(s.ctx, net.IP(s.ip.AsSlice()), s.helo, tx.from, msg))

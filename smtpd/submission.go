@@ -8,6 +8,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/mailhost/mailhost/delivery"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 )
@@ -20,6 +21,18 @@ type submission struct {
 	// go-smtp does not run AUTH during a transaction (it answers 503
 	// after a first success), so Data may read it without a lock.
 	user *mailstore.Mailbox
+	// counted is the mailbox whose per-user-and-address count the
+	// session holds (MaxConnsPerUserIP), nil if none.
+	counted *int64
+}
+
+// Logout gives back the session's per-user-and-address count.
+func (s *submission) Logout() error {
+	if s.counted != nil {
+		s.srv.conns.count.ReleaseUser(*s.counted, policy.AddrKey(s.ip))
+		s.counted = nil
+	}
+	return s.session.Logout()
 }
 
 // Mail starts a transaction of the authenticated user (530 5.7.0 before
@@ -38,6 +51,9 @@ func (s *submission) Mail(from string, opts *smtp.MailOptions) error {
 	}
 	if s.user == nil {
 		return s.refuseSender(from, errAuthRequired)
+	}
+	if err := checkSender(from); err != nil {
+		return s.refuseSender(from, err)
 	}
 	var size int64
 	if opts != nil {
@@ -75,9 +91,9 @@ func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if s.tx.del == nil {
 		return reply(errNoTransaction)
 	}
-	addr, err := policy.NormalizeAddress(to)
+	addr, err := recipientAddress(to)
 	if err != nil {
-		return s.refuse(to, errBadRecipient)
+		return s.refuse(clean(to), err)
 	}
 	if l := s.srv.sendLimit; l != nil {
 		// Taken before the recipient is resolved, and not given back if
@@ -118,6 +134,11 @@ func (s *submission) Data(r io.Reader) error {
 	if err != nil {
 		return s.refuseMessage(tx, err)
 	}
+	// After checkFrom, which refuses a bare CR in the header, and before
+	// signing: the header's lines are those checked, and bare line ends
+	// in the body become CRLF (delivery.NormalizeLineEnds), so that the
+	// signature covers the lines every next hop reads.
+	msg = delivery.NormalizeLineEnds(msg)
 	msg = stripAuthResults(msg, s.srv.hostname)
 	fields, end := headerFields(msg)
 	msg = addMissing(msg, fields, end, at, tx.id, s.srv.hostname)

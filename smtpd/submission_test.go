@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -300,12 +301,15 @@ func TestSubmissionAuthBeforeTLS(t *testing.T) {
 
 func TestSubmissionThrottled(t *testing.T) {
 	e := newSubmissionEnv(t, func(c *Config) {
-		c.Logins = credential.NewLogins(credential.LoginConfig{Accounts: c.Store, MaxFailures: 2})
+		c.Logins = credential.NewLogins(credential.LoginConfig{Accounts: c.Store, Guesses: credential.GuessLimits{
+			Pair: credential.Budget{Burst: 2, PerHour: 1},
+		}})
 	})
 	r := e.rawTLS(t)
 	r.cmd("EHLO client.test", "250 ")
-	for range 2 {
-		r.cmd("AUTH PLAIN "+b64("\x00bob@a.test\x00wrong password"), "535 5.7.8 ")
+	// Distinct passwords: one sent again is not a new guess.
+	for i := range 2 {
+		r.cmd("AUTH PLAIN "+b64(fmt.Sprintf("\x00bob@a.test\x00wrong password %d", i)), "535 5.7.8 ")
 	}
 	// Throttled, even with the right password: 454, temporary.
 	r.cmd("AUTH PLAIN "+b64("\x00bob@a.test\x00"+password), "454 4.7.0 ")
@@ -665,4 +669,42 @@ func TestImplicitTLSListeners(t *testing.T) {
 		}
 		c.Quit()
 	})
+}
+
+// TestSubmissionConnsPerUserIP: a mailbox's authenticated connections from
+// one address stop at MaxConnsPerUserIP (454 4.7.0 to AUTH, the
+// connection stays usable); a colleague behind the same address is not
+// affected, and a slot comes back when a connection ends.
+func TestSubmissionConnsPerUserIP(t *testing.T) {
+	e := newSubmissionEnv(t, func(c *Config) { c.MaxConnsPerUserIP = 2 })
+	auth := func(r *raw, user, want string) {
+		t.Helper()
+		r.cmd("AUTH PLAIN "+b64("\x00"+user+"\x00"+password), want)
+	}
+	first := e.rawTLS(t)
+	first.cmd("EHLO client.test", "250 ")
+	auth(first, "bob@a.test", "235 ")
+	second := e.rawTLS(t)
+	second.cmd("EHLO client.test", "250 ")
+	auth(second, "bob@a.test", "235 ")
+	third := e.rawTLS(t)
+	third.cmd("EHLO client.test", "250 ")
+	auth(third, "bob@a.test", "454 4.7.0 ")
+	auth(third, "carol@a.test", "235 ")
+
+	first.cmd("QUIT", "221 ")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := e.rawTLS(t)
+		r.cmd("EHLO client.test", "250 ")
+		r.send("AUTH PLAIN " + b64("\x00bob@a.test\x00"+password))
+		got := r.reply()
+		if strings.HasPrefix(got, "235 ") {
+			break
+		}
+		if !strings.HasPrefix(got, "454 4.7.0 ") || time.Now().After(deadline) {
+			t.Fatalf("AUTH after a connection of bob ended = %q, want 235", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -36,6 +36,7 @@ Usage:
                                          no bounce, not sent (JSON: the entry)
   mailhost store copy --from DIR_OR_URL --to DIR_OR_URL
                                          copy a stopped store into an empty one (bbolt, PostgreSQL)
+  mailhost backup FILE [flags]           copy the bbolt store to FILE, also while the server runs
   mailhost store verify [-store URL | -data DIR]
                                          recompute every counter and report drift (exit 1)
   mailhost store compact [-data DIR]     give a stopped bbolt store's free pages back to the disk
@@ -58,6 +59,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if args[0] == "store" {
 		return storeCommand(args[1:], stdout, stderr)
+	}
+	if args[0] == "backup" {
+		return backupCommand(args[1:], stdout, stderr)
 	}
 	cmd, rest := args[0], args[1:]
 	if cmd != "serve" && len(rest) > 0 && rest[0] != "" && rest[0][0] != '-' {
@@ -117,7 +121,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	if cmd == "serve" {
-		err = service.Run(ctx, cfg, service.Options{Stdout: stdout, Logger: service.NewLogger(cfg, stderr)})
+		f, isFile := stdout.(*os.File)
+		show := isFile && service.IsTerminal(f)
+		err = service.Run(ctx, cfg, service.Options{Stdout: stdout, ShowKey: show, Logger: service.NewLogger(cfg, stderr)})
 	} else {
 		err = service.WithOperator(ctx, cfg, func(op service.Operator) error {
 			return operate(ctx, op, cmd, pos, page, limits, stdout)

@@ -267,7 +267,7 @@ func TestClusterReleaseHeldCap(t *testing.T) {
 		t.Errorf("racing ReleaseHeld() released %d entries, want 11", total)
 	}
 	var out int64
-	if err := a.Pool().QueryRow(ctx, `SELECT out_bytes FROM transfer WHERE domain_id = $1 AND month = $2`,
+	if err := a.Pool().QueryRow(ctx, `SELECT sum(out_bytes) FROM transfer WHERE domain_id = $1 AND month = $2`,
 		did, mailstore.Month(clusterNow)).Scan(&out); err != nil {
 		t.Fatal(err)
 	}

@@ -311,8 +311,10 @@ func (s *Store) DomainUsage(ctx context.Context, partnerID int64, name string, m
 		var ds domainScan
 		u.Transfer = mailstore.Transfer{Month: month}
 		err := tx.QueryRow(ctx, `
-			SELECT `+qualified("d", domainColumns)+`, COALESCE(t.in_bytes, 0), COALESCE(t.out_bytes, 0)
-			FROM domains d LEFT JOIN transfer t ON t.domain_id = d.id AND t.month = $3
+			SELECT `+domainCols("d")+`, COALESCE(t.in_bytes, 0), COALESCE(t.out_bytes, 0)
+			FROM domains d LEFT JOIN LATERAL (
+				SELECT sum(in_bytes)::bigint AS in_bytes, sum(out_bytes)::bigint AS out_bytes
+				FROM transfer WHERE domain_id = d.id AND month = $3) t ON true
 			WHERE d.name = $1 AND d.partner_id = $2`, name, partnerID, month).
 			Scan(append(ds.dest(), &u.Transfer.InBytes, &u.Transfer.OutBytes)...)
 		if err != nil {

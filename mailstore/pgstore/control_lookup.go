@@ -22,7 +22,7 @@ func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mai
 		var ms mailboxScan
 		var ds domainScan
 		err := tx.QueryRow(ctx, `
-			SELECT `+qualified("m", mailboxColumns)+`, `+qualified("d", domainColumns)+`
+			SELECT `+qualified("m", mailboxColumns)+`, `+domainCols("d")+`
 			FROM mailboxes m JOIN domains d ON d.id = m.domain_id
 			WHERE m.email = $1`, email).Scan(append(ms.dest(), ds.dest()...)...)
 		if err != nil {
@@ -105,7 +105,9 @@ func (s *Store) Transfer(ctx context.Context, domainID int64, month string) (mai
 		// transfer row counted nothing.
 		err := tx.QueryRow(ctx, `
 			SELECT COALESCE(t.in_bytes, 0), COALESCE(t.out_bytes, 0)
-			FROM domains d LEFT JOIN transfer t ON t.domain_id = d.id AND t.month = $2
+			FROM domains d LEFT JOIN LATERAL (
+				SELECT sum(in_bytes)::bigint AS in_bytes, sum(out_bytes)::bigint AS out_bytes
+				FROM transfer WHERE domain_id = d.id AND month = $2) t ON true
 			WHERE d.id = $1`, domainID, month).Scan(&x.InBytes, &x.OutBytes)
 		return domainNotFound(err)
 	})

@@ -13,18 +13,29 @@ import (
 // file that reads a domain or a mailbox (the mail plane's too), so that a
 // column added later is added in one place.
 
-// domainColumns are the columns scanDomain reads, in its order.
-const domainColumns = `id, partner_id, name, plan, max_mailboxes, max_aliases, quota_mb,
-	retention_days, transfer_monthly_mb, suspended, created_at,
-	mailbox_count, alias_count, message_count, used_bytes,
-	verified, verified_at, verify_token`
+// domainCols are the columns scanDomain reads, in its order, of the
+// domains row named t (the table, or its alias in a join). A domain's
+// message_count and used_bytes are its row's plus what deliveries added
+// in domain_usage, one row per shard (001_init.sql says why).
+func domainCols(t string) string {
+	return strings.NewReplacer("T.", t+".").Replace(`T.id, T.partner_id, T.name, T.plan, T.max_mailboxes,
+	T.max_aliases, T.quota_mb, T.retention_days, T.transfer_monthly_mb, T.suspended, T.created_at,
+	T.mailbox_count, T.alias_count,
+	T.message_count + (SELECT coalesce(sum(u.message_count), 0) FROM domain_usage u WHERE u.domain_id = T.id)::bigint,
+	T.used_bytes + (SELECT coalesce(sum(u.used_bytes), 0) FROM domain_usage u WHERE u.domain_id = T.id)::bigint,
+	T.verified, T.verified_at, T.verify_token`)
+}
+
+// domainColumns are domainCols of the table itself.
+var domainColumns = domainCols("domains")
 
 // mailboxColumns are the columns scanMailbox reads, in its order.
 const mailboxColumns = `id, domain_id, partner_id, email, password_hash, quota_mb,
 	used_bytes, message_count, last_login, created_at, password_changed_at`
 
-// qualified prefixes each column of a list such as domainColumns with a
-// table alias, for queries that join ("d" gives "d.id, d.partner_id, ...").
+// qualified prefixes each column of a list such as mailboxColumns with a
+// table alias, for queries that join ("m" gives "m.id, m.domain_id, ...");
+// domainCols takes its alias itself.
 func qualified(alias, columns string) string {
 	cols := strings.Split(columns, ",")
 	for i, c := range cols {

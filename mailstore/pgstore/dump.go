@@ -125,7 +125,9 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 		d := &r.Domain
 		if err := each(ctx, tx, "domains", `SELECT id, partner_id, name, plan, max_mailboxes, max_aliases, quota_mb,
 				retention_days, transfer_monthly_mb, suspended, created_at, mailbox_count, alias_count,
-				message_count, used_bytes FROM domains ORDER BY id`,
+				message_count + (SELECT coalesce(sum(u.message_count), 0) FROM domain_usage u WHERE u.domain_id = domains.id)::bigint,
+				used_bytes + (SELECT coalesce(sum(u.used_bytes), 0) FROM domain_usage u WHERE u.domain_id = domains.id)::bigint
+				FROM domains ORDER BY id`,
 			[]any{&d.ID, &d.PartnerID, &d.Name, &d.Plan, &d.MaxMailboxes, &d.MaxAliases, &d.QuotaMB,
 				&d.RetentionDays, &d.TransferMonthlyMB, &d.Suspended, &d.CreatedAt, &d.MailboxCount,
 				&d.AliasCount, &d.MessageCount, &d.UsedBytes}, func() error {
@@ -170,7 +172,8 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 	}
 	{
 		var r mailstore.TransferRecord
-		if err := each(ctx, tx, "transfer", `SELECT domain_id, month, in_bytes, out_bytes FROM transfer ORDER BY domain_id, month COLLATE "C"`,
+		if err := each(ctx, tx, "transfer", `SELECT domain_id, month, sum(in_bytes)::bigint, sum(out_bytes)::bigint FROM transfer
+				GROUP BY domain_id, month ORDER BY domain_id, month COLLATE "C"`,
 			[]any{&r.DomainID, &r.Month, &r.InBytes, &r.OutBytes}, func() error { return fn(r) }); err != nil {
 			return err
 		}

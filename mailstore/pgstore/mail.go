@@ -40,9 +40,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -73,70 +71,13 @@ const (
 	flagRecent  = `\Recent`
 )
 
-var systemFlags = []string{`\Answered`, `\Flagged`, `\Deleted`, `\Seen`, `\Draft`}
-
-// normFlags returns flags as stored: system flags in canonical case, no
-// \Recent (a session property, RFC 3501 2.3.2), no empty or duplicate
-// flags (compared without case), in the order given. As in bbolt.
-func normFlags(flags []string) []string {
-	var out []string
-	for _, f := range flags {
-		if strings.HasPrefix(f, `\`) {
-			if strings.EqualFold(f, flagRecent) {
-				continue
-			}
-			for _, sf := range systemFlags {
-				if strings.EqualFold(f, sf) {
-					f = sf
-					break
-				}
-			}
-		}
-		if f == "" || hasFlag(out, f) {
-			continue
-		}
-		out = append(out, f)
-	}
-	return out
-}
-
-func hasFlag(flags []string, f string) bool {
-	return slices.ContainsFunc(flags, func(x string) bool { return strings.EqualFold(x, f) })
-}
-
 // unseen is 1 for a message without \Seen: what it adds to a folder's
 // unseen counter.
 func unseen(flags []string) int64 {
-	if hasFlag(flags, flagSeen) {
+	if mailstore.HasFlag(flags, flagSeen) {
 		return 0
 	}
 	return 1
-}
-
-// applyFlags returns the flags after op and whether they changed.
-func applyFlags(cur []string, op mailstore.FlagOp, flags []string) ([]string, bool) {
-	var next []string
-	switch op {
-	case mailstore.FlagsAdd:
-		next = normFlags(append(slices.Clone(cur), flags...))
-	case mailstore.FlagsRemove:
-		for _, f := range cur {
-			if !hasFlag(flags, f) {
-				next = append(next, f)
-			}
-		}
-	default:
-		next = flags
-	}
-	if len(next) != len(cur) {
-		return next, true
-	}
-	for _, f := range next {
-		if !hasFlag(cur, f) {
-			return next, true
-		}
-	}
-	return cur, false
 }
 
 // flagsJSON is how a statement receives one message's flags among many
@@ -154,32 +95,6 @@ func flagsJSON(flags []string) string {
 const sqlFlags = `CASE WHEN r.flags = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(r.flags::jsonb)) END`
 
 // Folder names.
-
-// canonFolder returns the stored form of a folder name: INBOX in any case
-// is INBOX (RFC 3501 5.1).
-func canonFolder(name string) string {
-	if strings.EqualFold(name, "INBOX") {
-		return "INBOX"
-	}
-	return name
-}
-
-// checkFolderName refuses names that IMAP cannot carry or that would break
-// the "/" hierarchy, as bbolt does.
-func checkFolderName(name string) error {
-	bad := name == "" || len(name) > 512 || !utf8.ValidString(name) ||
-		strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") ||
-		strings.Contains(name, "//") || strings.ContainsAny(name, "*%")
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f {
-			bad = true
-		}
-	}
-	if bad {
-		return fmt.Errorf("folder name %q: %w", name, mailstore.ErrInvalidArgument)
-	}
-	return nil
-}
 
 // Rows.
 
@@ -511,6 +426,32 @@ func queueUsage(b *pgx.Batch, table string, u usage, lock bool) {
 	}
 	b.Queue(`UPDATE `+table+` t SET message_count = t.message_count + u.n, used_bytes = t.used_bytes + u.b
 		FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(id, n, b) WHERE t.id = u.id`, ids, msgs, bytes)
+}
+
+// queueDomainUsage queues the upsert of what a batch of deliveries adds
+// to each domain's counts, in the node's shard of domain_usage, the rows
+// in domain order so that concurrent batches take them in one order.
+func queueDomainUsage(b *pgx.Batch, u usage, shard int) {
+	var ids []int64
+	for id, v := range u {
+		if v != [2]int64{} {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	slices.Sort(ids)
+	msgs := make([]int64, len(ids))
+	bytes := make([]int64, len(ids))
+	for i, id := range ids {
+		msgs[i], bytes[i] = u[id][0], u[id][1]
+	}
+	b.Queue(`INSERT INTO domain_usage (domain_id, shard, message_count, used_bytes)
+		SELECT u.id, $4::int, u.n, u.b FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(id, n, b)
+		ON CONFLICT (domain_id, shard) DO UPDATE
+		SET message_count = domain_usage.message_count + EXCLUDED.message_count,
+			used_bytes = domain_usage.used_bytes + EXCLUDED.used_bytes`, ids, msgs, bytes, shard)
 }
 
 // sendBatch runs a batch's statements in one round trip and answers the

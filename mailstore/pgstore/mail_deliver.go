@@ -73,7 +73,7 @@ type delivery struct {
 	month    string
 	ids      []int64 // recipients, each once, in the order given
 	sender   int64
-	groups   []relayGroup
+	groups   []mailstore.RelayGroup
 
 	res  mailstore.DeliveryResult
 	err  error
@@ -91,7 +91,7 @@ func (s *Store) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.De
 			ids = append(ids, id)
 		}
 	}
-	groups, err := relayGroups(d.Relay)
+	groups, err := mailstore.GroupRelays(d.Relay)
 	if err != nil {
 		return mailstore.DeliveryResult{}, fmt.Errorf("deliver: %w", err)
 	}
@@ -175,10 +175,10 @@ func (s *Store) runDeliveries(batch []*delivery) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
 	defer cancel()
-	err := s.write(ctx, func(tx pgx.Tx) error { return deliverTx(ctx, tx, live) })
+	err := s.write(ctx, func(tx pgx.Tx) error { return deliverTx(ctx, tx, s.shard, live) })
 	if err != nil && len(live) > 1 {
 		for _, c := range live {
-			if err := s.write(ctx, func(tx pgx.Tx) error { return deliverTx(ctx, tx, []*delivery{c}) }); err != nil {
+			if err := s.write(ctx, func(tx pgx.Tx) error { return deliverTx(ctx, tx, s.shard, []*delivery{c}) }); err != nil {
 				c.res, c.err = mailstore.DeliveryResult{}, err
 			}
 		}
@@ -211,7 +211,7 @@ type inbox struct{ folder, domain int64 }
 // deliverTx runs a batch of deliveries in tx (see Deliver). It sets each
 // call's result, or its refusal; an error fails the whole batch. It
 // starts from scratch, as s.tx may run it again.
-func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
+func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) error {
 	var (
 		mbIDs, domIDs  []int64
 		pairD          []int64
@@ -245,8 +245,8 @@ func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
 		}
 		for _, g := range c.groups {
 			nQueue++
-			if g.relay.DomainID != 0 {
-				wantFigures(g.relay.DomainID, c.month)
+			if g.Relay.DomainID != 0 {
+				wantFigures(g.Relay.DomainID, c.month)
 			}
 		}
 		nBlobs++
@@ -278,9 +278,13 @@ func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
 			return err
 		})
 	}
+	// Only the domains a cap is decided for are locked (the sender's and
+	// the relays'): a recipient's domain is only counted, in this node's
+	// shard of domain_usage and transfer, so that deliveries on several
+	// nodes to one domain do not queue on its row until each commits.
 	b.Queue(`SELECT id, transfer_monthly_mb FROM domains
-		WHERE id = ANY(ARRAY(SELECT domain_id FROM mailboxes WHERE id = ANY($1)) || $2::bigint[])
-		ORDER BY id FOR NO KEY UPDATE`, mbIDs, domIDs).Query(func(rows pgx.Rows) error {
+		WHERE id = ANY($1::bigint[])
+		ORDER BY id FOR NO KEY UPDATE`, domIDs).Query(func(rows pgx.Rows) error {
 		var id, mb int64
 		_, err := pgx.ForEachRow(rows, []any{&id, &mb}, func() error {
 			caps[id] = mb
@@ -289,9 +293,10 @@ func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
 		return err
 	})
 	if len(pairD) > 0 {
-		b.Queue(`SELECT t.domain_id, t.month, t.in_bytes, t.out_bytes
+		b.Queue(`SELECT t.domain_id, t.month, sum(t.in_bytes)::bigint, sum(t.out_bytes)::bigint
 			FROM transfer t JOIN unnest($1::bigint[], $2::text[]) AS p(domain_id, month)
-			ON t.domain_id = p.domain_id AND t.month = p.month`, pairD, pairM).Query(func(rows pgx.Rows) error {
+			ON t.domain_id = p.domain_id AND t.month = p.month
+			GROUP BY t.domain_id, t.month`, pairD, pairM).Query(func(rows pgx.Rows) error {
 			var k domainMonth
 			var in, out int64
 			_, err := pgx.ForEachRow(rows, []any{&k.domain, &k.month, &in, &out}, func() error {
@@ -354,7 +359,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
 		}
 		held := map[int64]bool{}
 		for _, g := range c.groups {
-			did := g.relay.DomainID
+			did := g.Relay.DomainID
 			if _, ok := held[did]; ok || did == 0 || did == c.sender {
 				continue
 			}
@@ -398,7 +403,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
 		for _, g := range c.groups {
 			id := queueIDs[nextQueue]
 			nextQueue++
-			if err := qRows.add(id, g, blob, c.size, c.received, held[g.relay.DomainID]); err != nil {
+			if err := qRows.add(id, g, blob, c.size, c.received, held[g.Relay.DomainID]); err != nil {
 				return err
 			}
 			c.res.Queued = append(c.res.Queued, id)
@@ -413,7 +418,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
 			outDomains = append(outDomains, c.sender)
 		}
 		for _, g := range c.groups {
-			did := g.relay.DomainID
+			did := g.Relay.DomainID
 			if did != 0 && !held[did] && !slices.Contains(outDomains, did) {
 				outDomains = append(outDomains, did)
 			}
@@ -433,7 +438,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
 		b.Queue(sqlAddMessages, add.args()...)
 	}
 	queueUsage(b, "mailboxes", mbUse, false)
-	queueUsage(b, "domains", domUse, false)
+	queueDomainUsage(b, domUse, shard)
 	if len(transfer) > 0 {
 		keys := make([]domainMonth, 0, len(transfer))
 		for k := range transfer {
@@ -451,11 +456,11 @@ func deliverTx(ctx context.Context, tx pgx.Tx, calls []*delivery) error {
 		for i, k := range keys {
 			td[i], tm[i], ti[i], to[i] = k.domain, k.month, transfer[k][0], transfer[k][1]
 		}
-		b.Queue(`INSERT INTO transfer (domain_id, month, in_bytes, out_bytes)
-			SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])
-			ON CONFLICT (domain_id, month) DO UPDATE
+		b.Queue(`INSERT INTO transfer (domain_id, month, in_bytes, out_bytes, shard)
+			SELECT *, $5::int FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])
+			ON CONFLICT (domain_id, month, shard) DO UPDATE
 			SET in_bytes = transfer.in_bytes + EXCLUDED.in_bytes, out_bytes = transfer.out_bytes + EXCLUDED.out_bytes`,
-			td, tm, ti, to)
+			td, tm, ti, to, shard)
 	}
 	if len(qRows.id) > 0 {
 		b.Queue(`INSERT INTO queue (id, kind, domain_id, from_addr, destination, recipients, blob_id, size, queued_at, next_attempt, held)
@@ -479,9 +484,9 @@ type queueRows struct {
 	held                   []bool
 }
 
-func (q *queueRows) add(id int64, g relayGroup, blob, size int64, at time.Time, held bool) error {
-	rcpts := make([]mailstore.OutboundRecipient, len(g.to))
-	for i, a := range g.to {
+func (q *queueRows) add(id int64, g mailstore.RelayGroup, blob, size int64, at time.Time, held bool) error {
+	rcpts := make([]mailstore.OutboundRecipient, len(g.To))
+	for i, a := range g.To {
 		rcpts[i] = mailstore.OutboundRecipient{Address: a, State: mailstore.RecipientPending}
 	}
 	js, err := json.Marshal(rcpts)
@@ -489,54 +494,14 @@ func (q *queueRows) add(id int64, g relayGroup, blob, size int64, at time.Time, 
 		return err
 	}
 	q.id = append(q.id, id)
-	q.kind = append(q.kind, string(g.relay.Kind))
-	q.domain = append(q.domain, g.relay.DomainID)
-	q.from = append(q.from, g.relay.From)
-	q.dest = append(q.dest, g.destination)
+	q.kind = append(q.kind, string(g.Relay.Kind))
+	q.domain = append(q.domain, g.Relay.DomainID)
+	q.from = append(q.from, g.Relay.From)
+	q.dest = append(q.dest, g.Destination)
 	q.rcpts = append(q.rcpts, string(js))
 	q.blob = append(q.blob, blob)
 	q.size = append(q.size, size)
 	q.at = append(q.at, at)
 	q.held = append(q.held, held)
 	return nil
-}
-
-// relayGroup is one queue entry to be: a relay's recipients in one
-// destination domain.
-type relayGroup struct {
-	relay       *mailstore.Relay
-	destination string
-	to          []string
-}
-
-// relayGroups checks a delivery's relays and groups each one's recipients
-// by destination domain (what follows the last "@", in lower case), in the
-// order they first appear; an address given twice counts once. As bbolt.
-func relayGroups(relays []mailstore.Relay) ([]relayGroup, error) {
-	var out []relayGroup
-	for i := range relays {
-		r := &relays[i]
-		switch r.Kind {
-		case mailstore.KindSubmission, mailstore.KindForward, mailstore.KindBounce:
-		default:
-			return nil, fmt.Errorf("relay kind %q: %w", r.Kind, mailstore.ErrInvalidArgument)
-		}
-		first := len(out)
-		for _, addr := range r.To {
-			at := strings.LastIndexByte(addr, '@')
-			if at <= 0 || at == len(addr)-1 {
-				return nil, fmt.Errorf("relay recipient %q: %w", addr, mailstore.ErrInvalidArgument)
-			}
-			dest := strings.ToLower(addr[at+1:])
-			g := slices.IndexFunc(out[first:], func(g relayGroup) bool { return g.destination == dest })
-			if g < 0 {
-				out = append(out, relayGroup{relay: r, destination: dest})
-				g = len(out) - first - 1
-			}
-			if grp := &out[first+g]; !slices.Contains(grp.to, addr) {
-				grp.to = append(grp.to, addr)
-			}
-		}
-	}
-	return out, nil
 }

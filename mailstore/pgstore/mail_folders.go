@@ -49,7 +49,7 @@ func (s *Store) Folder(ctx context.Context, mailboxID int64, name string) (mails
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		var err error
 		f, err = mailScanFolder(tx.QueryRow(ctx, `SELECT `+folderColumns+` FROM folders f WHERE f.mailbox_id = $1 AND f.name = $2`,
-			mailboxID, canonFolder(name)))
+			mailboxID, mailstore.CanonFolder(name)))
 		if noRows(err) {
 			return mailstore.ErrFolderNotFound
 		}
@@ -65,8 +65,8 @@ func (s *Store) Folder(ctx context.Context, mailboxID int64, name string) (mails
 // takes the slot with one conditional UPDATE, so MaxFolders holds under
 // racing creates.
 func (s *Store) CreateFolder(ctx context.Context, mailboxID int64, name string) (mailstore.Folder, error) {
-	name = canonFolder(name)
-	if err := checkFolderName(name); err != nil {
+	name = mailstore.CanonFolder(name)
+	if err := mailstore.CheckFolderName(name); err != nil {
 		return mailstore.Folder{}, fmt.Errorf("create folder: %w", err)
 	}
 	var f mailstore.Folder
@@ -113,7 +113,7 @@ func (s *Store) CreateFolder(ctx context.Context, mailboxID int64, name string) 
 // change log (nothing can ask for it: the id is never used again).
 // Children ("name/...") stay.
 func (s *Store) DeleteFolder(ctx context.Context, mailboxID int64, name string) error {
-	name = canonFolder(name)
+	name = mailstore.CanonFolder(name)
 	if name == "INBOX" {
 		return fmt.Errorf("delete folder %q: %w", name, mailstore.ErrFolderProtected)
 	}
@@ -173,11 +173,11 @@ func (s *Store) DeleteFolder(ctx context.Context, mailboxID int64, name string) 
 // inside the moving set ("a" to "a/b") does not collide with itself;
 // the unique key then finds a name taken by another folder.
 func (s *Store) RenameFolder(ctx context.Context, mailboxID int64, oldName, newName string) error {
-	oldName, newName = canonFolder(oldName), canonFolder(newName)
+	oldName, newName = mailstore.CanonFolder(oldName), mailstore.CanonFolder(newName)
 	if oldName == "INBOX" {
 		return fmt.Errorf("rename folder %q: %w", oldName, mailstore.ErrFolderProtected)
 	}
-	if err := checkFolderName(newName); err != nil {
+	if err := mailstore.CheckFolderName(newName); err != nil {
 		return fmt.Errorf("rename folder %q: %w", oldName, err)
 	}
 	err := s.write(ctx, func(tx pgx.Tx) error {
@@ -207,7 +207,7 @@ func (s *Store) RenameFolder(ctx context.Context, mailboxID int64, oldName, newN
 			return nil
 		}
 		for _, n := range names {
-			if err := checkFolderName(n); err != nil {
+			if err := mailstore.CheckFolderName(n); err != nil {
 				return err
 			}
 		}
@@ -230,7 +230,7 @@ func (s *Store) RenameFolder(ctx context.Context, mailboxID int64, oldName, newN
 // SetSubscribed implements mailstore.Store.
 func (s *Store) SetSubscribed(ctx context.Context, mailboxID int64, name string, subscribed bool) error {
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE folders SET subscribed = $3 WHERE mailbox_id = $1 AND name = $2`, mailboxID, canonFolder(name), subscribed)
+		tag, err := tx.Exec(ctx, `UPDATE folders SET subscribed = $3 WHERE mailbox_id = $1 AND name = $2`, mailboxID, mailstore.CanonFolder(name), subscribed)
 		if err == nil && tag.RowsAffected() == 0 {
 			return mailstore.ErrFolderNotFound
 		}

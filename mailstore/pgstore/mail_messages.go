@@ -193,7 +193,7 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 	if receivedAt.IsZero() {
 		return mailstore.Message{}, fmt.Errorf("append: no received time: %w", mailstore.ErrInvalidArgument)
 	}
-	flags = normFlags(flags)
+	flags = mailstore.NormFlags(flags)
 	size := int64(len(body))
 	var out mailstore.Message
 	err := s.write(ctx, func(tx pgx.Tx) error {
@@ -235,7 +235,7 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 // skipped; the messages whose flags did change come back, in the order
 // of uids (a UID given twice is applied twice, as in bbolt).
 func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string) ([]mailstore.Message, error) {
-	flags = normFlags(flags)
+	flags = mailstore.NormFlags(flags)
 	var out []mailstore.Message
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		out = []mailstore.Message{}
@@ -253,7 +253,7 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 			if !ok {
 				continue
 			}
-			next, changed := applyFlags(m.Flags, op, flags)
+			next, changed := mailstore.ApplyFlags(m.Flags, op, flags)
 			if !changed {
 				continue
 			}

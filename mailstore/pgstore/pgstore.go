@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -54,6 +55,10 @@ type Options struct {
 type Store struct {
 	pool *pgxpool.Pool
 	node string
+	// shard is this node's row in the counters that deliveries on every
+	// node add to (domain_usage, transfer; 001_init.sql), from its name,
+	// so that a node keeps its row across restarts.
+	shard int
 	// watch wakes this node's IMAP sessions: at once after a local
 	// commit, and when another node's notification arrives (notify.go).
 	watch mailstore.Watchers
@@ -97,7 +102,7 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	s := &Store{pool: pool, node: node}
+	s := &Store{pool: pool, node: node, shard: shardOf(node)}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
@@ -109,6 +114,17 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 	}
 	s.bell = bell
 	return s, nil
+}
+
+// shards bounds the rows per domain in domain_usage and per domain and
+// month in transfer. Nodes whose names fall in one shard share its rows,
+// and wait for each other there, as all did before sharding.
+const shards = 64
+
+func shardOf(node string) int {
+	h := fnv.New32a()
+	h.Write([]byte(node))
+	return int(h.Sum32() % shards)
 }
 
 // Close stops listening and closes the pool; it waits for methods under

@@ -295,7 +295,7 @@ func (s *Store) RecordAttempt(ctx context.Context, id int64, a mailstore.Attempt
 		if err != nil {
 			return err
 		}
-		o = applyAttempt(o, a)
+		o = mailstore.ApplyAttempt(o, a)
 		out = o
 		if len(o.Pending()) == 0 {
 			if _, err := tx.Exec(ctx, `DELETE FROM queue WHERE id = $1`, id); err != nil {
@@ -313,51 +313,6 @@ func (s *Store) RecordAttempt(ctx context.Context, id int64, a mailstore.Attempt
 		return mailstore.Outbound{}, fmt.Errorf("record attempt of outbound entry %d: %w", id, err)
 	}
 	return out, nil
-}
-
-// applyAttempt is an entry after an attempt. Only pending recipients
-// change; addresses the entry does not have pending are ignored. It is
-// bbolt's applyAttempt (mailstore/bolt_queue.go), which is not exported:
-// keep the two the same.
-func applyAttempt(o mailstore.Outbound, a mailstore.Attempt) mailstore.Outbound {
-	rcpts := slices.Clone(o.Recipients)
-	var firstFailure string
-	for i := range rcpts {
-		r := &rcpts[i]
-		if r.State != mailstore.RecipientPending {
-			continue
-		}
-		if slices.Contains(a.Delivered, r.Address) {
-			r.State, r.Reply = mailstore.RecipientDelivered, ""
-			continue
-		}
-		if reply, ok := a.Failed[r.Address]; ok {
-			r.State, r.Reply = mailstore.RecipientFailed, reply
-			if firstFailure == "" {
-				firstFailure = reply
-			}
-			continue
-		}
-		if a.Deferred != "" {
-			r.Reply = a.Deferred
-		}
-	}
-	o.Recipients = rcpts
-	o.Attempts++
-	o.Leased = false
-	o.Warned = o.Warned || a.Warned
-	switch {
-	case a.Deferred != "":
-		o.LastError = a.Deferred
-	case firstFailure != "":
-		o.LastError = firstFailure
-	}
-	next := a.NextAttempt
-	if next.IsZero() {
-		next = a.Now
-	}
-	o.NextAttempt = utc(next)
-	return o
 }
 
 // OutboundEntries implements mailstore.Store, in one snapshot so that

@@ -96,9 +96,12 @@ func (s *Store) releaseDomain(ctx context.Context, domainID int64, now time.Time
 		d := mailstore.Domain{TransferMonthlyMB: capMB}
 		var x mailstore.Transfer
 		if !gone {
-			err := tx.QueryRow(ctx, `SELECT in_bytes, out_bytes FROM transfer WHERE domain_id = $1 AND month = $2`,
+			// The month's rows of every shard (001_init.sql): the figures
+			// every decision before this one left, under the domain lock.
+			err := tx.QueryRow(ctx, `SELECT coalesce(sum(in_bytes), 0)::bigint, coalesce(sum(out_bytes), 0)::bigint
+				FROM transfer WHERE domain_id = $1 AND month = $2`,
 				domainID, month).Scan(&x.InBytes, &x.OutBytes)
-			if err != nil && !noRows(err) {
+			if err != nil {
 				return fmt.Errorf("read transfer: %w", err)
 			}
 			if d.TransferCapReached(x) {
@@ -157,9 +160,9 @@ func (s *Store) releaseDomain(ctx context.Context, domainID int64, now time.Time
 		released = int(tag.RowsAffected())
 		if counted > 0 {
 			if _, err := tx.Exec(ctx, `
-				INSERT INTO transfer (domain_id, month, out_bytes) VALUES ($1, $2, $3)
-				ON CONFLICT (domain_id, month) DO UPDATE SET out_bytes = transfer.out_bytes + EXCLUDED.out_bytes`,
-				domainID, month, counted); err != nil {
+				INSERT INTO transfer (domain_id, month, shard, out_bytes) VALUES ($1, $2, $4, $3)
+				ON CONFLICT (domain_id, month, shard) DO UPDATE SET out_bytes = transfer.out_bytes + EXCLUDED.out_bytes`,
+				domainID, month, counted, s.shard); err != nil {
 				return fmt.Errorf("count transfer: %w", err)
 			}
 		}

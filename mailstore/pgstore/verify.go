@@ -65,15 +65,16 @@ var verifyQueries = []struct{ what, sql string }{
 		m AS (
 			SELECT mb.domain_id, count(*) AS n, sum(m.size)::bigint AS size
 			FROM messages m JOIN folders f ON f.id = m.folder_id JOIN mailboxes mb ON mb.id = f.mailbox_id
-			GROUP BY mb.domain_id)
+			GROUP BY mb.domain_id),
+		du AS (SELECT domain_id, sum(message_count)::bigint AS n, sum(used_bytes)::bigint AS size FROM domain_usage GROUP BY domain_id)
 		SELECT 'domain ' || d.id || ' (' || d.name || ')', v.field, v.stored, v.re
 		FROM domains d LEFT JOIN mb ON mb.domain_id = d.id LEFT JOIN al ON al.domain_id = d.id
-		LEFT JOIN m ON m.domain_id = d.id
+		LEFT JOIN m ON m.domain_id = d.id LEFT JOIN du ON du.domain_id = d.id
 		CROSS JOIN LATERAL (VALUES
 			(1, 'mailbox_count', d.mailbox_count, coalesce(mb.n, 0)),
 			(2, 'alias_count', d.alias_count, coalesce(al.n, 0)),
-			(3, 'message_count', d.message_count, coalesce(m.n, 0)),
-			(4, 'used_bytes', d.used_bytes, coalesce(m.size, 0))
+			(3, 'message_count', d.message_count + coalesce(du.n, 0), coalesce(m.n, 0)),
+			(4, 'used_bytes', d.used_bytes + coalesce(du.size, 0), coalesce(m.size, 0))
 		) v(i, field, stored, re)
 		WHERE v.stored <> v.re ORDER BY d.id, v.i`},
 	{"bodies", `

@@ -99,12 +99,30 @@ CREATE INDEX aliases_partner ON aliases (partner_id, id);
 CREATE INDEX aliases_domain ON aliases (domain_id, id);
 
 -- Transfer per domain and UTC month; rows are made by upsert with deltas.
+-- A month's figures are the sum of its rows, one per shard: each node
+-- counts in its own shard (pgstore.Store.shard), so that deliveries on
+-- two nodes to one domain do not wait for each other's row lock until
+-- commit. A transfer cap is decided under the domain row's lock (FOR NO
+-- KEY UPDATE, taken by every decision), on the sum.
 CREATE TABLE transfer (
 	domain_id bigint NOT NULL REFERENCES domains (id) ON DELETE CASCADE,
 	month     text NOT NULL, -- YYYY-MM
+	shard     int NOT NULL DEFAULT 0,
 	in_bytes  bigint NOT NULL DEFAULT 0,
 	out_bytes bigint NOT NULL DEFAULT 0,
-	PRIMARY KEY (domain_id, month)
+	PRIMARY KEY (domain_id, month, shard)
+);
+
+-- What deliveries add to a domain's message_count and used_bytes, one
+-- row per shard as transfer has: a domain's figures are its row's plus
+-- the sum of these (domainCols). Every other writer (expunge, retention,
+-- deletes) changes the domain row itself; they are not the hot path.
+CREATE TABLE domain_usage (
+	domain_id     bigint NOT NULL REFERENCES domains (id) ON DELETE CASCADE,
+	shard         int NOT NULL,
+	message_count bigint NOT NULL DEFAULT 0,
+	used_bytes    bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (domain_id, shard)
 );
 
 CREATE TABLE dkim_keys (

@@ -1,0 +1,56 @@
+// mailboxes.js: a domain's mailboxes: create, password, quota with a
+// usage bar, delete.
+
+import { h, field, bar, fmt } from "./dom.js";
+import { call, get, post, put, del, seg } from "./api.js";
+import { onSubmit, button, pager, pageQuery, domainHeader, section } from "./ui.js";
+
+// page is #/domains/{name}/mailboxes.
+export async function page(ctx, name) {
+  const { domain: d, el: head } = await domainHeader(ctx, name, "/mailboxes");
+  const { body: ms, total } = await call("GET", `/users/?domain_id=${d.id}&${pageQuery(ctx)}`);
+  // One usage call per mailbox of the page, at once: the API has no
+  // list of usages, and a page is 25 at most, well within the key's burst.
+  const usages = await Promise.all(ms.map((m) => get("/users/" + seg(m.email) + "/usage")));
+
+  const local = field("Address", { type: "text", required: true, placeholder: "alice", id: "new-local", spellcheck: "false", autocomplete: "off" });
+  const pw = field("Password (8 characters at least)", { type: "password", required: true, minlength: 8, id: "new-password", autocomplete: "new-password" });
+  const form = onSubmit(ctx, h("form", { class: "inline", id: "create-mailbox" },
+    h("div", { class: "address" }, local, h("span", { class: "at" }, "@" + d.name)), pw,
+    h("button", { type: "submit" }, "Add mailbox")),
+  async () => {
+    const m = await post("/users/", { domain_name: d.name, email: `${local.input.value.trim()}@${d.name}`, password: pw.input.value });
+    return `Mailbox ${m.email} added`;
+  });
+
+  const limitText = d.max_mailboxes ? ` of ${fmt(d.max_mailboxes)} allowed` : "";
+  return h("div", {}, head,
+    section("Add a mailbox", form,
+      h("p", { class: "note" }, `New mailboxes get the domain's quota, ${fmt(d.quota_mb)} MB. The password logs in over IMAP and SMTP submission.`)),
+    section(`Mailboxes (${total}${limitText})`,
+      ms.length === 0 ? h("p", {}, "No mailbox yet.") :
+        h("ul", { class: "rows", id: "mailboxes" }, ms.map((m, i) => row(ctx, m, usages[i]))),
+      pager(ctx, total)));
+}
+
+// row is one mailbox: its usage bar and its forms.
+function row(ctx, m, u) {
+  const path = "/users/" + seg(m.email);
+  const quota = field("Quota, MB", { type: "number", min: 1, value: u.quota_mb, required: true, class: "quota" });
+  const quotaForm = onSubmit(ctx, h("form", { class: "inline compact quota-form" }, quota, h("button", { type: "submit" }, "Set quota")),
+    async () => { await put(path + "/quota", { quota_mb: Number(quota.input.value) }); return `Quota of ${m.email} set`; });
+  const pw = field("New password", { type: "password", minlength: 8, required: true, autocomplete: "new-password" });
+  const pwForm = onSubmit(ctx, h("form", { class: "inline compact" }, pw, h("button", { type: "submit" }, "Set password")),
+    async () => { await put(path, { password: pw.input.value }); return `Password of ${m.email} changed`; });
+  return h("li", { class: "row", "data-email": m.email },
+    h("div", { class: "row-head" },
+      h("strong", {}, m.email),
+      h("span", { class: "note" }, `${fmt(u.message_count)} messages · last login ${u.last_login ? u.last_login.replace("T", " ") : "never"}`)),
+    bar(u.storage_used_mb, u.quota_mb, "MB"),
+    h("div", { class: "row-forms" }, quotaForm, pwForm,
+      button(ctx, "Delete", async () => {
+        if (!confirm(`Delete ${m.email} and all its messages?`)) return;
+        await del(path);
+        return `Mailbox ${m.email} deleted`;
+      }, { class: "danger small" })));
+}

@@ -1,0 +1,272 @@
+package imapd
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/emersion/go-imap/v2"
+)
+
+// Tests of what a conformance run against a reference suite found
+// (issue 12), each through a real connection.
+
+// rawLogin dials in the clear (the env allows it), logs in and selects
+// INBOX.
+func rawLogin(t *testing.T, e *env) *rawConn {
+	t.Helper()
+	rc := dialRaw(t, e.addr)
+	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("LOGIN = %s", tagged)
+	}
+	return rc
+}
+
+func mustOK(t *testing.T, rc *rawConn, cmd string) []string {
+	t.Helper()
+	untagged, tagged := rc.cmd("%s", cmd)
+	if !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("%s = %s (untagged %q)", cmd, tagged, untagged)
+	}
+	return untagged
+}
+
+// TestEnvelopeGroups: group syntax keeps its start and end markers in
+// ENVELOPE (RFC 3501 section 7.4.2), and an empty group is not NIL.
+func TestEnvelopeGroups(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.requireMail()
+	e.deliver(crlf(`From: Bob <bob@example.org>
+To: group: g1@d1.org, g2@d2.org;, group2: g3@d3.org;
+Cc: group:;
+Subject: groups
+
+Hi.
+`), t1)
+	rc := rawLogin(t, e)
+	mustOK(t, rc, "SELECT INBOX")
+	untagged := mustOK(t, rc, "FETCH 1 (ENVELOPE)")
+	got := strings.Join(untagged, "\n")
+	for _, want := range []string{
+		`((NIL NIL "group" NIL) (NIL NIL "g1" "d1.org") (NIL NIL "g2" "d2.org") (NIL NIL NIL NIL) (NIL NIL "group2" NIL) (NIL NIL "g3" "d3.org") (NIL NIL NIL NIL))`,
+		`((NIL NIL "group" NIL) (NIL NIL NIL NIL)) NIL`, // Cc, then Bcc
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("FETCH ENVELOPE = %s\nwant it to contain %s", got, want)
+		}
+	}
+}
+
+func TestParseAddressList(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want []imap.Address
+	}{
+		{"a@b.c", []imap.Address{{Mailbox: "a", Host: "b.c"}}},
+		{`"Bob, Jr." <bob@x.org>, =?utf-8?q?J=C3=B6rg?= <j@y.org>`, []imap.Address{{Name: "Bob, Jr.", Mailbox: "bob", Host: "x.org"}, {Name: "Jörg", Mailbox: "j", Host: "y.org"}}},
+		{"<user-from (comment)@ (comment) domain.org>", []imap.Address{{Mailbox: "user-from", Host: "domain.org"}}},
+		{"Name (c) <@route,@r2:u@h.org> (trailing)", []imap.Address{{Name: "Name", Mailbox: "u", Host: "h.org"}}},
+		{"g:;", []imap.Address{{Mailbox: "g"}, {}}},
+		{"undisclosed-recipients, a@b.c, ,", []imap.Address{{Mailbox: "a", Host: "b.c"}}},
+		{"first.last@[127.0.0.1]", []imap.Address{{Mailbox: "first.last", Host: "[127.0.0.1]"}}},
+		{`"quoted \" local"@x.org`, []imap.Address{{Mailbox: `quoted " local`, Host: "x.org"}}},
+	} {
+		if got := parseAddressList(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("parseAddressList(%q) = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestSearchFromComments: comments inside an address do not hide it from
+// SEARCH FROM (RFC 5322 section 3.2.2).
+func TestSearchFromComments(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.requireMail()
+	e.deliver(crlf(`From: <user-from (comment)@ (comment) domain.org>
+To: alice@example.com
+Subject: comments
+
+Hi.
+`), t1)
+	e.deliver(msgPlain, t2)
+	c := e.login(nil)
+	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "From", Value: "user-from@domain.org"}}}, nil).Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := data.AllUIDs(); !slices.Equal(got, []imap.UID{1}) {
+		t.Errorf("UID SEARCH FROM user-from@domain.org = %v, want [1]", got)
+	}
+}
+
+// TestLiteralCapability: once LITERAL+ is listed, LITERAL- is not
+// (RFC 7888 section 4: LITERAL+ includes it); before login only
+// LITERAL-, with its 4096-byte bound, is.
+func TestLiteralCapability(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.requireMail()
+	rc := dialRaw(t, e.addr)
+	// imapclient's CapSet reports LITERAL- whenever LITERAL+ is there,
+	// so the lines are read as sent.
+	caps := func() []string {
+		for _, u := range mustOK(t, rc, "CAPABILITY") {
+			if l, ok := strings.CutPrefix(u, "* CAPABILITY "); ok {
+				return strings.Fields(l)
+			}
+		}
+		t.Fatal("no CAPABILITY data")
+		return nil
+	}
+	if c := caps(); !slices.Contains(c, "LITERAL-") || slices.Contains(c, "LITERAL+") {
+		t.Errorf("before login: %v, want LITERAL- alone", c)
+	}
+	mustOK(t, rc, `LOGIN "alice@example.com" "alice's secret"`)
+	if c := caps(); slices.Contains(c, "LITERAL-") || !slices.Contains(c, "LITERAL+") {
+		t.Errorf("after login: %v, want LITERAL+ alone", c)
+	}
+}
+
+// TestMoveSameMailbox: MOVE to the selected mailbox succeeds with new
+// UIDs (RFC 6851), and the untagged COPYUID of MOVE does not say COPY.
+func TestMoveSameMailbox(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.requireMail()
+	e.deliver(msgPlain, t1)
+	e.deliver(msgPlain, t2)
+	rc := rawLogin(t, e)
+	mustOK(t, rc, "SELECT INBOX")
+	untagged := mustOK(t, rc, "MOVE 1 INBOX")
+	if !slices.Contains(untagged, "* OK [COPYUID 1 1 3] Moved") || !slices.Contains(untagged, "* 1 EXPUNGE") {
+		t.Errorf("MOVE 1 INBOX: untagged %q, want COPYUID 1 1 3 and 1 EXPUNGE", untagged)
+	}
+	untagged = mustOK(t, rc, "UID FETCH 1:* (UID)")
+	if got := strings.Join(untagged, "|"); !strings.Contains(got, "UID 2") || !strings.Contains(got, "UID 3") || strings.Contains(got, "UID 1)") {
+		t.Errorf("after MOVE: %q, want UIDs 2 and 3", untagged)
+	}
+	mustOK(t, rc, "CREATE Dst")
+	for _, u := range mustOK(t, rc, "MOVE 1 Dst") {
+		if strings.Contains(u, "COPY completed") {
+			t.Errorf("MOVE 1 Dst: %q", u)
+		}
+	}
+}
+
+// TestListBareAmpersand: a pattern that is not modified UTF-7 is taken
+// literally, not answered SERVERBUG.
+func TestListBareAmpersand(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.requireMail()
+	rc := rawLogin(t, e)
+	mustOK(t, rc, `CREATE "R&-D"`)
+	for _, tt := range []struct {
+		cmd  string
+		want []string
+	}{
+		{`LIST "" "&"`, nil},
+		{`LIST "" "R&D"`, []string{`* LIST (\HasNoChildren) "/" "R&-D"`}},
+		{`LIST "" "R&*"`, []string{`* LIST (\HasNoChildren) "/" "R&-D"`}},
+		{`LIST "" "R&-D"`, []string{`* LIST (\HasNoChildren) "/" "R&-D"`}},
+		{`LSUB "" "a&b*"`, nil},
+		{`LIST "" "&AOQ-*"`, nil}, // valid modified UTF-7 stays as it is
+	} {
+		untagged := mustOK(t, rc, tt.cmd)
+		if !slices.Equal(untagged, tt.want) {
+			t.Errorf("%s: untagged %q, want %q", tt.cmd, untagged, tt.want)
+		}
+	}
+}
+
+// TestStoreNewKeyword: a STORE that brings a keyword new to the folder
+// sends FLAGS and PERMANENTFLAGS with it before the FETCH.
+func TestStoreNewKeyword(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.requireMail()
+	e.deliver(msgPlain, t1)
+	rc := rawLogin(t, e)
+	mustOK(t, rc, "SELECT INBOX")
+	untagged := mustOK(t, rc, "STORE 1 +FLAGS ($Kw1)")
+	want := []string{
+		`* FLAGS (\Seen \Answered \Flagged \Deleted \Draft $Kw1)`,
+		`* OK [PERMANENTFLAGS (\Seen \Answered \Flagged \Deleted \Draft $Kw1 \*)] Flags permitted`,
+		`* 1 FETCH (UID 1 FLAGS ($Kw1))`,
+	}
+	if !slices.Equal(untagged, want) {
+		t.Errorf("STORE 1 +FLAGS ($Kw1): %q, want %q", untagged, want)
+	}
+	// A keyword already in use: no new FLAGS.
+	if untagged := mustOK(t, rc, "STORE 1 +FLAGS ($Kw1 \\Seen)"); len(untagged) != 1 {
+		t.Errorf("second STORE: %q, want the FETCH alone", untagged)
+	}
+}
+
+// has reports whether a line of lines starts with prefix.
+func has(lines []string, prefix string) bool {
+	return slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, prefix) })
+}
+
+// TestRecent: \Recent, RECENT, STATUS (RECENT) and SEARCH NEW, OLD and
+// RECENT follow RFC 3501 section 2.3.2 for IMAP4rev1 sessions: a message
+// is recent to the first session to see its folder after it arrived.
+func TestRecent(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.requireMail()
+	e.deliver(msgPlain, t1)
+	a := rawLogin(t, e)
+	if u := mustOK(t, a, "SELECT INBOX"); !slices.Contains(u, "* 0 RECENT") {
+		t.Errorf("first SELECT: %q, want 0 RECENT (mail from before the process saw the folder)", u)
+	}
+	e.deliver(msgPlain, t2)
+	if u := mustOK(t, a, "NOOP"); !slices.Contains(u, "* 2 EXISTS") || !slices.Contains(u, "* 1 RECENT") {
+		t.Errorf("NOOP after delivery: %q, want 2 EXISTS and 1 RECENT", u)
+	}
+	for _, tt := range []struct{ cmd, want string }{
+		{"SEARCH RECENT", "* SEARCH 2"},
+		{"SEARCH NEW", "* SEARCH 2"},
+		{"SEARCH OLD", "* SEARCH 1"},
+		{"FETCH 2 (FLAGS)", `* 2 FETCH (UID 2 FLAGS (\Recent))`},
+		{"FETCH 1 (FLAGS)", `* 1 FETCH (UID 1 FLAGS ())`},
+		{"STORE 2 +FLAGS ($x)", `* 2 FETCH (UID 2 FLAGS ($x \Recent))`},
+	} {
+		if u := mustOK(t, a, tt.cmd); !has(u, tt.want) {
+			t.Errorf("%s: %q, want %s", tt.cmd, u, tt.want)
+		}
+	}
+
+	// A message that arrives while a's session has not looked yet is
+	// unclaimed: b's STATUS counts it, b's SELECT claims it, and a does
+	// not see it recent afterwards.
+	e.deliver(msgPlain, t3)
+	b := rawLogin(t, e)
+	if u := mustOK(t, b, "STATUS INBOX (RECENT)"); !has(u, "* STATUS INBOX (RECENT 1)") {
+		t.Errorf("STATUS: %q, want RECENT 1", u)
+	}
+	if u := mustOK(t, b, "EXAMINE INBOX"); !slices.Contains(u, "* 1 RECENT") {
+		t.Errorf("EXAMINE: %q, want 1 RECENT", u)
+	}
+	if u := mustOK(t, b, "SELECT INBOX"); !slices.Contains(u, "* 1 RECENT") {
+		t.Errorf("SELECT after EXAMINE: %q, want 1 RECENT (EXAMINE claims nothing)", u)
+	}
+	if u := mustOK(t, a, "NOOP"); !slices.Contains(u, "* 3 EXISTS") || !slices.Contains(u, "* 1 RECENT") {
+		t.Errorf("a's NOOP: %q, want 3 EXISTS and still 1 RECENT", u)
+	}
+	if u := mustOK(t, a, "FETCH 3 (FLAGS)"); !has(u, "* 3 FETCH (UID 3 FLAGS ())") {
+		t.Errorf("a's FETCH 3: %q, want no \\Recent (b claimed it)", u)
+	}
+	if u := mustOK(t, b, "STATUS INBOX (RECENT)"); !has(u, "* STATUS INBOX (RECENT 0)") {
+		t.Errorf("STATUS after claims: %q, want RECENT 0", u)
+	}
+
+	// IMAP4rev2 has no \Recent (RFC 9051).
+	e.deliver(msgPlain, t3)
+	c := rawLogin(t, e)
+	mustOK(t, c, "ENABLE IMAP4rev2")
+	if u := mustOK(t, c, "SELECT INBOX"); has(u, "* 1 RECENT") {
+		t.Errorf("IMAP4rev2 SELECT: %q, want no RECENT", u)
+	}
+	if u := mustOK(t, c, "FETCH 4 (FLAGS)"); has(u, `* 4 FETCH (UID 4 FLAGS (\Recent))`) {
+		t.Errorf("IMAP4rev2 FETCH: %q, want no \\Recent", u)
+	}
+}

@@ -1,0 +1,185 @@
+package mailstore
+
+// Rules every backend applies alike (flags, folder names, how a relay
+// becomes queue entries, what an attempt does to an entry): one place,
+// so that bbolt and PostgreSQL cannot drift apart. mailstore/storetest
+// checks the results through each backend.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+var systemFlags = []string{`\Answered`, `\Flagged`, `\Deleted`, `\Seen`, `\Draft`}
+
+// NormFlags returns flags as stored: system flags in canonical case, no
+// \Recent (a session property, RFC 3501 2.3.2), no empty or duplicate
+// flags (compared without case), in the order given.
+func NormFlags(flags []string) []string {
+	var out []string
+	for _, f := range flags {
+		if strings.HasPrefix(f, `\`) {
+			if strings.EqualFold(f, flagRecent) {
+				continue
+			}
+			for _, sf := range systemFlags {
+				if strings.EqualFold(f, sf) {
+					f = sf
+					break
+				}
+			}
+		}
+		if f == "" || HasFlag(out, f) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// HasFlag reports whether flags has f, compared without case.
+func HasFlag(flags []string, f string) bool {
+	return slices.ContainsFunc(flags, func(x string) bool { return strings.EqualFold(x, f) })
+}
+
+// ApplyFlags returns the flags after op and whether they changed.
+func ApplyFlags(cur []string, op FlagOp, flags []string) ([]string, bool) {
+	var next []string
+	switch op {
+	case FlagsAdd:
+		next = NormFlags(append(slices.Clone(cur), flags...))
+	case FlagsRemove:
+		for _, f := range cur {
+			if !HasFlag(flags, f) {
+				next = append(next, f)
+			}
+		}
+	default:
+		next = flags
+	}
+	if len(next) != len(cur) {
+		return next, true
+	}
+	for _, f := range next {
+		if !HasFlag(cur, f) {
+			return next, true
+		}
+	}
+	return cur, false
+}
+
+// CanonFolder returns the stored form of a folder name: INBOX in any
+// case is INBOX (RFC 3501 5.1).
+func CanonFolder(name string) string {
+	if strings.EqualFold(name, "INBOX") {
+		return "INBOX"
+	}
+	return name
+}
+
+// CheckFolderName refuses names that IMAP cannot carry or that would
+// break the "/" hierarchy: empty levels, wildcards, control characters,
+// invalid UTF-8 (ErrInvalidArgument).
+func CheckFolderName(name string) error {
+	bad := name == "" || len(name) > 512 || !utf8.ValidString(name) ||
+		strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") ||
+		strings.Contains(name, "//") || strings.ContainsAny(name, "*%")
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			bad = true
+		}
+	}
+	if bad {
+		return fmt.Errorf("folder name %q: %w", name, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// RelayGroup is one queue entry to be: a relay's recipients in one
+// destination domain.
+type RelayGroup struct {
+	Relay       *Relay
+	Destination string
+	To          []string
+}
+
+// GroupRelays checks a delivery's relays and groups each one's
+// recipients by destination domain (what follows the last "@", in lower
+// case), in the order they first appear; an address given twice counts
+// once. An unknown kind or an address without a local part or a domain
+// is ErrInvalidArgument.
+func GroupRelays(relays []Relay) ([]RelayGroup, error) {
+	var out []RelayGroup
+	for i := range relays {
+		r := &relays[i]
+		switch r.Kind {
+		case KindSubmission, KindForward, KindBounce:
+		default:
+			return nil, fmt.Errorf("relay kind %q: %w", r.Kind, ErrInvalidArgument)
+		}
+		first := len(out)
+		for _, addr := range r.To {
+			at := strings.LastIndexByte(addr, '@')
+			if at <= 0 || at == len(addr)-1 {
+				return nil, fmt.Errorf("relay recipient %q: %w", addr, ErrInvalidArgument)
+			}
+			dest := strings.ToLower(addr[at+1:])
+			g := slices.IndexFunc(out[first:], func(g RelayGroup) bool { return g.Destination == dest })
+			if g < 0 {
+				out = append(out, RelayGroup{Relay: r, Destination: dest})
+				g = len(out) - first - 1
+			}
+			if grp := &out[first+g]; !slices.Contains(grp.To, addr) {
+				grp.To = append(grp.To, addr)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ApplyAttempt is an entry after an attempt (Queue.RecordAttempt). Only
+// pending recipients change; addresses the entry does not have pending
+// are ignored.
+func ApplyAttempt(o Outbound, a Attempt) Outbound {
+	rcpts := slices.Clone(o.Recipients)
+	var firstFailure string
+	for i := range rcpts {
+		r := &rcpts[i]
+		if r.State != RecipientPending {
+			continue
+		}
+		if slices.Contains(a.Delivered, r.Address) {
+			r.State, r.Reply = RecipientDelivered, ""
+			continue
+		}
+		if reply, ok := a.Failed[r.Address]; ok {
+			r.State, r.Reply = RecipientFailed, reply
+			if firstFailure == "" {
+				firstFailure = reply
+			}
+			continue
+		}
+		if a.Deferred != "" {
+			r.Reply = a.Deferred
+		}
+	}
+	o.Recipients = rcpts
+	o.Attempts++
+	o.Leased = false
+	o.Warned = o.Warned || a.Warned
+	switch {
+	case a.Deferred != "":
+		o.LastError = a.Deferred
+	case firstFailure != "":
+		o.LastError = firstFailure
+	}
+	next := a.NextAttempt
+	if next.IsZero() {
+		next = a.Now
+	}
+	o.NextAttempt = next.UTC().Truncate(time.Second)
+	return o
+}

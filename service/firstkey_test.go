@@ -1,0 +1,86 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFirstKeyFile: the first start writes the default partner's key to
+// DATA/initial-api-key, mode 0600, and without ShowKey (stdout is not a
+// terminal: the journal, a pipe, a file) prints where it is, never the
+// key; the key in the file works.
+func TestFirstKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := testConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &bytes.Buffer{}
+	ready := make(chan Addrs, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, Options{Stdout: out, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(a Addrs) { ready <- a }})
+	}()
+	var addrs Addrs
+	select {
+	case addrs = <-ready:
+	case err := <-done:
+		t.Fatalf("Run = %v before ready", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("server not ready after 10s")
+	}
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+
+	path := filepath.Join(dir, KeyFileName)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("key file: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode = %v, want 0600", fi.Mode().Perm())
+	}
+	raw, _ := os.ReadFile(path)
+	key := strings.TrimSpace(string(raw))
+	if !keyRE.MatchString(key) {
+		t.Fatalf("key file holds %q, want a key", raw)
+	}
+	if keyRE.MatchString(out.String()) {
+		t.Errorf("stdout shows the key without ShowKey: %q", out.String())
+	}
+	if !strings.Contains(out.String(), path) {
+		t.Errorf("stdout = %q, want it to name %s", out.String(), path)
+	}
+	if code, body := call(t, "GET", "http://"+addrs.HTTP+"/domains/", key, ""); code != 200 {
+		t.Errorf("GET /domains/ with the file's key = %d %s", code, body)
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if IsTerminal(f) {
+		t.Errorf("IsTerminal(a file) = true, want false")
+	}
+	r, w, _ := os.Pipe()
+	defer r.Close()
+	defer w.Close()
+	if IsTerminal(w) {
+		t.Errorf("IsTerminal(a pipe) = true, want false")
+	}
+}
