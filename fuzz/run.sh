@@ -46,11 +46,13 @@ echo "$targets" | while read -r pkg name; do
 	log="$logs/$(echo "$pkg" | tr / _ | sed 's/^\._//')_$name.log"
 	# Built first, so that the CPU time counted is the fuzzing's (go test
 	# -fuzz then finds the instrumented build in its cache).
-	go test -run '^$' -fuzz "^$name\$" -fuzztime 1x -parallel 1 "$pkg" >/dev/null 2>&1 || true
+	# Each from its own directory: third_party/go-smtp is a module of its
+	# own.
+	(cd "$pkg" && go test -run '^$' -fuzz "^$name\$" -fuzztime 1x -parallel 1 . >/dev/null 2>&1) || true
 	start=$(date +%s)
 	status=ok
-	/usr/bin/time -f '%U %S' -o "$log.cpu" go test -run '^$' -fuzz "^$name\$" -fuzztime "$time" \
-		-parallel "$par" "$pkg" >"$log" 2>&1 || status=FAIL
+	(cd "$pkg" && /usr/bin/time -f '%U %S' -o "$log.cpu" go test -run '^$' -fuzz "^$name\$" -fuzztime "$time" \
+		-parallel "$par" . >"$log" 2>&1) || status=FAIL
 	cpu=$(tail -1 "$log.cpu" | awk '{printf "%d", $1 + $2}')
 	execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
 	printf '%-12s %-22s %5ss wall %5ss cpu %10s execs  %s\n' "$pkg" "$name" "$(($(date +%s) - start))" "$cpu" "${execs:-0}" "$status"
