@@ -3,7 +3,9 @@ package imapd
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -12,6 +14,8 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
 	"github.com/emersion/go-message/textproto"
+
+	"github.com/mailhost/mailhost/credential"
 )
 
 // FuzzLiteralAtEnd: the command layer's literal scanner never panics,
@@ -77,12 +81,12 @@ func FuzzConversation(f *testing.F) {
 		f.Add([]byte(s), true)
 	}
 	logs := &syncBuffer{}
-	// Inputs fail logins by the thousand: no throttling.
-	e := newEnv(f, envOptions{insecureAuth: true, log: logs, maxFailures: 1 << 30})
+	e := newEnv(f, envOptions{insecureAuth: true})
 	e.requireMail()
 	e.deliver(msgPlain, t1)
+	addr := unlimitedServer(f, e, logs)
 	f.Fuzz(func(t *testing.T, data []byte, login bool) {
-		rc := dialRaw(t, e.addr)
+		rc := dialRaw(t, addr)
 		if login {
 			if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
 				t.Fatalf("LOGIN: %s", tagged)
@@ -100,6 +104,33 @@ func FuzzConversation(f *testing.F) {
 			t.Fatalf("server panicked on %q:\n%s", data, logs.String())
 		}
 	})
+}
+
+// unlimitedServer serves e's store on another listener without the
+// limits a fuzzer would meet at once, and at random: failed logins,
+// connections per address and their rate, a mailbox's connections.
+func unlimitedServer(f *testing.F, e *env, logs io.Writer) string {
+	f.Helper()
+	none := credential.Budget{Burst: 1 << 30, PerHour: 1 << 30}
+	srv := New(Config{
+		Store: e.st, AllowInsecureAuth: true,
+		Logins:        credential.NewLogins(credential.LoginConfig{Accounts: e.st, Guesses: credential.GuessLimits{Pair: none, Account: none, Address: none}}),
+		Logger:        slog.New(slog.NewTextHandler(logs, nil)),
+		MaxConnsPerIP: 1 << 20, MaxConnsPerUserIP: -1, MaxConnRatePerIP: -1,
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	f.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-served
+	})
+	return ln.Addr().String()
 }
 
 // FuzzMIMEStructure runs what FETCH does with a stored message (its
