@@ -5,22 +5,26 @@
 # seconds spent by the fuzzing processes, executions, and whether it
 # failed.
 #
-#   fuzz/run.sh [-t 2m] [-p 1] [PATTERN]
+#   fuzz/run.sh [-t 2m] [-p 1] [-c] [PATTERN]
 #
 # -t is each target's -fuzztime (default 2m), -p its -parallel (default
 # 1), PATTERN an extended regexp the "package FuzzName" lines must match
 # (default: all). A failure leaves the crasher under the package's
 # testdata/fuzz/FuzzName/, where go test replays it: commit it with the
-# fix. The log of each run goes to $FUZZLOG (default /tmp/mailhost-fuzz),
-# one file per target.
+# fix. -c also copies the inputs the fuzzer found interesting (its corpus
+# in the Go build cache) there, so that go test replays them too. The log
+# of each run goes to $FUZZLOG (default /tmp/mailhost-fuzz), one file per
+# target.
 set -eu
 time=2m
 par=1
-while getopts t:p: opt; do
+keep=
+while getopts t:p:c opt; do
 	case $opt in
 	t) time=$OPTARG ;;
 	p) par=$OPTARG ;;
-	*) echo "usage: $0 [-t DURATION] [-p N] [PATTERN]" >&2; exit 2 ;;
+	c) keep=1 ;;
+	*) echo "usage: $0 [-t DURATION] [-p N] [-c] [PATTERN]" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -56,6 +60,11 @@ echo "$targets" | while read -r pkg name; do
 	cpu=$(tail -1 "$log.cpu" | awk '{printf "%d", $1 + $2}')
 	execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
 	printf '%-12s %-22s %5ss wall %5ss cpu %10s execs  %s\n' "$pkg" "$name" "$(($(date +%s) - start))" "$cpu" "${execs:-0}" "$status"
+	if [ -n "$keep" ]; then
+		cache="$(go env GOCACHE)/fuzz/$(cd "$pkg" && go list -f '{{.ImportPath}}' .)/$name"
+		mkdir -p "$pkg/testdata/fuzz/$name"
+		cp -n "$cache"/* "$pkg/testdata/fuzz/$name/" 2>/dev/null || true
+	fi
 	if [ "$status" = FAIL ]; then
 		echo "$pkg $name" >>"$logs/failed"
 		grep -A 20 -- '--- FAIL' "$log" | head -30
