@@ -117,18 +117,26 @@ func (c *Checker) Check(ctx context.Context, in Input) (string, Results) {
 
 // maxResultValue bounds each value of the Authentication-Results field:
 // the HELO name, MAIL FROM domain and DKIM d= and i= come from the
-// client, and one result per line must stay well under RFC 5322's 998
-// octets (a domain name has at most 255).
+// client, and one result per line (three values at most, each quoted at
+// worst) must stay under RFC 5322's 998 octets (a domain name has at
+// most 255).
 const maxResultValue = 255
 
 // fieldValue is s as a value of the field: without control characters
 // (a CR or LF from the client, which go-smtp keeps when bare, would end
 // the field early and add fields of the client's own to the stored
-// message), at most maxResultValue octets of valid UTF-8.
+// message), with ' for " and / for \ (authres quotes a value by escaping
+// only ", so a \ at its end would escape the closing quote, and each "
+// would double), at most maxResultValue octets of valid UTF-8.
 func fieldValue(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
+		switch {
+		case r < ' ' || r == 0x7f:
 			return -1
+		case r == '"':
+			return '\''
+		case r == '\\':
+			return '/'
 		}
 		return r
 	}, s)

@@ -57,6 +57,8 @@ func FuzzCheck(f *testing.F) {
 	f.Add([]byte(msg), "[192.0.2.1]", "")
 	f.Add([]byte("From: a@b, c@d\r\nDKIM-Signature: v=1; d=ex\r\n ample.org; s=x; b=; bh=\r\n\r\n"), "x", "a@b")
 	f.Add([]byte("From: \"\r\n\" <a@example.org>\r\n\r\n"), "\r\n", "@")
+	f.Add([]byte(msg), strings.Repeat(`"`, 600), strings.Repeat(`"`, 600)+"@"+strings.Repeat(`"`, 600))
+	f.Add([]byte(msg), `helo\`, `a\@b\`)
 	c := &Checker{Resolver: fuzzDNS(f), Hostname: "mx.test"}
 	ip := net.ParseIP("192.0.2.7")
 	f.Fuzz(func(t *testing.T, msg []byte, helo, from string) {
@@ -65,6 +67,9 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Check = %q", h)
 		}
 		checkField(t, "Check", h)
+		if strings.Contains(strings.TrimPrefix(h, "Authentication-Results:"), `\`) {
+			t.Fatalf("Check = %q: a backslash can escape the quote that ends a value", h)
+		}
 		_, _ = fromDomain(msg)
 	})
 }
