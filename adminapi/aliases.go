@@ -61,6 +61,7 @@ func (a *API) createAlias(w http.ResponseWriter, r *http.Request, c call) error 
 	if dest == source {
 		return unprocessable("destination", "must differ from source")
 	}
+	setObject(r, source)
 	al, err := a.store.CreateAlias(r.Context(), c.partnerID, domain, source, dest, a.now())
 	if err != nil {
 		return err

@@ -70,6 +70,10 @@ type Config struct {
 	// Autodiscover, Apple profiles); a zero Host means Hostname. With no
 	// IMAP or no submission port, those endpoints answer 404.
 	Clients autoconfig.Servers
+	// AllowPrivateWebhooks lets webhooks point to loopback and private
+	// addresses (the webhook_allow_private setting; for tests and
+	// private networks). false: such URLs are refused (SSRF).
+	AllowPrivateWebhooks bool
 }
 
 // API is the management API; it implements http.Handler.
@@ -98,6 +102,8 @@ type API struct {
 	// clientServers.
 	clients       *autoconfig.Handler
 	clientServers autoconfig.Servers
+	// allowPrivateHooks is Config.AllowPrivateWebhooks.
+	allowPrivateHooks bool
 }
 
 // New returns the API for cfg.
@@ -115,6 +121,8 @@ func New(cfg Config) *API {
 		keySlots:  make(chan struct{}, 2),
 		onResume:  cfg.OnResume,
 		dns:       cfg.DNS,
+
+		allowPrivateHooks: cfg.AllowPrivateWebhooks,
 	}
 	if a.dns == nil {
 		a.dns = net.DefaultResolver
@@ -163,6 +171,8 @@ var collections = map[string]string{
 	"/users":    "/users/",
 	"/aliases":  "/aliases/",
 	"/domains":  "/domains/",
+	"/webhooks": "/webhooks/",
+	"/audit":    "/audit/",
 	"/plans/":   "/plans",
 	"/healthz/": "/healthz",
 }
@@ -171,6 +181,10 @@ var collections = map[string]string{
 type reqState struct {
 	partnerID int64
 	pattern   string
+	// keyPrefix and object are for the audit log: the key's listing
+	// prefix, and what the request wrote (setObject, noteObject).
+	keyPrefix string
+	object    string
 }
 
 type stateKey struct{}
@@ -211,6 +225,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(rec, r, errNotFound)
 		}
 	}
+
+	a.audit(r, st, rec.status)
 
 	attrs := []any{
 		"method", r.Method,

@@ -16,6 +16,8 @@ import (
 type call struct {
 	// partnerID scopes every store call of the request.
 	partnerID int64
+	// keyPrefix is the key's listing prefix (the audit log's).
+	keyPrefix string
 }
 
 // apiFunc is an authenticated handler: it writes its success itself and
@@ -37,7 +39,8 @@ func (a *API) authed(fn apiFunc) http.HandlerFunc {
 			a.writeError(w, r, err)
 			return
 		}
-		st.partnerID = c.partnerID
+		st.partnerID, st.keyPrefix = c.partnerID, c.keyPrefix
+		defer noteObject(r, st)
 		if ok, wait := a.limiter.Take(keyID, a.now()); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
 			writeError(w, r, errTooMany)
@@ -109,7 +112,7 @@ func (a *API) authenticate(r *http.Request) (call, int64, error) {
 	if !credential.MatchHash(k.SecretHash, hash) || k.Revoked {
 		return call{}, 0, errInvalidKey
 	}
-	return call{partnerID: k.PartnerID}, k.ID, nil
+	return call{partnerID: k.PartnerID, keyPrefix: k.Prefix}, k.ID, nil
 }
 
 // retryAfter is a Limiter's wait as Retry-After says it: whole seconds,

@@ -98,6 +98,7 @@ func (a *API) createDomain(w http.ResponseWriter, r *http.Request, c call) error
 	if nd.DKIMKeys, err = a.dkimKeys(r.Context(), now); err != nil {
 		return err
 	}
+	setObject(r, nd.Name)
 	d, err := a.store.CreateDomain(r.Context(), c.partnerID, nd, now)
 	if err != nil {
 		return err

@@ -46,8 +46,17 @@ func (a *API) routes(handle func(pattern string, h func(http.ResponseWriter, *ht
 	handle("PUT /users/{email}/quota", a.authed(a.setQuota))
 	handle("GET /users/{email}/usage", a.authed(a.mailboxUsage))
 	handle("GET /users/{email}/mobileconfig", a.authed(a.mobileConfig))
+	handle("GET /users/{email}/autoreply", a.authed(a.getAutoReply))
+	handle("PUT /users/{email}/autoreply", a.authed(a.setAutoReply))
+	handle("DELETE /users/{email}/autoreply", a.authed(a.deleteAutoReply))
 
 	handle("POST /aliases/{$}", a.authed(a.createAlias))
 	handle("GET /aliases/{$}", a.authed(a.listAliases))
 	handle("DELETE /aliases/{source}", a.authed(a.deleteAlias))
+
+	handle("POST /webhooks/{$}", a.authed(a.createWebhook))
+	handle("GET /webhooks/{$}", a.authed(a.listWebhooks))
+	handle("DELETE /webhooks/{id}", a.authed(a.deleteWebhook))
+
+	handle("GET /audit/{$}", a.authed(a.listAudit))
 }

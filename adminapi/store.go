@@ -45,6 +45,14 @@ type Store interface {
 	AliasBySource(ctx context.Context, source string) (mailstore.Alias, error)
 	DomainByName(ctx context.Context, name string) (mailstore.Domain, error)
 
+	// Webhooks and the audit log (the rest of their interfaces is the
+	// webhook worker's and the retention pass's).
+	CreateWebhook(ctx context.Context, partnerID int64, w mailstore.Webhook, now time.Time) (mailstore.Webhook, error)
+	Webhooks(ctx context.Context, partnerID int64, p mailstore.Page) ([]mailstore.Webhook, int, error)
+	DeleteWebhook(ctx context.Context, partnerID, id int64) error
+	AddAudit(ctx context.Context, e mailstore.AuditEntry) (mailstore.AuditEntry, error)
+	AuditEntries(ctx context.Context, partnerID int64, p mailstore.Page) ([]mailstore.AuditEntry, int, error)
+
 	DKIMKeys(ctx context.Context, domainID int64) ([]mailstore.DKIMKey, error)
 	EnsureDKIMKeys(ctx context.Context, domainID int64, keys []mailstore.DKIMKey) ([]mailstore.DKIMKey, error)
 }

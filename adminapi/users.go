@@ -109,6 +109,7 @@ func (a *API) createMailbox(w http.ResponseWriter, r *http.Request, c call) erro
 	if err != nil {
 		return err
 	}
+	setObject(r, email)
 	m, err := a.store.CreateMailbox(r.Context(), c.partnerID, domain, email, h, a.now())
 	if err != nil {
 		return err

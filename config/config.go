@@ -71,6 +71,11 @@ type Config struct {
 	QueueLifetime        time.Duration
 	QueueDelayWarning    time.Duration
 	QueueWorkers         int64
+	// AuditRetentionDays is how long the audit log keeps an entry.
+	AuditRetentionDays int64
+	// WebhookAllowPrivate lets webhooks point to loopback and private
+	// addresses.
+	WebhookAllowPrivate bool
 	// Connection limits (policy.ConnLimits): per client address for
 	// IMAP and submission, for the MX, per mailbox and address, new
 	// connections a minute per address, and IMAP sessions per node.
@@ -82,6 +87,14 @@ type Config struct {
 	SendLimitPerHour  int64
 	DNS               string
 	InboundChecks     bool
+	// DMARCEnforce refuses inbound mail that fails DMARC for a domain
+	// publishing p=reject, and marks it for p=quarantine.
+	DMARCEnforce bool
+	// DNSBL are the DNS blocklist zones the MX looks clients up in.
+	DNSBL []string
+	// AutoReplyInterval is the least time between two auto-replies of a
+	// mailbox to one sender.
+	AutoReplyInterval time.Duration
 	SRSSecret         string
 	Postmaster        string
 	LogLevel          string
@@ -235,8 +248,33 @@ var Settings = []Setting{
 		return nil
 	}},
 	{"queue_workers", "MAILHOST_QUEUE_WORKERS", "20", "outbound delivery workers: SMTP sessions at once to remote servers (at most 4 to one domain; all of them to the relay)", integer(func(c *Config) *int64 { return &c.QueueWorkers }, 1)},
+	{"audit_retention_days", "MAILHOST_AUDIT_RETENTION_DAYS", "400", "days the audit log (GET /audit/) keeps each write; older entries go in the daily retention pass", integer(func(c *Config) *int64 { return &c.AuditRetentionDays }, 1)},
+	{"webhook_allow_private", "MAILHOST_WEBHOOK_ALLOW_PRIVATE", "false", "let webhooks point to loopback, private and link-local addresses (tests, private networks); false refuses them at creation and at delivery (SSRF)", boolean(func(c *Config) *bool { return &c.WebhookAllowPrivate })},
 	{"dns", "MAILHOST_DNS", "", "host:port of the DNS server for MX, SPF, DKIM and DMARC lookups and domain verification; empty: the system resolver", str(func(c *Config) *string { return &c.DNS })},
 	{"inbound_checks", "MAILHOST_INBOUND_CHECKS", "true", "check SPF, DKIM and DMARC of inbound mail and record them in an Authentication-Results header", boolean(func(c *Config) *bool { return &c.InboundChecks })},
+	{"dmarc_enforce", "MAILHOST_DMARC_ENFORCE", "true", "apply the sender domain's DMARC policy to inbound mail (needs inbound_checks): a message failing DMARC for a domain publishing p=reject is refused (550 5.7.1), one for p=quarantine gets an X-Mailhost-Quarantine header; ARC is not evaluated, so turn it off if much of your mail comes through forwarders that break DKIM", boolean(func(c *Config) *bool { return &c.DMARCEnforce })},
+	{"dnsbl", "MAILHOST_DNSBL", "", "DNS blocklists (RFC 5782) the MX looks each client up in, once per connection, such as [\"zen.spamhaus.org\"] in the file or zen.spamhaus.org,bl.spamcop.net in the environment and the flag; a listed client is refused at RCPT (554 5.7.1 naming the list), except mail to postmaster; empty: none", func(c *Config, v string) error {
+		c.DNSBL = nil
+		for _, z := range strings.Split(v, ",") {
+			z = strings.TrimSuffix(strings.TrimSpace(z), ".")
+			if z == "" {
+				continue
+			}
+			if strings.ContainsAny(z, " /:@") || !strings.Contains(z, ".") {
+				return fmt.Errorf("want DNS zone names such as zen.spamhaus.org, got %q", z)
+			}
+			c.DNSBL = append(c.DNSBL, strings.ToLower(z))
+		}
+		return nil
+	}},
+	{"autoreply_interval", "MAILHOST_AUTOREPLY_INTERVAL", "168h", "least time between two auto-replies (vacation) of a mailbox to the same sender (Go duration; RFC 3834 section 2 suggests 7 days); remembered in the store, so nodes and restarts agree", func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute {
+			return fmt.Errorf("want a duration of at least 1m, such as 168h, got %q", v)
+		}
+		c.AutoReplyInterval = d
+		return nil
+	}},
 	{"srs_secret", "MAILHOST_SRS_SECRET", "", "secret of the Sender Rewriting Scheme for forwarded mail; empty: a random one kept in the data directory (srs.key)", str(func(c *Config) *string { return &c.SRSSecret })},
 	{"postmaster", "MAILHOST_POSTMASTER", "", "address that mail to RCPT TO:<postmaster> (RFC 5321 section 4.5.1) goes to, and mail to postmaster@ of every hosted domain with no such mailbox, alias or catch-all; a hosted address or one elsewhere; empty: both are refused as unknown users (550 5.1.1)", func(c *Config, v string) error {
 		if v != "" {
@@ -392,6 +430,18 @@ func loadFile(c *Config, path string) error {
 			v = x
 		case int64, float64, bool:
 			v = fmt.Sprint(x)
+		case []any:
+			// A list of strings (dnsbl): the form the environment and
+			// the flag take.
+			parts := make([]string, len(x))
+			for i, e := range x {
+				str, ok := e.(string)
+				if !ok || strings.Contains(str, ",") {
+					return fmt.Errorf("config file %s: %s: want a list of names, got %v", path, name, x)
+				}
+				parts[i] = str
+			}
+			v = strings.Join(parts, ",")
 		default:
 			return fmt.Errorf("config file %s: %s: unsupported value %v", path, name, x)
 		}

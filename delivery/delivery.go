@@ -123,6 +123,11 @@ type Config struct {
 	// Now is the clock that picks the month of transfer checks. nil:
 	// time.Now.
 	Now func() time.Time
+	// OnQuotaFull, when set, is told of each mailbox whose quota
+	// refuses a recipient (ErrOverQuota), before the refusal is
+	// answered: the wiring records the mailbox.quota_full event. nil:
+	// nothing.
+	OnQuotaFull func(ctx context.Context, m mailstore.Mailbox)
 }
 
 // Agent starts transactions. Its methods may be called from any

@@ -136,7 +136,7 @@ func (t *Transaction) accept(ctx context.Context, addr, raw string, partner int6
 	if len(res.Mailboxes) == 0 && len(res.Remote) == 0 {
 		return plan{}, fmt.Errorf("%s resolves to nothing: %w", addr, ErrUnknownRecipient)
 	}
-	if err := t.checkQuota(addr, res.Mailboxes); err != nil {
+	if err := t.checkQuota(ctx, addr, res.Mailboxes); err != nil {
 		return plan{}, err
 	}
 	if t.mode != Submission && t.a.cfg.RefuseInboundOverCap {
@@ -222,9 +222,12 @@ func (t *Transaction) resolveRefusal(err error) error {
 
 // checkQuota refuses a recipient when one of the mailboxes it reaches is
 // full, or would be with the transaction's size (decisions.md, "Quota").
-func (t *Transaction) checkQuota(addr string, ms []mailstore.Mailbox) error {
+func (t *Transaction) checkQuota(ctx context.Context, addr string, ms []mailstore.Mailbox) error {
 	for _, m := range ms {
 		if !policy.AcceptAtRCPT(m, t.size) {
+			if t.a.cfg.OnQuotaFull != nil {
+				t.a.cfg.OnQuotaFull(ctx, m)
+			}
 			return fmt.Errorf("%s (%s, %d of %d bytes used, SIZE=%d): %w",
 				addr, m.Email, m.UsedBytes, m.QuotaBytes(), t.size, ErrOverQuota)
 		}

@@ -111,7 +111,8 @@ type cmdConn struct {
 	// deadline set before the layer's command.
 	readTimeout time.Duration
 	sess        *session
-	idLogged    int // ID commands logged so far
+	idLogged    int      // ID commands logged so far
+	cmd         cmdState // the command imapserver is reading (cmdlimits.go)
 
 	// wmu serialises writes to the client and guards out and wbuf.
 	wmu  sync.Mutex
@@ -119,11 +120,13 @@ type cmdConn struct {
 	wbuf []byte
 
 	// mu guards the fields below.
-	mu        sync.Mutex
-	transport net.Conn // raw, or the *tls.Conn over it
-	tls       bool
-	inFlight  string // tag of the command imapserver is running, "" when none
-	contSeen  bool   // imapserver wrote a continuation request ("+")
+	mu           sync.Mutex
+	transport    net.Conn // raw, or the *tls.Conn over it
+	tls          bool
+	inFlight     string // tag of the command imapserver is running, "" when none
+	inFlightName string // and its name, upper case
+	contSeen     bool   // imapserver wrote a continuation request ("+")
+	closing      bool   // the layer said BYE for a limit: imapserver's output goes nowhere
 }
 
 // outState follows imapserver's output line by line.
@@ -229,10 +232,23 @@ func (c *cmdConn) next() error {
 		}
 	}
 	start := c.state == inLineStart
+	idle := false
+	if start {
+		c.mu.Lock()
+		idle = c.inFlight == ""
+		c.mu.Unlock()
+	}
 	line, err := c.br.ReadSlice('\n')
 	whole := err == nil
+	long := false
 	if errors.Is(err, bufio.ErrBufferFull) {
 		err = nil
+		if start && idle {
+			// The first line of a command is read whole, to be
+			// checked against the limits (cmdlimits.go).
+			line, long, err = c.readFirstLine(line)
+			whole = err == nil && !long
+		}
 	}
 	if err != nil {
 		if len(line) > 0 {
@@ -243,22 +259,24 @@ func (c *cmdConn) next() error {
 		}
 		return err
 	}
-	if start {
-		c.mu.Lock()
-		idle := c.inFlight == ""
-		c.mu.Unlock()
-		if idle {
-			tag, name, ok := commandName(line)
-			if ok && whole && c.sess != nil && c.serves(name) {
-				return c.serve(tag, name, line)
-			}
-			if ok && whole && (name == "LIST" || name == "LSUB") {
-				line = literalAmpersands(line)
-			}
-			c.mu.Lock()
-			c.inFlight = tag
-			c.mu.Unlock()
+	if start && idle {
+		tag, name, ok := commandName(line)
+		if ok && whole && c.sess != nil && c.serves(name) {
+			return c.serve(tag, name, line)
 		}
+		if ok && whole && (name == "LIST" || name == "LSUB") {
+			line = literalAmpersands(line)
+		}
+		if resp := refusal(name, line, long); resp != "" {
+			return c.refuse(tag, resp, line, long)
+		}
+		c.mu.Lock()
+		c.inFlight, c.inFlightName = tag, name
+		c.mu.Unlock()
+		c.cmd = cmdState{name: name}
+		c.cmd.scan(line)
+	} else if err := c.checkRest(line, whole); err != nil {
+		return err
 	}
 	c.pending = line
 	if !whole {
@@ -408,6 +426,7 @@ func (c *cmdConn) serve(tag, name string, line []byte) error {
 		resp = c.sess.command(tag, name, cmd, c)
 	}
 	if len(resp) > 0 {
+		c.noteStatus(name, resp)
 		if err := c.writeOwn(resp); err != nil {
 			return err
 		}
@@ -559,6 +578,12 @@ func (c *cmdConn) startTLS(tag string, cmd []byte) error {
 func (c *cmdConn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	c.mu.Lock()
+	closing := c.closing
+	c.mu.Unlock()
+	if closing {
+		return len(p), nil
+	}
 	conn := c.conn()
 	o := &c.out
 	out := c.wbuf[:0]
@@ -645,12 +670,16 @@ func (c *cmdConn) Write(p []byte) (int, error) {
 // command in flight.
 func (c *cmdConn) noteLine(line []byte) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if len(line) > 0 && line[0] == '+' {
 		c.contSeen = true
 	}
+	ended := ""
 	if t := c.inFlight; t != "" && len(line) > len(t) && line[len(t)] == ' ' && string(line[:len(t)]) == t {
-		c.inFlight = ""
+		c.inFlight, ended = "", c.inFlightName
+	}
+	c.mu.Unlock()
+	if ended != "" {
+		c.noteStatus(ended, line)
 	}
 }
 

@@ -1,7 +1,6 @@
 package imapd
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -10,10 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/emersion/go-imap/v2"
-	"github.com/emersion/go-imap/v2/imapserver"
-	"github.com/emersion/go-message/textproto"
 
 	"github.com/mailhost/mailhost/credential"
 )
@@ -131,39 +126,4 @@ func unlimitedServer(f *testing.F, e *env, logs io.Writer) string {
 		<-served
 	})
 	return ln.Addr().String()
-}
-
-// FuzzMIMEStructure runs what FETCH does with a stored message (its
-// structure, envelope and sections, go-imap's and go-message's parsers)
-// on arbitrary messages: no panic, and no more than a second for one.
-func FuzzMIMEStructure(f *testing.F) {
-	f.Add([]byte(msgPlain))
-	f.Add([]byte(msgMultipart))
-	f.Add([]byte("Content-Type: multipart/mixed; boundary=a\r\n\r\n--a\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\nx\r\n--b--\r\n--a--\r\n"))
-	f.Add([]byte("Content-Type: message/rfc822\r\n\r\nContent-Type: message/rfc822\r\n\r\nSubject: deep\r\n\r\nx"))
-	f.Add([]byte("Content-Type: multipart/mixed; boundary=\"\"\r\n\r\n--\r\n\r\n"))
-	sections := []*imap.FetchItemBodySection{
-		{},
-		{Specifier: imap.PartSpecifierText},
-		{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"From", "Subject"}},
-		{Part: []int{1}},
-		{Part: []int{1, 1}, Specifier: imap.PartSpecifierMIME},
-		{Part: []int{2, 1, 3}, Partial: &imap.SectionPartial{Offset: 1, Size: 10}},
-	}
-	f.Fuzz(func(t *testing.T, msg []byte) {
-		start := time.Now()
-		imapserver.ExtractBodyStructure(bytes.NewReader(msg))
-		if h, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(msg))); err == nil {
-			imapserver.ExtractEnvelope(h)
-		}
-		for _, s := range sections {
-			imapserver.ExtractBodySection(bytes.NewReader(msg), s)
-		}
-		bs := &imap.FetchItemBinarySection{Part: []int{1}}
-		imapserver.ExtractBinarySection(bytes.NewReader(msg), bs)
-		imapserver.ExtractBinarySectionSize(bytes.NewReader(msg), &imap.FetchItemBinarySectionSize{Part: []int{1}})
-		if d := time.Since(start); d > time.Second {
-			t.Fatalf("%d octets took %v", len(msg), d)
-		}
-	})
 }

@@ -3,6 +3,7 @@ package imapd
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
@@ -12,8 +13,9 @@ import (
 )
 
 // fail maps an error to the IMAP response the client gets (response codes
-// from RFC 5530). Errors the client cannot act on are logged here, once,
-// and answered NO [SERVERBUG] without detail.
+// from RFC 5530). Errors the client cannot act on are answered NO
+// [SERVERBUG] without detail; the command layer counts and logs each,
+// once, with its command and the error kept here (noteStatus).
 func (s *session) fail(op string, err error) error {
 	var imapErr *imap.Error
 	switch {
@@ -51,7 +53,7 @@ func (s *session) fail(op string, err error) error {
 		s.log.Error(op, "err", err)
 		return no(imap.ResponseCodeUnavailable, "Server storage is full, try again later")
 	}
-	s.log.Error(op, "err", err)
+	s.bug.Store(new(fmt.Errorf("%s: %w", op, err)))
 	return no(imap.ResponseCodeServerBug, "Internal server error")
 }
 
@@ -75,3 +77,11 @@ var (
 	errReadOnly    = no(imap.ResponseCodeCannot, "Mailbox is read-only (EXAMINE)")
 	errSuspended   = no(imap.ResponseCodeUnavailable, "Account suspended")
 )
+
+// takeBug is the error of the last SERVERBUG fail answered, once.
+func (s *session) takeBug() error {
+	if p := s.bug.Swap(nil); p != nil {
+		return *p
+	}
+	return nil
+}

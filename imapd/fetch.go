@@ -135,12 +135,20 @@ func writeMessage(w *imapserver.FetchResponseWriter, m mailstore.Message, body [
 	if o.Envelope {
 		w.WriteEnvelope(envelope(body))
 	}
+	// The MIME structure is parsed once, for what needs it (mimetree.go).
+	var tree *mimePart
+	mime := func() *mimePart {
+		if tree == nil {
+			tree = parseMIME(body)
+		}
+		return tree
+	}
 	if o.BodyStructure != nil {
-		w.WriteBodyStructure(imapserver.ExtractBodyStructure(bytes.NewReader(body)))
+		w.WriteBodyStructure(mime().bodyStructure(body))
 	}
 	var err error
 	for _, bs := range o.BodySection {
-		b := bodySection(body, bs)
+		b := bodySection(body, bs, mime)
 		if err = writeLiteral(w.WriteBodySection(bs, int64(len(b))), b); err != nil {
 			break
 		}
@@ -149,14 +157,14 @@ func writeMessage(w *imapserver.FetchResponseWriter, m mailstore.Message, body [
 		if err != nil {
 			break
 		}
-		b := imapserver.ExtractBinarySection(bytes.NewReader(body), bs)
+		b := binarySection(body, bs.Part, bs.Partial, mime)
 		err = writeLiteral(w.WriteBinarySection(bs, int64(len(b))), b)
 	}
 	for _, bs := range o.BinarySectionSize {
 		if err != nil {
 			break
 		}
-		w.WriteBinarySectionSize(bs, imapserver.ExtractBinarySectionSize(bytes.NewReader(body), bs))
+		w.WriteBinarySectionSize(bs, uint32(len(binarySection(body, bs.Part, nil, mime))))
 	}
 	// Close even after an error: the writer holds the connection's
 	// response lock until then.
@@ -168,9 +176,13 @@ func writeMessage(w *imapserver.FetchResponseWriter, m mailstore.Message, body [
 
 // bodySection is BODY[section]<partial>. The whole message is sent as
 // stored, byte for byte, so that its size is RFC822.SIZE.
-func bodySection(body []byte, bs *imap.FetchItemBodySection) []byte {
-	if len(bs.Part) > 0 || bs.Specifier != imap.PartSpecifierNone {
-		return imapserver.ExtractBodySection(bytes.NewReader(body), bs)
+func bodySection(body []byte, bs *imap.FetchItemBodySection, mime func() *mimePart) []byte {
+	if len(bs.Part) > 0 {
+		return mime().section(body, bs)
+	}
+	if bs.Specifier != imap.PartSpecifierNone {
+		// HEADER, TEXT: the message's own header is all it takes.
+		return parseTop(body).section(body, bs)
 	}
 	if p := bs.Partial; p != nil {
 		if p.Offset >= int64(len(body)) {
@@ -182,6 +194,14 @@ func bodySection(body []byte, bs *imap.FetchItemBodySection) []byte {
 		}
 	}
 	return body
+}
+
+// binarySection is BINARY[part]<partial>.
+func binarySection(body []byte, part []int, p *imap.SectionPartial, mime func() *mimePart) []byte {
+	if len(part) == 0 {
+		return parseTop(body).binary(body, part, p)
+	}
+	return mime().binary(body, part, p)
 }
 
 func writeLiteral(wc io.WriteCloser, b []byte) error {

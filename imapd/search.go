@@ -3,7 +3,6 @@ package imapd
 import (
 	"bufio"
 	"bytes"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -32,6 +31,9 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 		uids   imap.UIDSet
 		needed = needsContent(criteria)
 	)
+	if err := checkSearchCost(criteria); err != nil {
+		return nil, err
+	}
 	v.staticCriteria(criteria)
 	add := func(i int, body []byte) error {
 		m := v.msgs[i]
@@ -140,6 +142,10 @@ type candidate struct {
 	msg    mailstore.Message
 	body   []byte
 	header *mail.Header
+	// texts is the lower-cased text of the body, made once for all the
+	// BODY and TEXT criteria (searchcost.go).
+	texts     [][]byte
+	textsMade bool
 }
 
 func (c *candidate) match(cr *imap.SearchCriteria) bool {
@@ -229,35 +235,10 @@ func (c *candidate) matchText(text string, withHeader bool) bool {
 	if withHeader && matchField(c.parsedHeader().Fields(), text) {
 		return true
 	}
-	// An unknown charset is not fatal: the entity is still readable.
-	e, _ := gomessage.Read(bytes.NewReader(c.body))
-	if e == nil {
-		return false
+	if !c.textsMade {
+		c.texts, c.textsMade = parseMIME(c.body).appendTexts(c.body, nil), true
 	}
-	return matchEntity(e, strings.ToLower(text))
-}
-
-func matchEntity(e *gomessage.Entity, lower string) bool {
-	if mr := e.MultipartReader(); mr != nil {
-		for {
-			p, err := mr.NextPart()
-			if err != nil {
-				return false // io.EOF included: no part matched
-			}
-			if matchEntity(p, lower) {
-				return true
-			}
-		}
-	}
-	t, _, _ := e.Header.ContentType()
-	if t != "" && !strings.HasPrefix(t, "text/") && !strings.HasPrefix(t, "message/") {
-		return false
-	}
-	b, err := io.ReadAll(io.LimitReader(e.Body, 64<<20))
-	if err != nil && len(b) == 0 {
-		return false
-	}
-	return bytes.Contains(bytes.ToLower(b), []byte(lower))
+	return containsAny(c.texts, text)
 }
 
 // matchField reports whether any of the fields contains value (decoded,

@@ -52,6 +52,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -108,12 +109,16 @@ type Config struct {
 	// error when there is no room in time, and the APPEND is answered NO
 	// [UNAVAILABLE]. nil: no bound.
 	Reserve func(ctx context.Context, bytes int64) (release func(), err error)
-	// PollInterval is how often an idling client's folder is looked at
-	// for changes even without a Watch signal. 0 means 30 seconds.
+	// PollInterval is how often an idling session looks at its folder's
+	// change log even without a Watch signal (a lost notification from
+	// another node), one row when nothing changed, and, every
+	// AccountRecheck, at its account. 0 means 5 seconds.
 	PollInterval time.Duration
 	// AccountRecheck is how often, at most, a logged-in session checks
 	// that its account may still be used (domain not suspended, mailbox
-	// not deleted); one that may not is ended with BYE. 0 means 30 s.
+	// not deleted); one that may not is ended with BYE. 0 means 5 s:
+	// a suspension made on another node reaches a session within
+	// seconds, for one account lookup per session every 5 s at most.
 	AccountRecheck time.Duration
 }
 
@@ -133,6 +138,8 @@ type Server struct {
 	cancel context.CancelFunc
 	// conns counts the sessions alive, for Shutdown to wait on.
 	conns sync.WaitGroup
+	// serverBugs counts the NO [SERVERBUG] answers (ServerBugs).
+	serverBugs atomic.Int64
 
 	// mu guards sessions, listeners and closed.
 	mu        sync.Mutex
@@ -159,10 +166,10 @@ func New(cfg Config) *Server {
 		cfg.MaxMessageBytes = 64 << 20
 	}
 	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 30 * time.Second
+		cfg.PollInterval = 5 * time.Second
 	}
 	if cfg.AccountRecheck <= 0 {
-		cfg.AccountRecheck = 30 * time.Second
+		cfg.AccountRecheck = 5 * time.Second
 	}
 	if cfg.MaxConnsPerIP <= 0 {
 		cfg.MaxConnsPerIP = policy.DefaultConnsPerAddress
@@ -300,6 +307,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.imap.Close() // closes whatever is left; its error is only "already closed"
 	return err
 }
+
+// ServerBugs is how many commands were answered NO [SERVERBUG] since New:
+// each a bug of this server (or of imapserver), logged as "server bug"
+// with its command.
+func (s *Server) ServerBugs() int64 { return s.serverBugs.Load() }
 
 // newSession is imapserver's NewSession: it admits the connection or
 // greets it with BYE.

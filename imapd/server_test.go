@@ -53,6 +53,9 @@ type envOptions struct {
 	accountRecheck, pollInterval time.Duration
 	// changeLogKeep: 0 for mailstore.ChangeLogKeep.
 	changeLogKeep int
+	// wrap, when set, wraps the store the server uses (e.st stays the
+	// store itself).
+	wrap func(mailstore.Store) mailstore.Store
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -86,8 +89,12 @@ func newEnv(t testing.TB, o envOptions) *env {
 	logins := credential.NewLogins(credential.LoginConfig{Accounts: st, Guesses: credential.GuessLimits{
 		Pair: credential.Budget{Burst: o.maxFailures, PerHour: 1},
 	}})
+	var store mailstore.Store = st
+	if o.wrap != nil {
+		store = o.wrap(st)
+	}
 	srv := New(Config{
-		Store: st, Logins: logins, TLS: serverTLS, AllowInsecureAuth: o.insecureAuth,
+		Store: store, Logins: logins, TLS: serverTLS, AllowInsecureAuth: o.insecureAuth,
 		Logger: slog.New(slog.NewTextHandler(cmp.Or(o.log, io.Discard), nil)), MaxConns: o.maxConns,
 		Reserve: o.reserve, MaxConnsPerIP: o.maxConnsPerIP, HandshakeTimeout: o.handshakeTimeout,
 		AccountRecheck: o.accountRecheck, PollInterval: o.pollInterval,

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -54,6 +55,11 @@ type session struct {
 	checked time.Time
 
 	sel *view // the selected folder, nil if none
+
+	// bug is the error behind the last NO [SERVERBUG] (errors.go), for
+	// the command layer to log with the command; atomic because Idle's
+	// goroutine may fail too.
+	bug atomic.Pointer[error]
 }
 
 var (
@@ -170,7 +176,9 @@ func (s *session) noteChanges() {
 // (Poll) and on IDLE's ticks; a failing store does not end the session.
 func (s *session) stillOpen() error {
 	now := s.srv.now()
-	if now.Sub(s.checked) < s.srv.cfg.AccountRecheck {
+	// Less a tenth: IDLE's ticks come every PollInterval, as often as
+	// this by default, and their jitter must not skip every other one.
+	if now.Sub(s.checked) < s.srv.cfg.AccountRecheck*9/10 {
 		return nil
 	}
 	_, err := s.account()

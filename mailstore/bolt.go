@@ -117,6 +117,9 @@ type Options struct {
 	// means mailstore.ChangeLogKeep; a smaller one is for tests of what a
 	// session does when the log no longer reaches back to it.
 	ChangeLogKeep int
+	// Now is the clock of the events the control plane records (a
+	// domain suspended, resumed); nil means time.Now.
+	Now func() time.Time
 }
 
 // Bolt is the bbolt implementation of Store.
@@ -126,6 +129,8 @@ type Bolt struct {
 	watch hub
 	// changeLogKeep is Options.ChangeLogKeep with its default.
 	changeLogKeep uint64
+	// now is Options.Now with its default.
+	now func() time.Time
 }
 
 var _ Store = (*Bolt)(nil)
@@ -156,7 +161,10 @@ func Open(ctx context.Context, dataDir string, opt Options) (*Bolt, error) {
 	// one commit and one fsync.
 	db.MaxBatchDelay = 2 * time.Millisecond
 	db.MaxBatchSize = 256
-	s := &Bolt{db: db, changeLogKeep: ChangeLogKeep}
+	s := &Bolt{db: db, changeLogKeep: ChangeLogKeep, now: opt.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	if opt.ChangeLogKeep > 0 {
 		s.changeLogKeep = uint64(opt.ChangeLogKeep)
 	}

@@ -391,9 +391,17 @@ func (s *Bolt) SetTransferCap(ctx context.Context, partnerID int64, name string,
 
 // SetSuspended implements Control.
 func (s *Bolt) SetSuspended(ctx context.Context, partnerID int64, name string, suspended bool) (Domain, error) {
-	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *Domain) error {
+	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *Domain) error {
+		if d.Suspended == suspended {
+			return nil // repeated: no event
+		}
 		d.Suspended = suspended
-		return nil
+		typ := EventDomainResumed
+		if suspended {
+			typ = EventDomainSuspended
+		}
+		e := NewDomainEvent(typ, *d, s.now())
+		return addEventTx(tx, &e)
 	})
 }
 
@@ -722,7 +730,7 @@ func (s *Bolt) deleteMailboxTx(tx *bolt.Tx, d *Domain, m Mailbox) error {
 			return err
 		}
 	}
-	return nil
+	return deleteAutoReplyTx(tx, m.ID)
 }
 
 // CreateAlias implements Control.

@@ -30,6 +30,12 @@ var bDomainVerified = []byte("domain_verified")
 // SetVerified implements Control.
 func (s *Bolt) SetVerified(ctx context.Context, partnerID int64, name string, verified bool, now time.Time) (Domain, error) {
 	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *Domain) error {
+		if verified && !d.Verified {
+			e := NewDomainEvent(EventDomainVerified, *d, now)
+			if err := addEventTx(tx, &e); err != nil {
+				return err
+			}
+		}
 		d.Verified = verified
 		if verified {
 			d.VerifiedAt = utc(now)

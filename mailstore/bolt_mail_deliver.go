@@ -73,6 +73,8 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 			return err
 		}
 		var inDomains []int64
+		var events []Event
+		marks := tx.Bucket(bEventMarks)
 		for _, id := range ids {
 			mb, err := t.mailbox(id)
 			if errors.Is(err, ErrMailboxNotFound) {
@@ -86,8 +88,23 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 			if err != nil {
 				return fmt.Errorf("mailbox %d: INBOX: %w", id, err)
 			}
+			before := mb.UsedBytes
 			if _, err := t.add(inbox, Message{BlobID: blobID, Size: size, ReceivedAt: received}); err != nil {
 				return err
+			}
+			if QuotaCrossed(before, mb.UsedBytes, mb.QuotaBytes()) {
+				dom, err := t.domain(mb.DomainID)
+				if err != nil {
+					return err
+				}
+				events = append(events, NewQuotaEvent(EventQuotaWarning, *mb, dom.Name, received))
+			}
+			// Accepted: the mailbox was not full, so its next refusal is a
+			// new filling (Webhooks.QuotaFull).
+			if marks != nil {
+				if err := marks.Delete([]byte(QuotaFullMark(id))); err != nil {
+					return err
+				}
 			}
 			res.Delivered = append(res.Delivered, id)
 			if !containsID(inDomains, mb.DomainID) {
@@ -114,6 +131,20 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 		}
 		t.rcache[blobID] = uint64(refs)
 
+		// The transfer figures before the counting, for the crossings.
+		before := map[int64]int64{}
+		for _, did := range append(inDomains, d.SenderDomainID) {
+			if did != 0 {
+				x := t.transferFigures(did, month)
+				before[did] = x.InBytes + x.OutBytes
+			}
+		}
+		for _, g := range groups {
+			if did := g.Relay.DomainID; did != 0 {
+				x := t.transferFigures(did, month)
+				before[did] = x.InBytes + x.OutBytes
+			}
+		}
 		for _, did := range inDomains {
 			t.count(did, month, size, 0)
 		}
@@ -131,6 +162,24 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 		}
 		for _, did := range outDomains {
 			t.count(did, month, 0, size)
+		}
+		for did, was := range before {
+			x := t.transferFigures(did, month)
+			if x.InBytes+x.OutBytes == was {
+				continue
+			}
+			dom, err := t.domain(did)
+			if err != nil {
+				return err
+			}
+			for _, typ := range TransferCrossings(was, x.InBytes+x.OutBytes, dom.TransferMonthlyMB*MB) {
+				events = append(events, NewTransferEvent(typ, *dom, x.Transfer, received))
+			}
+		}
+		for i := range events {
+			if err := addEventTx(tx, &events[i]); err != nil {
+				return err
+			}
 		}
 		return t.flush()
 	})

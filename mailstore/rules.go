@@ -82,13 +82,20 @@ func CanonFolder(name string) string {
 
 // CheckFolderName refuses names that IMAP cannot carry or that would
 // break the "/" hierarchy: empty levels, wildcards, control characters,
-// invalid UTF-8 (ErrInvalidArgument).
+// invalid UTF-8, and the path-like levels "." and ".." (as Dovecot does:
+// clients and tools that map folders to directories read them as paths)
+// (ErrInvalidArgument).
 func CheckFolderName(name string) error {
 	bad := name == "" || len(name) > 512 || !utf8.ValidString(name) ||
 		strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") ||
 		strings.Contains(name, "//") || strings.ContainsAny(name, "*%")
 	for _, r := range name {
 		if r < 0x20 || r == 0x7f {
+			bad = true
+		}
+	}
+	for level := range strings.SplitSeq(name, "/") {
+		if level == "." || level == ".." {
 			bad = true
 		}
 	}

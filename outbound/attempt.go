@@ -152,6 +152,13 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, rele
 	for _, f := range bounced {
 		a.Failed[f.rcpt] = f.stored()
 	}
+	if len(bounced) > 0 && e.Kind == mailstore.KindSubmission && s.cfg.OnBounce != nil {
+		failed := make(map[string]string, len(bounced))
+		for _, f := range bounced {
+			failed[f.rcpt] = f.stored()
+		}
+		s.cfg.OnBounce(rctx, e, failed)
+	}
 	if len(out.deferred) > 0 {
 		a.Deferred = out.reason.describe()
 		a.NextAttempt = next

@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/delivery"
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 // Config configures a Sender. Zero values are replaced by the defaults
@@ -118,6 +119,11 @@ type Config struct {
 	// delayed), once per entry. 0 means 4 hours (sendmail's default);
 	// negative: never.
 	DelayWarning time.Duration
+	// OnBounce, when set, is told of each submission (a mailbox's own
+	// message) whose failed recipients were bounced, with each one's
+	// reply, once the bounce is stored: the wiring records the
+	// message.bounced event. nil: nothing.
+	OnBounce func(ctx context.Context, e mailstore.Outbound, failed map[string]string)
 	// RetryMin is the wait after the first deferred attempt; each further
 	// attempt doubles it, up to RetryMax. 0 means 1 minute and 1 hour.
 	RetryMin, RetryMax time.Duration

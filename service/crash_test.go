@@ -1,14 +1,8 @@
 package service
 
 import (
-	"bufio"
-	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -17,66 +11,6 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 )
-
-const (
-	queueCrashDirEnv   = "MAILHOST_QUEUE_CRASH_DIR"
-	queueCrashRelayEnv = "MAILHOST_QUEUE_CRASH_RELAY"
-)
-
-// TestMain runs the test binary as TestQueueCrash's child when the
-// environment says so: the whole service on the data directory and relay
-// its parent names. It prints what the first start prints (the key), then
-// "ADDRS <http> <submission>", and runs until killed.
-func TestMain(m *testing.M) {
-	if dir := os.Getenv(queueCrashDirEnv); dir != "" {
-		os.Exit(queueCrashChild(dir, os.Getenv(queueCrashRelayEnv)))
-	}
-	os.Exit(m.Run())
-}
-
-func queueCrashChild(dir, relay string) int {
-	cfg, err := testConfig(dir, "MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", relay)
-	if err != nil {
-		fmt.Println("ERR", err)
-		return 1
-	}
-	err = Run(context.Background(), cfg, Options{
-		Stdout: os.Stdout, ShowKey: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Ready: func(a Addrs) { fmt.Println("ADDRS", a.HTTP, a.Submission) },
-	})
-	fmt.Println("ERR", err)
-	return 1
-}
-
-// startCrashChild starts the crash child (TestMain) and answers its process,
-// its API and submission addresses, and what it printed before them.
-func startCrashChild(t *testing.T, dir, relay string) (*exec.Cmd, string, string, string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), queueCrashDirEnv+"="+dir, queueCrashRelayEnv+"="+relay)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	var printed strings.Builder
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "ADDRS" {
-			go func() { // keep the pipe drained
-				for sc.Scan() {
-				}
-			}()
-			return cmd, "http://" + f[1], f[2], printed.String()
-		}
-		printed.WriteString(sc.Text() + "\n")
-	}
-	t.Fatalf("the child printed no addresses: %q", printed.String())
-	return nil, "", "", ""
-}
 
 // TestQueueCrash kills the server (SIGKILL) while four clients submit
 // mail for the relay, restarts it on the same data directory, and checks
@@ -90,8 +24,10 @@ func TestQueueCrash(t *testing.T) {
 	}
 	relay := startSink(t)
 	dir := t.TempDir()
-	cmd, api, submission, printed := startCrashChild(t, dir, relay.addr)
-	key := keyRE.FindString(printed)
+	spec := childSpec{Env: map[string]string{"MAILHOST_DATA": dir, "MAILHOST_SUBMISSION": "127.0.0.1:0", "MAILHOST_RELAY": relay.addr}}
+	srv := startChild(t, spec)
+	api, submission := srv.api(), srv.Submission
+	key := keyRE.FindString(srv.printed)
 	for _, c := range []struct{ path, body string }{
 		{"/domains/", `{"name":"example.com"}`},
 		{"/users/", `{"domain_name":"example.com","email":"alice@example.com","password":"password123"}`},
@@ -142,8 +78,7 @@ func TestQueueCrash(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	srv.kill()
 	wg.Wait()
 	if len(acked) == 0 {
 		t.Fatal("no message was accepted before the kill")
@@ -152,7 +87,7 @@ func TestQueueCrash(t *testing.T) {
 	before := len(relay.msgs)
 	relay.mu.Unlock()
 
-	startCrashChild(t, dir, relay.addr)
+	startChild(t, spec)
 	got := map[string]int{}
 	missing := acked
 	for deadline := time.Now().Add(20 * time.Second); len(missing) > 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

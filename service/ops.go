@@ -3,7 +3,11 @@ package service
 import (
 	"context"
 	"fmt"
+	"strings"
+	"log/slog"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
@@ -100,11 +104,21 @@ func (o *storeOps) CreatePartner(ctx context.Context, name string) (NewKey, erro
 	if name == "" || len(name) > 200 {
 		return NewKey{}, fmt.Errorf("partner name must be 1 to 200 characters: %w", mailstore.ErrInvalidArgument)
 	}
+	// A name is printed in listings, logs and the console: a line break
+	// or an escape sequence in it would forge lines or move a terminal's
+	// cursor.
+	if strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }) >= 0 || !utf8.ValidString(name) {
+		return NewKey{}, fmt.Errorf("partner name must not contain control characters: %w", mailstore.ErrInvalidArgument)
+	}
 	p, err := o.store.CreatePartner(ctx, name, o.now())
 	if err != nil {
 		return NewKey{}, err
 	}
-	return o.addKey(ctx, p)
+	k, err := o.addKey(ctx, p)
+	if err == nil {
+		o.audit(ctx, p.ID, "partner create", p.Name)
+	}
+	return k, err
 }
 
 func (o *storeOps) addKey(ctx context.Context, p mailstore.Partner) (NewKey, error) {
@@ -128,7 +142,11 @@ func (o *storeOps) CreateKey(ctx context.Context, partner string) (NewKey, error
 	if err != nil {
 		return NewKey{}, fmt.Errorf("partner %q: %w", partner, err)
 	}
-	return o.addKey(ctx, p)
+	k, err := o.addKey(ctx, p)
+	if err == nil {
+		o.audit(ctx, p.ID, "key create", k.KeyPrefix)
+	}
+	return k, err
 }
 
 func (o *storeOps) Keys(ctx context.Context, partner string) ([]KeyInfo, error) {
@@ -152,6 +170,7 @@ func (o *storeOps) RevokeKey(ctx context.Context, keyID int64) (KeyInfo, error) 
 	if err != nil {
 		return KeyInfo{}, err
 	}
+	o.audit(ctx, k.PartnerID, "key revoke", k.Prefix)
 	return keyInfo(k), nil
 }
 
@@ -195,5 +214,23 @@ func (o *storeOps) SetPartnerLimits(ctx context.Context, partner string, l mails
 	if err != nil {
 		return mailstore.Partner{}, fmt.Errorf("partner %q: %w", partner, err)
 	}
-	return o.store.SetPartnerLimits(ctx, p.ID, l)
+	p, err = o.store.SetPartnerLimits(ctx, p.ID, l)
+	if err == nil {
+		o.audit(ctx, p.ID, "partner limits", p.Name)
+	}
+	return p, err
+}
+
+// audit records a command-line write to a partner in its audit log
+// (GET /audit/): method "CLI", the command as route, no key. A failure
+// is logged: the write is done.
+func (o *storeOps) audit(ctx context.Context, partnerID int64, command, object string) {
+	a, ok := o.store.(mailstore.Audit)
+	if !ok {
+		return
+	}
+	e := mailstore.AuditEntry{Time: o.now(), PartnerID: partnerID, Method: "CLI", Route: command, Object: object, Status: 200}
+	if _, err := a.AddAudit(ctx, e); err != nil {
+		slog.Default().Error("audit entry", "command", command, "partner_id", partnerID, "err", err)
+	}
 }

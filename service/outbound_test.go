@@ -27,6 +27,8 @@ type sinkMessage struct {
 	From string
 	To   []string
 	Data []byte
+	// Helo is the name the client gave (EHLO): which node sent it.
+	Helo string
 }
 
 // sink is a stand-in for the remote world: an SMTP server on loopback that
@@ -37,6 +39,13 @@ type sink struct {
 	raw  *lockedBuffer
 	mu   sync.Mutex
 	msgs []sinkMessage
+	// gate, when set, holds the DATA of clients whose EHLO name is
+	// gateHelo until it is closed, then refuses it (see hold, in
+	// cluster_test.go); held lists the recipients held now. mu guards
+	// them.
+	gate     chan struct{}
+	gateHelo string
+	held     map[*sinkSession][]string
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use.
@@ -58,13 +67,14 @@ func (l *lockedBuffer) Bytes() []byte {
 }
 
 type sinkSession struct {
-	s   *sink
-	msg sinkMessage
+	s    *sink
+	conn *smtp.Conn
+	msg  sinkMessage
 }
 
 func (ss *sinkSession) AuthPlain(string, string) error { return nil }
 func (ss *sinkSession) Mail(from string, _ *smtp.MailOptions) error {
-	ss.msg = sinkMessage{From: from}
+	ss.msg = sinkMessage{From: from, Helo: ss.conn.Hostname()}
 	return nil
 }
 func (ss *sinkSession) Rcpt(to string, _ *smtp.RcptOptions) error {
@@ -77,6 +87,9 @@ func (ss *sinkSession) Data(r io.Reader) error {
 		return err
 	}
 	ss.msg.Data = b
+	if err := ss.s.pass(ss); err != nil {
+		return err
+	}
 	ss.s.mu.Lock()
 	ss.s.msgs = append(ss.s.msgs, ss.msg)
 	ss.s.mu.Unlock()
@@ -88,7 +101,7 @@ func (ss *sinkSession) Logout() error { return nil }
 func startSink(t *testing.T) *sink {
 	t.Helper()
 	s := &sink{raw: &lockedBuffer{}}
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &sinkSession{s: s}, nil }))
+	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { return &sinkSession{s: s, conn: c}, nil }))
 	srv.Domain = "sink.test"
 	srv.Debug = s.raw
 	srv.AllowInsecureAuth = true

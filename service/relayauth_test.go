@@ -50,8 +50,8 @@ func (s *loginSinkSession) Mail(from string, o *smtp.MailOptions) error {
 func startLoginSink(t *testing.T, user, pass string) *loginSink {
 	t.Helper()
 	ls := &loginSink{sink: &sink{}, user: user, pass: pass}
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
-		return &loginSinkSession{sinkSession: &sinkSession{s: ls.sink}, ls: ls}, nil
+	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		return &loginSinkSession{sinkSession: &sinkSession{s: ls.sink, conn: c}, ls: ls}, nil
 	}))
 	srv.Domain = "relay.test"
 	srv.AllowInsecureAuth = true

@@ -24,13 +24,18 @@ func nextRun(now time.Time, hhmm string) time.Time {
 type retentionStore interface {
 	PurgeBefore(ctx context.Context, now time.Time) ([]mailstore.PurgeResult, error)
 	mailstore.Cluster
+	mailstore.Audit
+	mailstore.Webhooks
 }
 
 // runRetention runs the purge once a day at hhmm UTC until ctx ends. With
 // several nodes each schedules the pass, and the one that takes the day's
 // slot (Cluster.RunOnce) runs it: once across the cluster, and a node
 // restarted after the pass does not run it again.
-func runRetention(ctx context.Context, st retentionStore, hhmm string, now func() time.Time, log *slog.Logger) {
+//
+// The same pass prunes the audit log (entries older than auditDays) and
+// the events delivered (pruneRecords).
+func runRetention(ctx context.Context, st retentionStore, hhmm string, auditDays int64, now func() time.Time, log *slog.Logger) {
 	for {
 		at := nextRun(now(), hhmm)
 		wait := at.Sub(now())
@@ -50,6 +55,7 @@ func runRetention(ctx context.Context, st retentionStore, hhmm string, now func(
 			continue
 		}
 		purge(ctx, st, now(), log)
+		pruneRecords(ctx, st, now(), auditDays, log)
 	}
 }
 

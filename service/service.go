@@ -19,8 +19,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/emersion/go-msgauth/authres"
+
 	"github.com/mailhost/mailhost/adminapi"
 	"github.com/mailhost/mailhost/autoconfig"
+	"github.com/mailhost/mailhost/autoreply"
 	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/console"
 	"github.com/mailhost/mailhost/credential"
@@ -30,6 +33,7 @@ import (
 	"github.com/mailhost/mailhost/outbound"
 	"github.com/mailhost/mailhost/policy"
 	"github.com/mailhost/mailhost/smtpd"
+	"github.com/mailhost/mailhost/webhook"
 )
 
 // Options are what Run needs besides the configuration.
@@ -49,6 +53,16 @@ type Options struct {
 	// ACMEHTTPClient talks to the ACME CA; nil: http.DefaultClient (tests
 	// pass one that trusts their CA).
 	ACMEHTTPClient *http.Client
+	// QueueLease and QueuePoll, when set, replace the outbound queue's
+	// lease (15 minutes) and poll interval (5 seconds): see
+	// outbound.Config.Lease and PollInterval. They are not settings: a
+	// node that dies holds its leases until they run out, and 15
+	// minutes is right for an operator, but a test that kills a node
+	// shortens them to see another take over its queue within seconds.
+	QueueLease, QueuePoll time.Duration
+	// WebhookRetry is the webhook worker's first retry wait (webhook.
+	// Config.Retry); 0: its default. Tests shorten it.
+	WebhookRetry time.Duration
 }
 
 // Addrs are the addresses the listeners are bound to; empty when off.
@@ -172,12 +186,20 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	// burst stays within it.
 	passwords := credential.NewVerifier(0)
 	logins := credential.NewLogins(credential.LoginConfig{Accounts: st, Verifier: passwords, Now: o.Now, Share: share})
+	// The webhook worker, and the events recorded outside a store
+	// transaction (quota_full at RCPT, bounces), right after their cause.
+	hookWorker := webhook.New(webhook.Config{
+		Store: st, Logger: log, Now: o.Now, AllowPrivate: cfg.WebhookAllowPrivate, Retry: o.WebhookRetry,
+	})
+	events := &hooks{store: st, worker: hookWorker, now: o.Now, log: log}
 	sender := outbound.New(outbound.Config{
-		Store: st, Hostname: hostname, Resolver: resolver, Relay: cfg.Relay,
+		OnBounce: events.bounced,
+		Store:    st, Hostname: hostname, Resolver: resolver, Relay: cfg.Relay,
 		RelayUsername: cfg.RelayUsername, RelayPassword: cfg.RelayPassword, RelayVerifyTLS: cfg.RelayVerifyTLS,
 		MTASTS: cfg.MTASTS, Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
 		DelayWarning: delayWarning(cfg.QueueDelayWarning),
 		Now:          o.Now, Logger: log, SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
+		Lease: o.QueueLease, PollInterval: o.QueuePoll,
 	})
 	ops.(*storeOps).wake = sender.Wake
 	// Where remote mail goes is worth a line at start: an operator who set
@@ -310,7 +332,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			Passwords: passwords, OnResume: onResume, DNS: dns,
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst, Share: share,
-			Clients: clients,
+			Clients: clients, AllowPrivateWebhooks: cfg.WebhookAllowPrivate,
 		})
 		for _, l := range []struct {
 			name, addr string
@@ -377,7 +399,16 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MXMaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
-			Postmaster: cfg.Postmaster,
+			Postmaster: cfg.Postmaster, OnQuotaFull: events.quotaFull,
+			DNSBL:      cfg.DNSBL, DNSBLResolver: resolver, DMARCEnforce: cfg.DMARCEnforce,
+		}
+		if ars, ok := st.(autoreply.Store); ok {
+			// Both stores have AutoReplies; a store without them sends
+			// no auto-replies.
+			mx.AutoReply = autoreply.New(autoreply.Config{
+				Store: ars, Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
+				Interval: cfg.AutoReplyInterval, Hostname: hostname, OnQueued: sender.Wake, Logger: log, Now: o.Now,
+			})
 		}
 		if cfg.InboundChecks {
 			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}
@@ -395,7 +426,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
-			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share, Postmaster: cfg.Postmaster,
+			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share, Postmaster: cfg.Postmaster, OnQuotaFull: events.quotaFull,
 			Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
 		})
 		servers = append(servers, s)
@@ -438,9 +469,14 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		defer wg.Done()
 		runHeartbeat(rctx, st, node, share, o.Now, log)
 	}()
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		runRetention(rctx, st, cfg.RetentionTime, o.Now, log)
+		hookWorker.Run(rctx)
+	}()
+	go func() {
+		defer wg.Done()
+		runRetention(rctx, st, cfg.RetentionTime, cfg.AuditRetentionDays, o.Now, log)
 	}()
 	go func() {
 		defer wg.Done()
@@ -507,6 +543,12 @@ type checker struct{ c *mailauth.Checker }
 func (c checker) Check(ctx context.Context, ip net.IP, helo, mailFrom string, msg []byte) string {
 	h, _ := c.c.Check(ctx, mailauth.Input{IP: ip, HELO: helo, MailFrom: mailFrom, Message: msg})
 	return h
+}
+
+// CheckDMARC makes checker an smtpd.DMARCAuthenticator.
+func (c checker) CheckDMARC(ctx context.Context, ip net.IP, helo, mailFrom string, msg []byte) (string, smtpd.DMARCVerdict) {
+	h, r := c.c.Check(ctx, mailauth.Input{IP: ip, HELO: helo, MailFrom: mailFrom, Message: msg})
+	return h, smtpd.DMARCVerdict{Fail: r.DMARC == authres.ResultFail, Domain: r.FromDomain, Policy: smtpd.DMARCPolicy(r.Policy)}
 }
 
 // delayWarning is outbound's DelayWarning for queue_delay_warning, whose

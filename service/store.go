@@ -19,6 +19,8 @@ type store interface {
 	mailstore.Store
 	mailstore.Members
 	mailstore.Cluster
+	mailstore.Webhooks
+	mailstore.Audit
 }
 
 // openStore opens the store the configuration names: the bbolt file in

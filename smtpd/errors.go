@@ -2,6 +2,7 @@ package smtpd
 
 import (
 	"errors"
+	"fmt"
 	"net"
 
 	"github.com/emersion/go-smtp"
@@ -40,9 +41,22 @@ var (
 // a store failure.
 func reply(err error) *smtp.SMTPError {
 	var se *smtp.SMTPError
+	var listed *listedError
+	var dmarcRej *dmarcRejected
 	switch {
 	case errors.As(err, &se):
 		return se // go-smtp's own, e.g. smtp.ErrDataTooLarge
+	case errors.As(err, &dmarcRej):
+		// RFC 7489 section 6.7 leaves the reply to the receiver; 550
+		// 5.7.1 naming DMARC is what large receivers answer.
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
+			Message: fmt.Sprintf("Message rejected: it fails DMARC and %s publishes p=reject", sanitizeDomain(dmarcRej.domain))}
+	case errors.As(err, &listed):
+		// RFC 5782 has no code; 554 5.7.1 naming the list is what
+		// Postfix answers (reject_rbl_client), so the sender's operator
+		// knows where to ask for delisting.
+		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
+			Message: fmt.Sprintf("Client host [%s] blocked using %s", listed.ip, listed.list)}
 	case errors.Is(err, delivery.ErrSenderNotOwned), errors.Is(err, policy.ErrNotOwner), errors.Is(err, errFromNotOwned):
 		// First: MaySendAs wraps resolution errors.
 		msg := "Sender address is not yours"

@@ -132,6 +132,9 @@ type trackedConn struct {
 	ip   string
 	l    *connLimiter
 	once sync.Once
+	// dnsbl is the connection's blocklist answer (dnsbl.go), kept
+	// across STARTTLS.
+	dnsbl dnsblCheck
 	// busy is set from MAIL until the transaction's reply has been
 	// written (go-smtp calls Session.Reset after it), so that Shutdown
 	// does not cut a delivery short.

@@ -133,6 +133,9 @@ type Config struct {
 	// postmaster@ a hosted domain that has none (delivery.Config's
 	// Postmaster). "": both are answered 550 5.1.1.
 	Postmaster string
+	// OnQuotaFull is delivery.Config's: told of each mailbox whose quota
+	// refuses a recipient. nil: nothing.
+	OnQuotaFull func(ctx context.Context, m mailstore.Mailbox)
 
 	// MX only.
 
@@ -152,6 +155,22 @@ type Config struct {
 	// false: inbound mail is always received and counted (decisions.md,
 	// "Transfer cap").
 	RefuseInboundOverCap bool
+	// DMARCEnforce applies the DMARC policy of a failing message's From
+	// domain (dmarc.go): p=reject is refused after DATA with 550 5.7.1,
+	// p=quarantine delivered with an X-Mailhost-Quarantine field. It needs
+	// an Authenticator that is a DMARCAuthenticator. Default false.
+	DMARCEnforce bool
+	// DNSBL are DNS blocklist zones (RFC 5782), such as
+	// "zen.spamhaus.org", in which the client's address is looked up once
+	// per connection; a listed client is refused at RCPT with 554 5.7.1
+	// naming the list, except for postmaster (dnsbl.go). Empty: none.
+	DNSBL []string
+	// AutoReply answers mail delivered to mailboxes with an auto-reply
+	// (autoreply.go). nil: none.
+	AutoReply AutoResponder
+	// DNSBLResolver answers the blocklist lookups. nil:
+	// net.DefaultResolver.
+	DNSBLResolver IPResolver
 }
 
 // Signer DKIM-signs a message (RFC 6376) for a hosted domain. The wiring
@@ -263,7 +282,7 @@ func newServer(cfg Config, submission bool) *Server {
 	}
 	s.delivery = delivery.New(delivery.Config{
 		Store: cfg.Store, SRS: cfg.SRS, RefuseInboundOverCap: cfg.RefuseInboundOverCap, Now: s.now,
-		Postmaster: cfg.Postmaster,
+		Postmaster: cfg.Postmaster, OnQuotaFull: cfg.OnQuotaFull,
 	})
 	if submission && cfg.MaxRecipientsPerHour > 0 {
 		// A quiet mailbox may use the hour's allowance at once.

@@ -34,6 +34,9 @@ type session struct {
 	helo     string
 	tls      bool
 	tracked  *trackedConn // nil if the connection is not from Serve
+	// dnsbl is the connection's blocklist check; nil without one
+	// (dnsbl.go).
+	dnsbl *dnsblCheck
 
 	// ctx is the session's context, cancelled by Logout, so that a store
 	// call under way stops when the client is gone.
@@ -95,6 +98,7 @@ func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
 	if s.submission {
 		return &submission{session: sess}, nil
 	}
+	sess.startDNSBL()
 	return sess, nil
 }
 
@@ -139,6 +143,10 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 	if err != nil {
 		s.refused++
 		return s.refuse(clean(to), err)
+	}
+	if err := s.checkDNSBL(addr); err != nil {
+		s.refused++
+		return s.refuse(addr, err)
 	}
 	if err := s.tx.del.AddRecipient(s.ctx, addr, to); err != nil {
 		s.refused++
@@ -244,13 +252,18 @@ func (s *session) Data(r io.Reader) error {
 	// delivery.NormalizeLineEnds): the checks, the stored copies and the
 	// next hop all see the same lines.
 	msg = delivery.NormalizeLineEnds(msg)
-	var ar string
-	if s.srv.cfg.Authenticator != nil {
-		ar = headerLine(s.srv.cfg.Authenticator.Check(s.ctx, net.IP(s.ip.AsSlice()), s.helo, tx.from, msg))
+	// The checks, and the DMARC policy with Config.DMARCEnforce
+	// (dmarc.go).
+	ar, quarantine, err := s.authenticate(tx, msg)
+	if err != nil {
+		return s.refusal("message refused", err, "id", tx.id, "from", tx.from)
 	}
 	// RFC 8601 section 5: fields that claim to come from this ADMD were
 	// forged upstream.
 	msg = stripAuthResults(msg, authservID(ar), s.srv.hostname)
+	if quarantine != "" {
+		msg = append([]byte(quarantine), msg...)
+	}
 
 	t := traceInfo{
 		id: tx.id, from: tx.from, helo: s.helo, remoteIP: s.remoteIP,
@@ -302,6 +315,7 @@ func (s *session) deliver(tx transaction, body []byte, at, start time.Time) erro
 	if len(res.Queued) > 0 && s.srv.cfg.OnQueued != nil {
 		s.srv.cfg.OnQueued()
 	}
+	s.autoReply(tx, body, res.Delivered)
 	s.log.Info("delivered", "id", tx.id, "from", tx.from, "rcpts", len(tx.del.Recipients()),
 		"mailbox_ids", res.Delivered, "skipped_ids", res.Skipped, "queued_ids", res.Queued,
 		"size_bytes", len(body), "tls", s.tls, "duration_ms", time.Since(start).Milliseconds())

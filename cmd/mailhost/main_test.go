@@ -32,6 +32,11 @@ func TestCLI(t *testing.T) {
 	if code, _, errs := mh(t, "partner", "create", "-data", dir, "acme"); code != 1 || !strings.Contains(errs, "already exists") {
 		t.Errorf("duplicate partner create = %d %q, want 1 and 'already exists'", code, errs)
 	}
+	for _, bad := range []string{"evil\nINFO forged line", "tab\there", "esc\x1b[2J"} {
+		if code, _, errs := mh(t, "partner", "create", "-data", dir, bad); code != 1 || !strings.Contains(errs, "control characters") {
+			t.Errorf("partner create %q = %d %q, want 1 and 'control characters'", bad, code, errs)
+		}
+	}
 	if code, out, _ := mh(t, "partner", "list", "-data", dir); code != 0 || !strings.Contains(out, `"acme"`) {
 		t.Errorf("partner list = %d %q", code, out)
 	}
@@ -72,7 +77,7 @@ func TestUsage(t *testing.T) {
 		code int
 	}{
 		{"help", []string{"help"}, 0},
-		{"no args", nil, 0},
+		{"no args", nil, 2},
 		{"unknown", []string{"frobnicate"}, 2},
 		{"missing arg", []string{"partner", "create"}, 2},
 		{"extra arg", []string{"partner", "list", "x"}, 2},

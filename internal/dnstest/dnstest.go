@@ -1,5 +1,5 @@
-// Package dnstest is a stub DNS server for tests: it answers TXT and MX
-// queries from tables over UDP on a loopback port, so that code under test
+// Package dnstest is a stub DNS server for tests: it answers TXT, MX and
+// A/AAAA queries from tables over UDP on a loopback port, so that code under test
 // uses a real *net.Resolver (the `dns` setting) end to end, as in
 // production.
 //
@@ -32,6 +32,7 @@ type Server struct {
 	mu   sync.Mutex
 	txt  map[string][]string
 	mx   map[string][]*net.MX
+	ip   map[string][]net.IP
 	fail map[string]bool
 }
 
@@ -44,7 +45,7 @@ func Start(t testing.TB) *Server {
 	}
 	s := &Server{
 		Addr: conn.LocalAddr().String(), conn: conn,
-		txt: map[string][]string{}, mx: map[string][]*net.MX{}, fail: map[string]bool{},
+		txt: map[string][]string{}, mx: map[string][]*net.MX{}, ip: map[string][]net.IP{}, fail: map[string]bool{},
 	}
 	done := make(chan struct{})
 	go func() {
@@ -86,6 +87,18 @@ func (s *Server) SetMX(name string, hosts ...string) {
 		mx = append(mx, &net.MX{Host: h, Pref: uint16(10 * (i + 1))})
 	}
 	s.mx[key(name)] = mx
+}
+
+// SetIP replaces name's address records (A for IPv4, AAAA for IPv6), as
+// a DNS blocklist answers for a listed address; none removes them.
+func (s *Server) SetIP(name string, ips ...net.IP) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(ips) == 0 {
+		delete(s.ip, key(name))
+		return
+	}
+	s.ip[key(name)] = ips
 }
 
 // Fail makes every query for name answer SERVFAIL (fail true) or
@@ -139,16 +152,17 @@ func (s *Server) answer(query []byte) ([]byte, bool) {
 	name := key(q.Name.String())
 
 	s.mu.Lock()
-	fail, txt, mx := s.fail[name], s.txt[name], s.mx[name]
+	fail, txt, mx, ips := s.fail[name], s.txt[name], s.mx[name], s.ip[name]
 	_, hasTXT := s.txt[name]
 	_, hasMX := s.mx[name]
+	_, hasIP := s.ip[name]
 	s.mu.Unlock()
 
 	rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired, RecursionAvailable: true}
 	switch {
 	case fail:
 		rh.RCode = dnsmessage.RCodeServerFailure
-	case !hasTXT && !hasMX:
+	case !hasTXT && !hasMX && !hasIP:
 		rh.RCode = dnsmessage.RCodeNameError
 	}
 	b := dnsmessage.NewBuilder(nil, rh)
@@ -169,6 +183,22 @@ func (s *Server) answer(query []byte) ([]byte, bool) {
 			for _, v := range txt {
 				if err := b.TXTResource(rr, dnsmessage.TXTResource{TXT: split(v)}); err != nil {
 					return nil, false
+				}
+			}
+		case dnsmessage.TypeA:
+			for _, ip := range ips {
+				if v4 := ip.To4(); v4 != nil {
+					if err := b.AResource(rr, dnsmessage.AResource{A: [4]byte(v4)}); err != nil {
+						return nil, false
+					}
+				}
+			}
+		case dnsmessage.TypeAAAA:
+			for _, ip := range ips {
+				if ip.To4() == nil && len(ip) == net.IPv6len {
+					if err := b.AAAAResource(rr, dnsmessage.AAAAResource{AAAA: [16]byte(ip)}); err != nil {
+						return nil, false
+					}
 				}
 			}
 		case dnsmessage.TypeMX:

@@ -201,7 +201,45 @@ func (s *Store) SetTransferCap(ctx context.Context, partnerID int64, name string
 
 // SetSuspended implements mailstore.Store.
 func (s *Store) SetSuspended(ctx context.Context, partnerID int64, name string, suspended bool) (mailstore.Domain, error) {
-	return s.changeDomain(ctx, partnerID, name, `suspended = $3`, []any{suspended}, nil)
+	typ := mailstore.EventDomainResumed
+	if suspended {
+		typ = mailstore.EventDomainSuspended
+	}
+	// The old state is read in the UPDATE (a self-join under the row
+	// lock), so that a repeat records no event.
+	return s.changeDomainEvent(ctx, partnerID, name, `suspended = $3`, []any{suspended},
+		`suspended <> $3`, func(d mailstore.Domain) mailstore.Event {
+			return mailstore.NewDomainEvent(typ, d, s.now())
+		})
+}
+
+// changeDomainEvent is changeDomain that also records the event made by
+// event when the row matched changed (when before, a condition on the
+// row as it was, holds).
+func (s *Store) changeDomainEvent(ctx context.Context, partnerID int64, name, set string, args []any, before string, event func(mailstore.Domain) mailstore.Event) (mailstore.Domain, error) {
+	var d mailstore.Domain
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		var changed bool
+		err := tx.QueryRow(ctx, `SELECT `+before+` FROM domains WHERE name = $1 AND partner_id = $2 FOR NO KEY UPDATE`,
+			append([]any{name, partnerID}, args...)...).Scan(&changed)
+		if err != nil {
+			return domainNotFound(err)
+		}
+		d, err = scanDomain(tx.QueryRow(ctx,
+			`UPDATE domains SET `+set+` WHERE name = $1 AND partner_id = $2 RETURNING `+domainColumns,
+			append([]any{name, partnerID}, args...)...))
+		if err != nil {
+			return domainNotFound(err)
+		}
+		if changed {
+			_, err = addEvents(ctx, tx, event(d))
+		}
+		return err
+	})
+	if err != nil {
+		return mailstore.Domain{}, fmt.Errorf("domain %s: %w", name, err)
+	}
+	return d, nil
 }
 
 // DeleteDomain implements mailstore.Store.

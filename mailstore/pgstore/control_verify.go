@@ -49,9 +49,12 @@ func checkRelated(ctx context.Context, tx pgx.Tx, partnerID int64, name string) 
 // SetVerified implements mailstore.Store. It writes rev_name too, so that
 // a row inserted by a binary older than migration 003 is indexed right.
 func (s *Store) SetVerified(ctx context.Context, partnerID int64, name string, verified bool, now time.Time) (mailstore.Domain, error) {
-	return s.changeDomain(ctx, partnerID, name,
+	return s.changeDomainEvent(ctx, partnerID, name,
 		`verified = $3, verified_at = CASE WHEN $3 THEN $4 ELSE verified_at END, rev_name = $5`,
-		[]any{verified, utc(now), mailstore.ReversedName(name)}, nil)
+		[]any{verified, utc(now), mailstore.ReversedName(name)},
+		`$3 AND NOT verified AND $4::timestamptz IS NOT NULL AND $5::text IS NOT NULL`, func(d mailstore.Domain) mailstore.Event {
+			return mailstore.NewDomainEvent(mailstore.EventDomainVerified, d, now)
+		})
 }
 
 // EnsureVerifyToken implements mailstore.Store; the row lock of the

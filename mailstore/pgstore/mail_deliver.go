@@ -255,6 +255,18 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 	// Round trip 1: locks, figures, ids.
 	inboxes := map[int64]inbox{}
 	exists := map[int64]bool{}
+	// For the events (mailstore.Webhooks): the recipients as locked, and
+	// every domain's name, owner, cap and month's figures, read without
+	// a lock for a recipient's domain (see below).
+	mbInfo := map[int64]*mailstore.Mailbox{}
+	domInfo := map[int64]mailstore.Domain{}
+	evFigs := map[domainMonth]*mailstore.Transfer{}
+	var months []string
+	for _, c := range calls {
+		if !slices.Contains(months, c.month) {
+			months = append(months, c.month)
+		}
+	}
 	caps := map[int64]int64{} // domain -> transfer_monthly_mb
 	var blobIDs, queueIDs []int64
 	b := &pgx.Batch{}
@@ -269,10 +281,12 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 			})
 			return err
 		})
-		b.Queue(`SELECT id FROM mailboxes WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, mbIDs).Query(func(rows pgx.Rows) error {
-			var id int64
-			_, err := pgx.ForEachRow(rows, []any{&id}, func() error {
-				exists[id] = true
+		b.Queue(`SELECT id, domain_id, partner_id, email, quota_mb, used_bytes FROM mailboxes WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, mbIDs).Query(func(rows pgx.Rows) error {
+			var m mailstore.Mailbox
+			_, err := pgx.ForEachRow(rows, []any{&m.ID, &m.DomainID, &m.PartnerID, &m.Email, &m.QuotaMB, &m.UsedBytes}, func() error {
+				exists[m.ID] = true
+				mb := m
+				mbInfo[m.ID] = &mb
 				return nil
 			})
 			return err
@@ -308,6 +322,31 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 			return err
 		})
 	}
+	// The figures the events are decided on. A recipient's domain is not
+	// locked (see above), so with several nodes delivering to one domain
+	// at once its crossing may be seen by two of them or by none; on one
+	// node, batches run one at a time and see each other's figures.
+	b.Queue(`SELECT id, partner_id, name, transfer_monthly_mb FROM domains
+		WHERE id IN (SELECT domain_id FROM mailboxes WHERE id = ANY($1)) OR id = ANY($2::bigint[])`, mbIDs, domIDs).Query(func(rows pgx.Rows) error {
+		var d mailstore.Domain
+		_, err := pgx.ForEachRow(rows, []any{&d.ID, &d.PartnerID, &d.Name, &d.TransferMonthlyMB}, func() error {
+			domInfo[d.ID] = d
+			return nil
+		})
+		return err
+	})
+	b.Queue(`SELECT t.domain_id, t.month, sum(t.in_bytes)::bigint, sum(t.out_bytes)::bigint FROM transfer t
+		WHERE (t.domain_id IN (SELECT domain_id FROM mailboxes WHERE id = ANY($1)) OR t.domain_id = ANY($2::bigint[]))
+		AND t.month = ANY($3::text[])
+		GROUP BY t.domain_id, t.month`, mbIDs, domIDs, months).Query(func(rows pgx.Rows) error {
+		var k domainMonth
+		var in, out int64
+		_, err := pgx.ForEachRow(rows, []any{&k.domain, &k.month, &in, &out}, func() error {
+			evFigs[k] = &mailstore.Transfer{Month: k.month, InBytes: in, OutBytes: out}
+			return nil
+		})
+		return err
+	})
 	b.Queue(`SELECT nextval(pg_get_serial_sequence('blobs', 'id')) FROM generate_series(1, $1::int)`, nBlobs).Query(func(rows pgx.Rows) error {
 		var err error
 		blobIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
@@ -329,13 +368,28 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 		return mailstore.Domain{TransferMonthlyMB: caps[did]}.TransferCapReached(*figs[domainMonth{did, month}])
 	}
 	transfer := map[domainMonth][2]int64{} // what the batch adds: in, out
-	count := func(did int64, month string, in, out int64) {
+	var events []mailstore.Event
+	var rearm []string // the quota_full marks of the recipients
+	count := func(did int64, month string, in, out int64, at time.Time) {
 		k := domainMonth{did, month}
 		v := transfer[k]
 		transfer[k] = [2]int64{v[0] + in, v[1] + out}
 		if f := figs[k]; f != nil {
 			f.InBytes += in
 			f.OutBytes += out
+		}
+		ef := evFigs[k]
+		if ef == nil {
+			ef = &mailstore.Transfer{Month: month}
+			evFigs[k] = ef
+		}
+		was := ef.InBytes + ef.OutBytes
+		ef.InBytes += in
+		ef.OutBytes += out
+		if d, ok := domInfo[did]; ok {
+			for _, typ := range mailstore.TransferCrossings(was, ef.InBytes+ef.OutBytes, d.TransferMonthlyMB*mailstore.MB) {
+				events = append(events, mailstore.NewTransferEvent(typ, d, *ef, at))
+			}
 		}
 	}
 	var (
@@ -399,6 +453,14 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 			add.add(newMessage{folderID: in.folder, mailboxID: id, domainID: in.domain, blobID: blob, size: c.size, received: c.received})
 			mbUse.add(id, 1, c.size)
 			domUse.add(in.domain, 1, c.size)
+			if m := mbInfo[id]; m != nil {
+				was := m.UsedBytes
+				m.UsedBytes += c.size
+				if mailstore.QuotaCrossed(was, m.UsedBytes, m.QuotaBytes()) {
+					events = append(events, mailstore.NewQuotaEvent(mailstore.EventQuotaWarning, *m, domInfo[in.domain].Name, c.received))
+				}
+			}
+			rearm = append(rearm, mailstore.QuotaFullMark(id))
 		}
 		for _, g := range c.groups {
 			id := queueIDs[nextQueue]
@@ -409,7 +471,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 			c.res.Queued = append(c.res.Queued, id)
 		}
 		for _, did := range inDomains {
-			count(did, c.month, c.size, 0)
+			count(did, c.month, c.size, 0, c.received)
 		}
 		// Outbound: once per domain per message, the sender's and each
 		// relay's that is not held.
@@ -424,7 +486,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 			}
 		}
 		for _, did := range outDomains {
-			count(did, c.month, 0, c.size)
+			count(did, c.month, 0, c.size, c.received)
 		}
 	}
 	if len(bIDs) == 0 {
@@ -468,6 +530,16 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::timestamptz[], $10::bool[])
 			AS q(id, kind, domain_id, from_addr, destination, recipients, blob_id, size, at, held)`,
 			qRows.id, qRows.kind, qRows.domain, qRows.from, qRows.dest, qRows.rcpts, qRows.blob, qRows.size, qRows.at, qRows.held)
+	}
+	if len(rearm) > 0 {
+		b.Queue(`DELETE FROM event_marks WHERE mark = ANY($1)`, rearm)
+	}
+	if len(events) > 0 {
+		var r eventRows
+		for _, e := range events {
+			r.add(e)
+		}
+		b.Queue(sqlAddEvents, r.args()...)
 	}
 	if err := sendBatch(ctx, tx, b); err != nil {
 		return fmt.Errorf("store deliveries: %w", err)

@@ -49,6 +49,9 @@ type Options struct {
 	Node string
 	// MaxConns bounds the connection pool; zero means 16.
 	MaxConns int32
+	// Now is the clock of the events the control plane records (a
+	// domain suspended, resumed); nil means time.Now.
+	Now func() time.Time
 }
 
 // Store is the PostgreSQL implementation of mailstore.Store.
@@ -63,6 +66,8 @@ type Store struct {
 	// commit, and when another node's notification arrives (notify.go).
 	watch mailstore.Watchers
 	bell  *doorbell
+	// now is Options.Now with its default.
+	now func() time.Time
 	// deliveries gathers concurrent Deliver calls into shared
 	// transactions (mail_deliver.go).
 	deliveries deliveries
@@ -102,7 +107,10 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	s := &Store{pool: pool, node: node, shard: shardOf(node)}
+	s := &Store{pool: pool, node: node, shard: shardOf(node), now: opt.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)

@@ -1,0 +1,334 @@
+package imapd
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// This file is where the command layer (cmdlayer.go) answers commands that
+// imapserver's limits would refuse with NO [SERVERBUG] (its decoder's
+// errors are not syntax errors to it), or not at all: it sees each command
+// line before imapserver does, and refuses it with BAD before imapserver
+// reads any of it. What reaches imapserver is then within its limits. A
+// limit found only after part of a command went to imapserver (in a line
+// after a literal) ends the connection with BYE, since imapserver cannot
+// be made to drop half a command.
+//
+// The limits, each imapserver's or below it:
+//
+//   - maxCommandBytes: 50 KiB of a command, literals aside (imapserver's
+//     maxCommandSize; RFC 2683 section 3.2.1.5 asks for at least 8,000
+//     octets). A longer first line is answered BAD and dropped up to its
+//     end; more in the lines after literals, BYE.
+//   - maxBufferedLiteral: 4096 bytes of a literal outside APPEND (what
+//     imapserver buffers; it waits for the client otherwise, which waits
+//     for "+": 30 s, then SERVERBUG). On the first line: a synchronizing
+//     literal is answered BAD [TOOBIG] and the client sends nothing more
+//     (RFC 9051 section 7.5); a non-synchronizing one is read and dropped
+//     with the rest of the command, up to maxDiscard (RFC 7888 section 4
+//     leaves the server to drop it or to close). Later: BYE.
+//   - maxParenDepth: 100 levels of parentheses (imapserver stops at 1,000,
+//     with SERVERBUG): BAD on the first line, BYE later.
+//   - CREATE and RENAME names that are not modified UTF-7 (RFC 3501
+//     section 5.1.3; imapserver's decoder fails with SERVERBUG): BAD.
+//
+// SERVERBUG is left to what is a bug of this server: each one, the
+// layer's or imapserver's, is counted (Server.ServerBugs) and logged once
+// with its command.
+
+const (
+	maxCommandBytes    = 50 << 10
+	maxBufferedLiteral = 4096
+	maxParenDepth      = 100
+	// maxDiscard is the most the layer reads and drops of a command it
+	// refused before it gives up on the connection.
+	maxDiscard = 1 << 20
+)
+
+// cmdState follows the command imapserver is reading, for the limits it
+// can only meet in the lines after a literal.
+type cmdState struct {
+	name    string // upper case, "" between commands
+	bytes   int    // non-literal bytes so far
+	depth   int    // parentheses open
+	inQuote bool
+	escaped bool
+}
+
+// scan adds a piece of a command line (no literal data) and reports what
+// limit it crosses, if any.
+func (s *cmdState) scan(b []byte) string {
+	s.bytes += len(b)
+	if s.bytes > maxCommandBytes {
+		return "Command too long"
+	}
+	for _, ch := range b {
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case s.inQuote:
+			switch ch {
+			case '\\':
+				s.escaped = true
+			case '"', '\n':
+				s.inQuote = false
+			}
+		case ch == '"':
+			s.inQuote = true
+		case ch == '(':
+			s.depth++
+			if s.depth > maxParenDepth {
+				return "Too many nested parentheses"
+			}
+		case ch == ')':
+			s.depth = max(s.depth-1, 0)
+		}
+	}
+	return ""
+}
+
+// readFirstLine reads the first line of a command whole, up to
+// maxCommandBytes; piece is what ReadSlice gave before its buffer was
+// full. long reports a line over the limit, of which the rest is still
+// to be read.
+func (c *cmdConn) readFirstLine(piece []byte) (line []byte, long bool, err error) {
+	line = append(make([]byte, 0, 2*len(piece)), piece...)
+	for len(line) <= maxCommandBytes {
+		more, err := c.br.ReadSlice('\n')
+		line = append(line, more...)
+		if err == nil {
+			return line, len(line) > maxCommandBytes, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, false, err
+		}
+	}
+	return line, true, nil
+}
+
+// refusal is the answer to the first line of a command that the layer
+// refuses, or "" for one that goes on to imapserver.
+func refusal(name string, line []byte, long bool) string {
+	if long {
+		return fmt.Sprintf("BAD Command line too long: at most %d bytes besides literals", maxCommandBytes)
+	}
+	var st cmdState
+	if st.scan(line) != "" {
+		return fmt.Sprintf("BAD [CLIENTBUG] Too many nested parentheses: at most %d", maxParenDepth)
+	}
+	if n, _, ok := literalAtEnd(line); ok && n > maxBufferedLiteral && name != "APPEND" {
+		return fmt.Sprintf("BAD [TOOBIG] Literal too big: at most %d bytes outside APPEND", maxBufferedLiteral)
+	}
+	if name == "CREATE" || name == "RENAME" {
+		p := newArgParser(line)
+		for range 2 {
+			if !p.sp() {
+				break
+			}
+			mbox, ok := p.astring()
+			if !ok {
+				break
+			}
+			if !strings.EqualFold(mbox, "INBOX") && !validModifiedUTF7(mbox) {
+				return "BAD [CLIENTBUG] Mailbox name is not modified UTF-7 (RFC 3501 section 5.1.3)"
+			}
+		}
+	}
+	return ""
+}
+
+// refuse answers the first line of a command with resp, then drops the
+// rest of the command: of an overlong line (long), up to its end; then
+// any non-synchronizing literal and the line after it. The client sends
+// no synchronizing literal without "+".
+func (c *cmdConn) refuse(tag, resp string, line []byte, long bool) error {
+	if tag == "" {
+		tag = "*"
+	}
+	if err := c.conn().SetReadDeadline(time.Now().Add(ownReadTimeout)); err != nil {
+		return err
+	}
+	dropped := len(line)
+	tail := appendTail(nil, line)
+	for long {
+		more, err := c.br.ReadSlice('\n')
+		dropped += len(more)
+		tail = appendTail(tail, more)
+		if dropped > maxDiscard {
+			return c.bye("Command line too long")
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return fmt.Errorf("read command: %w", err)
+		}
+	}
+	if err := c.writeOwn(fmt.Appendf(nil, "%s %s\r\n", tag, resp)); err != nil {
+		return err
+	}
+	for {
+		n, sync, ok := literalAtEnd(tail)
+		if !ok || sync {
+			break
+		}
+		if int64(dropped)+n > maxDiscard {
+			return c.bye("Literal too big")
+		}
+		if _, err := io.CopyN(io.Discard, c.br, n); err != nil {
+			return fmt.Errorf("read literal: %w", err)
+		}
+		dropped += int(n)
+		tail = tail[:0]
+		for {
+			more, err := c.br.ReadSlice('\n')
+			dropped += len(more)
+			tail = appendTail(tail, more)
+			if dropped > maxDiscard {
+				return c.bye("Command too long")
+			}
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, bufio.ErrBufferFull) {
+				return fmt.Errorf("read command: %w", err)
+			}
+		}
+	}
+	c.state = inLineStart
+	return c.rearm()
+}
+
+// checkRest checks a piece of a command that imapserver is reading (a
+// line after a literal, or a line the command reads such as IDLE's DONE):
+// over a limit, the client is told BYE and the connection closed.
+func (c *cmdConn) checkRest(piece []byte, whole bool) error {
+	if c.cmd.name == "" {
+		return nil
+	}
+	if text := c.cmd.scan(piece); text != "" {
+		return c.bye(text)
+	}
+	if !whole || c.cmd.name == "APPEND" {
+		return nil
+	}
+	if n, _, ok := literalAtEnd(c.joinTail(piece)); ok && n > maxBufferedLiteral {
+		return c.bye(fmt.Sprintf("Literal too big: at most %d bytes outside APPEND", maxBufferedLiteral))
+	}
+	return nil
+}
+
+// bye ends the connection for a limit: imapserver's answer to the command
+// it was reading, a SERVERBUG for the read that fails, goes nowhere.
+func (c *cmdConn) bye(text string) error {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	werr := c.writeOwn(fmt.Appendf(nil, "* BYE %s\r\n", text))
+	c.Close()
+	if werr != nil {
+		return werr
+	}
+	return fmt.Errorf("imapd: %s: %w", text, net.ErrClosed)
+}
+
+// noteStatus counts and logs a tagged NO [SERVERBUG] of the command name.
+func (c *cmdConn) noteStatus(name string, line []byte) {
+	sp := bytes.IndexByte(line, ' ')
+	if sp < 0 || !bytes.HasPrefix(line[sp+1:], []byte("NO [SERVERBUG]")) {
+		return
+	}
+	c.srv.serverBugs.Add(1)
+	log := c.srv.log
+	var detail error
+	if c.sess != nil {
+		log = c.sess.log
+		detail = c.sess.takeBug()
+	}
+	log.Error("server bug", "command", name, "tag", string(line[:sp]), "err", detail)
+}
+
+// validModifiedUTF7 reports whether s is a mailbox name as RFC 3501
+// section 5.1.3 encodes it (or raw UTF-8, RFC 6855), as go-imap's
+// internal utf7.Decode accepts it: printable ASCII, "&-" for "&", and
+// "&" base64 of UTF-16 "-" for the rest.
+func validModifiedUTF7(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if ch < 0x20 || ch > 0x7e && ch < utf8.RuneSelf {
+			return false
+		}
+		if ch != '&' {
+			ascii = true
+			continue
+		}
+		start := i + 1
+		for i++; i < len(s) && s[i] != '-'; i++ {
+			if s[i] == '\r' || s[i] == '\n' {
+				return false
+			}
+		}
+		if i == len(s) {
+			return false
+		}
+		if i == start {
+			ascii = true
+			continue
+		}
+		if !ascii || !validUTF7Base64(s[start:i]) {
+			return false
+		}
+		ascii = false
+	}
+	return true
+}
+
+// utf7Base64 is modified base64 (RFC 3501 section 5.1.3: "," for "/").
+var utf7Base64 = base64.NewEncoding("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+,")
+
+// validUTF7Base64 reports whether b64 is modified base64 of UTF-16BE that
+// encodes no printable ASCII and no broken surrogate pair.
+func validUTF7Base64(b64 string) bool {
+	switch len(b64) % 4 {
+	case 1:
+		return false
+	case 2:
+		b64 += "=="
+	case 3:
+		b64 += "="
+	}
+	if strings.Contains(b64[:len(b64)-2], "=") {
+		return false
+	}
+	b, err := utf7Base64.DecodeString(b64)
+	if err != nil || len(b)%2 == 1 {
+		return false
+	}
+	for i := 0; i < len(b); i += 2 {
+		r := rune(b[i])<<8 | rune(b[i+1])
+		if utf16.IsSurrogate(r) {
+			if i += 2; i == len(b) {
+				return false
+			}
+			if utf16.DecodeRune(r, rune(b[i])<<8|rune(b[i+1])) == utf8.RuneError {
+				return false
+			}
+		} else if 0x20 <= r && r <= 0x7e {
+			return false
+		}
+	}
+	return true
+}

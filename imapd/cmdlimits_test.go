@@ -1,0 +1,123 @@
+package imapd
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCommandLimits: a command over imapserver's limits is answered at
+// once, BAD on its first line (and the connection goes on) or BYE once
+// part of it went to imapserver, never NO [SERVERBUG] (issue 11, part 5:
+// before, `LOGIN {99999}` waited 30 s for SERVERBUG, a 57 KB line got
+// SERVERBUG and the connection dropped, and 3,000 parentheses and CREATE
+// "&AAA" got SERVERBUG).
+func TestCommandLimits(t *testing.T) {
+	logs := &syncBuffer{}
+	e := newEnv(t, envOptions{insecureAuth: true, log: logs})
+	e.requireMail()
+	deep := strings.Repeat("(", 3000) + "ALL" + strings.Repeat(")", 3000)
+	tests := []struct {
+		name   string
+		send   string // after the tag and a space; \r\n added
+		tagged string // prefix of the tagged answer
+	}{
+		{"sync literal over 4096 outside APPEND", "LOGIN {99999}", "BAD [TOOBIG]"},
+		{"non-sync literal over 4096 outside APPEND", "LOGIN {5000+}\r\n" + strings.Repeat("a", 5000) + " {3+}\r\nabc", "BAD [TOOBIG]"},
+		{"line over 50 KiB", "NOOP " + strings.Repeat("x", 60_000), "BAD Command line too long"},
+		{"line over 1 MiB of which 50 KiB is read", "NOOP " + strings.Repeat("x", 900_000), "BAD Command line too long"},
+		{"3,000 nested parentheses", "SEARCH " + deep, "BAD [CLIENTBUG] Too many nested"},
+		{"CREATE with a bare &", `CREATE "&AAA"`, "BAD [CLIENTBUG] Mailbox name"},
+		{"CREATE with an atom and a bare &", `CREATE a&b`, "BAD [CLIENTBUG] Mailbox name"},
+		{"RENAME to a bare &", `RENAME Sent "x&AGEAYgBj"`, "BAD [CLIENTBUG] Mailbox name"},
+		{"CREATE with modified UTF-7", `CREATE "K&AOQ-se"`, "OK"},
+		{"CREATE with &-", `CREATE "Q&-A"`, "OK"},
+		{"literal of 4096", "SEARCH TEXT {4096+}\r\n" + strings.Repeat("a", 4096), "OK"},
+	}
+	rc := dialRaw(t, e.addr)
+	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("LOGIN: %s", tagged)
+	}
+	if _, tagged := rc.cmd(`SELECT INBOX`); !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("SELECT: %s", tagged)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc.t = t
+			start := time.Now()
+			_, tagged := rc.cmd("%s", tt.send)
+			if took := time.Since(start); took > 3*time.Second {
+				t.Errorf("answered after %v, want at once", took)
+			}
+			if !strings.HasPrefix(tagged, tt.tagged) {
+				t.Errorf("%.60s... = %q, want %s", tt.send, tagged, tt.tagged)
+			}
+			if _, tagged := rc.cmd("NOOP"); !strings.HasPrefix(tagged, "OK") {
+				t.Errorf("NOOP after it = %q, want OK", tagged)
+			}
+		})
+	}
+	if n := e.srv.ServerBugs(); n != 0 {
+		t.Errorf("ServerBugs() = %d, want 0:\n%s", n, logs.String())
+	}
+}
+
+// TestCommandLimitsBye: a limit met after part of the command went to
+// imapserver (in the line after a literal) ends the connection with BYE,
+// at once.
+func TestCommandLimitsBye(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	for _, tt := range []struct{ name, first, rest string }{
+		{"literal over 4096 after a literal", "a LOGIN {5}\r\n", "alice {99999}\r\n"},
+		{"command over 50 KiB after a literal", "a LOGIN {5}\r\n", "alice " + strings.Repeat("x", 60_000) + "\r\n"},
+		{"parentheses after a literal", "a SEARCH CHARSET {5}\r\n", "UTF-8 " + strings.Repeat("(", 3000) + "ALL" + strings.Repeat(")", 3000) + "\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := dialRaw(t, e.addr)
+			fmt.Fprint(rc.c, tt.first)
+			if l := rc.line(); !strings.HasPrefix(l, "+") {
+				t.Fatalf("after %q: %q, want +", tt.first, l)
+			}
+			start := time.Now()
+			fmt.Fprint(rc.c, tt.rest)
+			if l := rc.line(); !strings.HasPrefix(l, "* BYE") {
+				t.Errorf("answer = %q, want * BYE", l)
+			}
+			rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			// A reset is a close too: the server leaves what it did not read.
+			if rest, err := io.ReadAll(rc.r); err != nil && !strings.Contains(err.Error(), "reset") || len(rest) > 0 {
+				t.Errorf("after BYE: %q, %v; want the connection closed", rest, err)
+			}
+			if took := time.Since(start); took > 3*time.Second {
+				t.Errorf("closed after %v, want at once", took)
+			}
+		})
+	}
+	if n := e.srv.ServerBugs(); n != 0 {
+		t.Errorf("ServerBugs() = %d, want 0", n)
+	}
+}
+
+// TestServerBugCounted: a NO [SERVERBUG] (here a store closed under the
+// session) is counted and logged once, with its command.
+func TestServerBugCounted(t *testing.T) {
+	logs := &syncBuffer{}
+	e := newEnv(t, envOptions{insecureAuth: true, log: logs})
+	e.requireMail()
+	rc := dialRaw(t, e.addr)
+	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("LOGIN: %s", tagged)
+	}
+	e.st.Close()
+	if _, tagged := rc.cmd(`STATUS INBOX (MESSAGES)`); !strings.HasPrefix(tagged, "NO [SERVERBUG]") {
+		t.Fatalf("STATUS on a closed store = %q, want NO [SERVERBUG]", tagged)
+	}
+	if n := e.srv.ServerBugs(); n != 1 {
+		t.Errorf("ServerBugs() = %d, want 1", n)
+	}
+	if got := strings.Count(logs.String(), "server bug"); got != 1 || !strings.Contains(logs.String(), "command=STATUS") {
+		t.Errorf("log has %d \"server bug\" lines, want 1 with command=STATUS:\n%s", got, logs.String())
+	}
+}

@@ -1,0 +1,141 @@
+package webhook
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+var now = time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+
+// setup makes a bbolt store with a partner, a webhook to url and one
+// event due, and answers the store and the claimed delivery.
+func setup(t *testing.T, url string, created time.Time) (*mailstore.Bolt, mailstore.WebhookDelivery) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p, err := st.CreatePartner(ctx, "p", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateWebhook(ctx, p.ID, mailstore.Webhook{URL: url, Events: []string{mailstore.EventDomainSuspended}, Secret: "k"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddEvent(ctx, mailstore.Event{Type: mailstore.EventDomainSuspended, PartnerID: p.ID, CreatedAt: created, Data: json.RawMessage(`{"domain":"a.example"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := st.ClaimWebhookDeliveries(ctx, now, time.Minute, 10)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("claim = %v, %v", ds, err)
+	}
+	return st, ds[0]
+}
+
+func TestSign(t *testing.T) {
+	body := []byte(`{"id":1}`)
+	m := hmac.New(sha256.New, []byte("secret"))
+	m.Write(body)
+	if got, want := Sign("secret", body), "sha256="+hex.EncodeToString(m.Sum(nil)); got != want {
+		t.Errorf("Sign = %s, want %s", got, want)
+	}
+}
+
+func TestPublicAddr(t *testing.T) {
+	for _, tt := range []struct {
+		ip   string
+		want bool
+	}{
+		{"93.184.216.34", true}, {"2606:2800:220:1::1", true},
+		{"127.0.0.1", false}, {"::1", false}, {"10.0.0.1", false}, {"172.16.5.4", false}, {"192.168.1.1", false},
+		{"169.254.169.254", false}, {"fe80::1", false}, {"fd00::1", false}, {"0.0.0.0", false}, {"::", false},
+		{"100.64.1.1", false}, {"::ffff:127.0.0.1", false}, {"224.0.0.1", false},
+	} {
+		if got := PublicAddr(netip.MustParseAddr(tt.ip)); got != tt.want {
+			t.Errorf("PublicAddr(%s) = %v, want %v", tt.ip, got, tt.want)
+		}
+	}
+}
+
+// TestRefusesPrivate: without AllowPrivate, a name that resolves to
+// loopback is refused when the connection is made: nothing is sent.
+func TestRefusesPrivate(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	url := "http://localhost:" + srv.URL[len("http://127.0.0.1:"):] + "/"
+	_, d := setup(t, url, now)
+	w := New(Config{Store: nil, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+	err := w.post(context.Background(), d)
+	if !errors.Is(err, errPrivate) || hits.Load() != 0 {
+		t.Errorf("post to %s = %v (%d hits), want errPrivate and no request", url, err, hits.Load())
+	}
+	w = New(Config{AllowPrivate: true, Logger: slog.New(slog.DiscardHandler)})
+	if err := w.post(context.Background(), d); err != nil || hits.Load() != 1 {
+		t.Errorf("post with AllowPrivate = %v (%d hits), want it sent", err, hits.Load())
+	}
+}
+
+// TestAttempt: the body and headers of a POST; a failure is retried
+// after Retry, doubling; past Lifetime the delivery is given up.
+func TestAttempt(t *testing.T) {
+	var status atomic.Int32
+	status.Store(503)
+	got := make(chan *http.Request, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("X-Mailhost-Signature") != Sign("k", body) || r.Header.Get("X-Mailhost-Event") != mailstore.EventDomainSuspended {
+			t.Errorf("headers %v for body %s", r.Header, body)
+		}
+		var p Payload
+		if err := json.Unmarshal(body, &p); err != nil || p.Type != mailstore.EventDomainSuspended || p.CreatedAt != "2026-11-22T09:30:00" || string(p.Data) != `{"domain":"a.example"}` {
+			t.Errorf("body %s", body)
+		}
+		w.WriteHeader(int(status.Load()))
+		got <- r
+	}))
+	defer srv.Close()
+	st, d := setup(t, srv.URL, now)
+	ctx := context.Background()
+	clock := now
+	w := New(Config{Store: st, AllowPrivate: true, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return clock }, Retry: time.Minute})
+	w.attempt(ctx, d)
+	<-got
+	// Due again a minute later, not before.
+	if ds, _ := st.ClaimWebhookDeliveries(ctx, now.Add(59*time.Second), time.Minute, 10); len(ds) != 0 {
+		t.Fatalf("claim before the retry = %v", ds)
+	}
+	ds, _ := st.ClaimWebhookDeliveries(ctx, now.Add(time.Minute), time.Minute, 10)
+	if len(ds) != 1 || ds[0].Attempts != 1 || ds[0].LastError == "" {
+		t.Fatalf("retry = %+v", ds)
+	}
+	if b := w.backoff(1); b != 2*time.Minute {
+		t.Errorf("backoff(1) = %v, want 2m", b)
+	}
+	if b := w.backoff(30); b != time.Hour {
+		t.Errorf("backoff(30) = %v, want 1h", b)
+	}
+	// A day later it fails again: given up.
+	clock = now.Add(Lifetime)
+	w.attempt(ctx, ds[0])
+	<-got
+	if ds, _ := st.ClaimWebhookDeliveries(ctx, now.Add(48*time.Hour), time.Minute, 10); len(ds) != 0 {
+		t.Errorf("after giving up: %v, want no delivery", ds)
+	}
+}
