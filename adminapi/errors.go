@@ -48,6 +48,7 @@ var (
 	errUnknownPlan      = newError(http.StatusUnprocessableEntity, "Unknown plan")
 	errInternal         = newError(http.StatusInternalServerError, "Internal server error")
 	errUnavailable      = newError(http.StatusServiceUnavailable, "Service unavailable")
+	errNoSpace          = newError(http.StatusServiceUnavailable, "Storage full, try again later")
 )
 
 // storeErrors maps the store's sentinel errors to their answers; the
@@ -71,6 +72,9 @@ var storeErrors = []struct {
 	{mailstore.ErrInvalidArgument, newError(http.StatusUnprocessableEntity, "Invalid argument")},
 	{policy.ErrUnknownPlan, errUnknownPlan},
 	{mailstore.ErrNotFound, errNotFound},
+	// Nothing was stored; the same request succeeds once the operator
+	// has freed space.
+	{mailstore.ErrNoSpace, errNoSpace},
 }
 
 // answer is the HTTP answer to err.
@@ -106,6 +110,8 @@ func writeError(w http.ResponseWriter, r *http.Request, ans *apiError) {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 	case errInvalidKey:
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	case errNoSpace:
+		w.Header().Set("Retry-After", "60")
 	}
 	writeJSON(w, ans.status, map[string]string{"detail": ans.detail})
 }

@@ -46,6 +46,12 @@ func (s *session) fail(op string, err error) error {
 		return no(imap.ResponseCodeCannot, "Invalid request")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return no(imap.ResponseCodeUnavailable, "Server shutting down")
+	case errors.Is(err, mailstore.ErrNoSpace):
+		// Temporary (RFC 5530 UNAVAILABLE), not OVERQUOTA: the account
+		// is within its quota, the server's disk is full. Nothing was
+		// stored; logged, since only the operator can act.
+		s.log.Error(op, "err", err)
+		return no(imap.ResponseCodeUnavailable, "Server storage is full, try again later")
 	}
 	s.bug.Store(new(fmt.Errorf("%s: %w", op, err)))
 	return no(imap.ResponseCodeServerBug, "Internal server error")

@@ -98,25 +98,57 @@ func (c *Checker) Check(ctx context.Context, in Input) (string, Results) {
 	var spfRes authres.SPFResult
 	out.SPF, out.SPFDomain, spfRes = checkSPF(ctx, r, in)
 
+	spfRes.Helo, spfRes.From, spfRes.Reason = fieldValue(spfRes.Helo), fieldValue(spfRes.From), fieldValue(spfRes.Reason)
 	hdrs := []authres.Result{&spfRes}
 	out.DKIM = checkDKIM(in.Message, txt)
 	if len(out.DKIM) == 0 {
 		hdrs = append(hdrs, &authres.DKIMResult{Value: authres.ResultNone})
 	}
 	for _, d := range out.DKIM {
-		hdrs = append(hdrs, &authres.DKIMResult{Value: d.Value, Domain: d.Domain, Identifier: d.Identifier, Reason: d.Reason})
+		hdrs = append(hdrs, &authres.DKIMResult{Value: d.Value, Domain: fieldValue(d.Domain), Identifier: fieldValue(d.Identifier), Reason: fieldValue(d.Reason)})
 	}
 
 	var reason string
 	out.FromDomain, out.DMARC, out.Policy, reason = checkDMARC(in.Message, out, txt)
-	hdrs = append(hdrs, &authres.DMARCResult{Value: out.DMARC, From: out.FromDomain, Reason: reason})
+	hdrs = append(hdrs, &authres.DMARCResult{Value: out.DMARC, From: fieldValue(out.FromDomain), Reason: fieldValue(reason)})
 
 	return foldResults(authres.Format(c.Hostname, hdrs)), out
 }
 
+// maxResultValue bounds each value of the Authentication-Results field:
+// the HELO name, MAIL FROM domain and DKIM d= and i= come from the
+// client, and one result per line (three values at most, each quoted at
+// worst) must stay under RFC 5322's 998 octets (a domain name has at
+// most 255).
+const maxResultValue = 255
+
+// fieldValue is s as a value of the field: without control characters
+// (a CR or LF from the client, which go-smtp keeps when bare, would end
+// the field early and add fields of the client's own to the stored
+// message), with ' for " and / for \ (authres quotes a value by escaping
+// only ", so a \ at its end would escape the closing quote, and each "
+// would double), at most maxResultValue octets of valid UTF-8.
+func fieldValue(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r < ' ' || r == 0x7f:
+			return -1
+		case r == '"':
+			return '\''
+		case r == '\\':
+			return '/'
+		}
+		return r
+	}, s)
+	if len(s) > maxResultValue {
+		s = strings.ToValidUTF8(s[:maxResultValue], "")
+	}
+	return s
+}
+
 // foldResults makes the header field of a formatted value, one result per
 // line (RFC 5322 section 2.2.3 folding), so no line nears the 998-octet
-// limit.
+// limit. The values are fieldValue's.
 func foldResults(v string) string {
 	return "Authentication-Results: " + strings.ReplaceAll(v, "; ", ";\r\n\t") + "\r\n"
 }

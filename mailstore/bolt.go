@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -326,7 +328,15 @@ func (s *Bolt) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Update(fn)
+	var fnErr error
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		fnErr = fn(tx)
+		return fnErr
+	})
+	if err != nil && fnErr == nil {
+		return commitError(err)
+	}
+	return err
 }
 
 // batch is update for writes that arrive concurrently in volume (mail
@@ -336,7 +346,37 @@ func (s *Bolt) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Batch(fn)
+	// fnErr is the error of fn's last run; Batch answers it, or the
+	// commit's when every fn of the batch succeeded.
+	var fnErr error
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		fnErr = fn(tx)
+		return fnErr
+	})
+	if err != nil && fnErr == nil {
+		return commitError(err)
+	}
+	return err
+}
+
+// commitError is the error of a commit that failed after its
+// transaction's function succeeded: writing the pages, growing the file
+// or syncing it. One for lack of space is also ErrNoSpace.
+//
+// Nothing of the transaction is stored then, and the store stays usable:
+// the meta page, written last, still names the previous transaction's
+// tree, and bbolt (v1.5) rolls its free-page list back, rebuilding it by
+// a scan of the file since we run with NoFreelistSync, so the pages the
+// failed commit took are free again. TestBoltFullDisk checks this on a
+// full file system. grow reports its truncate and fsync errors with %s,
+// losing the errno, hence the look at the text as well.
+func commitError(err error) error {
+	msg := err.Error()
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, bolterrors.ErrMaxSizeReached) ||
+		strings.Contains(msg, syscall.ENOSPC.Error()) || strings.Contains(msg, syscall.EDQUOT.Error()) {
+		return fmt.Errorf("commit: %w: %w", ErrNoSpace, err)
+	}
+	return fmt.Errorf("commit: %w", err)
 }
 
 func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }

@@ -48,6 +48,15 @@ var (
 	ErrInvalidArgument = errors.New("invalid argument")
 )
 
+// ErrNoSpace is a write the store could not make for lack of space: the
+// file system of a bbolt data directory is full (ENOSPC, or EDQUOT for
+// a disk quota), or PostgreSQL answered disk_full (SQLSTATE 53100). It is
+// temporary: nothing of the write was stored, what was stored before is
+// intact, and the same write succeeds once space is freed. The protocols
+// answer it as such: 452 4.3.1 in SMTP, NO [UNAVAILABLE] in IMAP, 503 in
+// the API.
+var ErrNoSpace = errors.New("no space left for the store")
+
 type notFoundError struct{ msg string }
 
 func (e *notFoundError) Error() string        { return e.msg }

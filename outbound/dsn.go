@@ -130,13 +130,15 @@ func (s *Sender) dsn(e mailstore.Outbound, to string, body []byte, failed []fail
 	}
 	w("")
 	for _, f := range failed {
+		// The reply is the remote server's, of any length: the line is
+		// cut at RFC 5322's 998 octets.
+		prefix := "<" + f.rcpt + ">: "
 		if f.expired {
-			w("<%s>: delivery time expired; the last attempt said: %s", f.rcpt, f.reply.describe())
+			prefix += "delivery time expired; the last attempt said: "
 		} else if f.delayed {
-			w("<%s>: delayed; the last attempt said: %s", f.rcpt, f.reply.describe())
-		} else {
-			w("<%s>: %s", f.rcpt, f.reply.describe())
+			prefix += "delayed; the last attempt said: "
 		}
+		w("%s%s", prefix, clipTo(f.reply.describe(), 998-len(prefix)))
 	}
 	w("")
 
@@ -198,7 +200,8 @@ func (s *Sender) dsn(e mailstore.Outbound, to string, body []byte, failed []fail
 }
 
 // headersOf is the header section of a message, up to the empty line, at
-// most maxReturnedHeaders of it cut at a line end, with CRLF line ends.
+// most maxReturnedHeaders of it cut at a line end, with CRLF line ends
+// and no other CR.
 func headersOf(body []byte) []byte {
 	h := body
 	if i := bytes.Index(h, []byte("\n\r\n")); i >= 0 {
@@ -218,6 +221,9 @@ func headersOf(body []byte) []byte {
 		if l == "" {
 			continue
 		}
+		// A CR inside a line would leave as a bare CR, which a next hop
+		// may read as a line end ("<CR>.<CR>" smuggling, issue 11).
+		l = strings.ReplaceAll(l, "\r", " ")
 		out.WriteString(l)
 		out.WriteString("\r\n")
 	}
@@ -229,6 +235,14 @@ func clip(s string) string {
 	const max = 900
 	if len(s) > max {
 		return s[:max]
+	}
+	return s
+}
+
+// clipTo keeps at most n octets of s.
+func clipTo(s string, n int) string {
+	if len(s) > n {
+		return s[:max(n, 0)]
 	}
 	return s
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/delivery"
+	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 )
 
@@ -127,10 +128,11 @@ func reply(err error) *smtp.SMTPError {
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Domain suspended, sending refused"}
 	case errors.Is(err, delivery.ErrBadSender):
 		return &smtp.SMTPError{Code: 501, EnhancedCode: smtp.EnhancedCode{5, 1, 7}, Message: "Bad sender address syntax"}
-	case errors.Is(err, errNoMemory):
+	case errors.Is(err, errNoMemory), errors.Is(err, mailstore.ErrNoSpace):
 		// RFC 5321's 452 "insufficient system storage", X.3.1 "mail
 		// system full" (RFC 3463): the client keeps the message and
-		// tries again.
+		// tries again. Out of memory budget here, or out of disk in the
+		// store (which then stored nothing).
 		return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 3, 1}, Message: "Insufficient system storage, try again later"}
 	case errors.Is(err, errSendLimit):
 		// Temporary: the client keeps the message and sends it once the

@@ -39,6 +39,9 @@ Usage:
   mailhost backup FILE [flags]           copy the bbolt store to FILE, also while the server runs
   mailhost store verify [-store URL | -data DIR]
                                          recompute every counter and report drift (exit 1)
+  mailhost store compact [-data DIR]     give a stopped bbolt store's free pages back to the disk
+  mailhost store stats [-json] [-store URL | -data DIR]
+                                         file size, free pages, buckets (bbolt); table sizes (PostgreSQL)
 
 PARTNER is a partner's name or id. Every command takes the configuration
 flags (mailhost serve -h lists them) and reads the same environment and

@@ -16,18 +16,23 @@ import (
 const storeUsage = `Usage:
   mailhost store copy --from DIR_OR_URL --to DIR_OR_URL
   mailhost store verify [-store URL | -data DIR]
+  mailhost store compact [-data DIR]
+  mailhost store stats [-json] [-store URL | -data DIR]
 
 A postgres:// or postgresql:// URL names a PostgreSQL database, anything
 else a bbolt data directory. verify checks the configured store, as serve
 would open it: -store (MAILHOST_STORE) when set, else the bbolt file in
--data (MAILHOST_DATA).
+-data (MAILHOST_DATA); so do compact and stats. compact rewrites a bbolt
+file without its free pages (the file never shrinks by itself); stats
+shows its size, free pages and buckets, or a PostgreSQL database's
+table sizes. All need the server stopped when the store is bbolt.
 `
 
-// storeCommand runs "mailhost store copy" and "mailhost store verify":
-// they work on the store itself, with the server stopped, not through
-// its control socket as the other commands do.
+// storeCommand runs "mailhost store copy", "verify", "compact" and
+// "stats": they work on the store itself, with the server stopped, not
+// through its control socket as the other commands do.
 func storeCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "copy" && args[0] != "verify") {
+	if len(args) == 0 || (args[0] != "copy" && args[0] != "verify" && args[0] != "compact" && args[0] != "stats") {
 		fmt.Fprint(stderr, storeUsage)
 		return 2
 	}
@@ -42,6 +47,10 @@ func storeCommand(args []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&to, "to", "", "the empty store to copy into: a bbolt data directory or a PostgreSQL URL")
 	} else {
 		flags = config.Register(fs)
+	}
+	asJSON := new(bool)
+	if cmd == "stats" {
+		fs.BoolVar(asJSON, "json", false, "print the statistics as JSON")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -70,6 +79,12 @@ func storeCommand(args []string, stdout, stderr io.Writer) int {
 	where := cfg.Store
 	if where == "" {
 		where = cfg.DataDir
+	}
+	switch cmd {
+	case "compact":
+		return compactStore(ctx, where, stdout, stderr)
+	case "stats":
+		return storeStats(ctx, where, *asJSON, stdout, stderr)
 	}
 	drift, err := storecopy.Verify(ctx, where)
 	if err != nil {

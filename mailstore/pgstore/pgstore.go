@@ -167,7 +167,7 @@ func (s *Store) tx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) erro
 	for attempt := 0; ; attempt++ {
 		err := pgx.BeginTxFunc(ctx, s.pool, opts, fn)
 		if err == nil || !retryable(err) || attempt >= maxRetries {
-			return err
+			return noSpace(err)
 		}
 		// Jittered backoff, so that the transactions that collided do not
 		// collide again in step.
@@ -210,7 +210,7 @@ func (s *Store) one(ctx context.Context, fn func(querier) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return fn(s.pool)
+	return noSpace(fn(s.pool))
 }
 
 // SQLSTATE codes (PostgreSQL appendix A).
@@ -220,7 +220,19 @@ const (
 	codeUnique        = "23505"
 	codeForeignKey    = "23503"
 	codeCheck         = "23514"
+	codeDiskFull      = "53100"
 )
+
+// noSpace marks PostgreSQL's disk_full as mailstore.ErrNoSpace: the
+// statement failed whole and the same write succeeds once the
+// database's disk has room again.
+func noSpace(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == codeDiskFull {
+		return fmt.Errorf("%w: %w", mailstore.ErrNoSpace, err)
+	}
+	return err
+}
 
 func retryable(err error) bool {
 	var pe *pgconn.PgError
