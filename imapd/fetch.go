@@ -3,12 +3,17 @@ package imapd
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	netmail "net/mail"
+	"strings"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
+	gomessage "github.com/emersion/go-message"
+	"github.com/emersion/go-message/mail"
 	"github.com/emersion/go-message/textproto"
 
 	"github.com/mailhost/mailhost/mailstore"
@@ -57,6 +62,16 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 		return nil
 	}
 
+	if !needsWholeBody(options) {
+		// ENVELOPE alone (a folder's listing) is answered from the stored
+		// summaries (mailstore.HeaderSummary): no body is read. The
+		// summary is a header block with every field envelope reads.
+		return s.eachSummary(v, idx, "fetch", func(i int, header []byte) error {
+			m := v.msgs[i]
+			return writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), header, options, seen[m.UID])
+		})
+	}
+
 	return s.eachBody(v, idx, "fetch", func(i int, body []byte) error {
 		m := v.msgs[i]
 		// writeMessage is done with body when it returns, as it must be.
@@ -72,6 +87,18 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 // comes back as is; one from the store is logged and answered through
 // s.fail with op.
 func (s *session) eachBody(v *view, idx []int, op string, fn func(i int, body []byte) error) error {
+	return s.eachRead(s.st.Bodies, v, idx, op, fn)
+}
+
+// eachSummary is eachBody with the messages' summaries
+// (mailstore.Mail.Summaries) in place of their bodies.
+func (s *session) eachSummary(v *view, idx []int, op string, fn func(i int, header []byte) error) error {
+	return s.eachRead(s.st.Summaries, v, idx, op, fn)
+}
+
+// eachRead is eachBody and eachSummary, reading with read.
+func (s *session) eachRead(read func(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, b []byte) error) error,
+	v *view, idx []int, op string, fn func(i int, b []byte) error) error {
 	live := make([]int, 0, len(idx))
 	uids := make([]uint32, 0, len(idx))
 	for _, i := range idx {
@@ -84,7 +111,7 @@ func (s *session) eachBody(v *view, idx []int, op string, fn func(i int, body []
 	// them and one pass over live pairs each body with its message.
 	next := 0
 	var fnErr error
-	err := s.st.Bodies(s.ctx, s.user.ID, v.folder.ID, uids, func(uid uint32, body []byte) error {
+	err := read(s.ctx, s.user.ID, v.folder.ID, uids, func(uid uint32, body []byte) error {
 		for uids[next] != uid {
 			next++
 		}
@@ -116,8 +143,16 @@ func marksSeen(o *imap.FetchOptions) bool {
 	return false
 }
 
+// needsBody reports whether a FETCH reads anything of the message beyond
+// its record: a summary at least.
 func needsBody(o *imap.FetchOptions) bool {
-	return o.Envelope || o.BodyStructure != nil || len(o.BodySection) > 0 ||
+	return o.Envelope || needsWholeBody(o)
+}
+
+// needsWholeBody reports whether a FETCH reads more of the message than
+// its summary holds.
+func needsWholeBody(o *imap.FetchOptions) bool {
+	return o.BodyStructure != nil || len(o.BodySection) > 0 ||
 		len(o.BinarySection) > 0 || len(o.BinarySectionSize) > 0
 }
 
@@ -212,12 +247,44 @@ func writeLiteral(wc io.WriteCloser, b []byte) error {
 	return err
 }
 
+// envelope is the ENVELOPE of a message (RFC 9051 section 7.5.2), from
+// its header: what imapserver.ExtractEnvelope answers, with the address
+// lists of address.go, each address field parsed once (ExtractEnvelope
+// parses them with net/mail, for nothing), and the usual Date parsed
+// without net/mail's trial of layouts (envelopeDate).
 func envelope(body []byte) *imap.Envelope {
 	h, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(body)))
 	if err != nil {
 		return &imap.Envelope{}
 	}
-	env := imapserver.ExtractEnvelope(h)
+	mh := mail.Header{Header: gomessage.Header{Header: h}}
+	subject, _ := mh.Subject()
+	inReplyTo, _ := mh.MsgIDList("In-Reply-To")
+	messageID, _ := mh.MessageID()
+	env := &imap.Envelope{
+		Date:      envelopeDate(h.Get("Date")),
+		Subject:   subject,
+		InReplyTo: inReplyTo,
+		MessageID: messageID,
+	}
 	setEnvelopeAddresses(env, h)
 	return env
+}
+
+// rfc5322Date is the date-time of RFC 5322 section 3.3 as nearly every
+// message writes it.
+const rfc5322Date = "Mon, 2 Jan 2006 15:04:05 -0700"
+
+// envelopeDate is the time of a Date field, as net/mail.ParseDate reads
+// it (the zero time when it cannot): a value in the usual form is parsed
+// at once, any other by ParseDate, which tries some thirty layouts.
+func envelopeDate(v string) time.Time {
+	if v == "" {
+		return time.Time{}
+	}
+	if t, err := time.Parse(rfc5322Date, strings.TrimSpace(v)); err == nil {
+		return t
+	}
+	t, _ := netmail.ParseDate(v)
+	return t
 }

@@ -30,6 +30,9 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 		seqs   imap.SeqSet
 		uids   imap.UIDSet
 		needed = needsContent(criteria)
+		// Criteria on the fields a summary keeps (FROM, TO, CC, BCC,
+		// SUBJECT, SENTSINCE...) read the stored summaries, not the bodies.
+		headerOnly = needed && inSummary(criteria)
 	)
 	if err := checkSearchCost(criteria); err != nil {
 		return nil, err
@@ -54,7 +57,15 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 		data.Count++
 		return nil
 	}
-	if needed {
+	if headerOnly {
+		all := make([]int, len(v.msgs))
+		for i := range all {
+			all[i] = i
+		}
+		if err := s.eachSummary(v, all, "search", add); err != nil {
+			return nil, err
+		}
+	} else if needed {
 		// Bodies are valid only during add, which keeps none.
 		all := make([]int, len(v.msgs))
 		for i := range all {
@@ -135,11 +146,38 @@ func needsContent(c *imap.SearchCriteria) bool {
 	return false
 }
 
+// inSummary reports whether a message's summary (mailstore.HeaderSummary)
+// holds all the criteria look into: no BODY or TEXT, and HEADER only on
+// the fields it keeps.
+func inSummary(c *imap.SearchCriteria) bool {
+	if len(c.Body) > 0 || len(c.Text) > 0 {
+		return false
+	}
+	for _, h := range c.Header {
+		if !mailstore.SummaryField(h.Key) {
+			return false
+		}
+	}
+	for i := range c.Not {
+		if !inSummary(&c.Not[i]) {
+			return false
+		}
+	}
+	for i := range c.Or {
+		if !inSummary(&c.Or[i][0]) || !inSummary(&c.Or[i][1]) {
+			return false
+		}
+	}
+	return true
+}
+
 // candidate is one message being matched, its parsed header made once.
 type candidate struct {
-	v      *view
-	seq    uint32
-	msg    mailstore.Message
+	v   *view
+	seq uint32
+	msg mailstore.Message
+	// body is the message, or its summary when the criteria need no
+	// more (inSummary).
 	body   []byte
 	header *mail.Header
 	// texts is the lower-cased text of the body, made once for all the

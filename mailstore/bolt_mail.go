@@ -19,6 +19,9 @@ package mailstore
 // mailbox_folders keys under each mailboxID, kept by createFolderTx,
 // DeleteFolder and deleteMailboxMessages.
 //
+// and blob_summaries (blobID -> HeaderSummary of the body), created by
+// the first write that needs it (bolt_mail_summaries.go).
+//
 // and, from schema 2, the outbound queue (bolt_queue.go), whose entries
 // also hold blob references.
 //
@@ -597,6 +600,9 @@ func (t *mailTx) flushRefs() error {
 				return err
 			}
 			if err := t.blobs.Delete(id8(id)); err != nil {
+				return err
+			}
+			if err := t.deleteSummary(id); err != nil {
 				return err
 			}
 			continue

@@ -36,6 +36,11 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 	size := int64(len(d.Body))
 	received := utc(d.ReceivedAt)
 	month := Month(received)
+	// Made before the transaction, which holds the store's write lock.
+	var summary []byte
+	if len(ids) > 0 {
+		summary = HeaderSummary(d.Body)
+	}
 	var res DeliveryResult
 	var refused error
 	err = s.batch(ctx, func(tx *bolt.Tx) error {
@@ -135,6 +140,11 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 		}
 		if err := t.blobs.Put(id8(blobID), d.Body); err != nil {
 			return err
+		}
+		if len(res.Delivered) > 0 {
+			if err := t.putSummary(blobID, summary); err != nil {
+				return err
+			}
 		}
 		t.rcache[blobID] = uint64(refs)
 
@@ -236,6 +246,7 @@ func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byt
 	if receivedAt.IsZero() {
 		return Message{}, fmt.Errorf("append: no received time: %w", ErrInvalidArgument)
 	}
+	summary := HeaderSummary(body)
 	var out Message
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		t := s.mailTx(tx)
@@ -255,6 +266,9 @@ func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byt
 			return err
 		}
 		if err := t.blobs.Put(id8(blobID), body); err != nil {
+			return err
+		}
+		if err := t.putSummary(blobID, summary); err != nil {
 			return err
 		}
 		t.rcache[blobID] = 1

@@ -210,6 +210,14 @@ type Mail interface {
 	// returns it unwrapped. A done ctx stops Bodies between chunks with an
 	// error matching ctx.Err(). An empty uids reads nothing and answers nil.
 	Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error
+	// Summaries is Bodies for a message's summary (HeaderSummary: the
+	// header fields of the IMAP ENVELOPE and of a folder's listing) in
+	// place of its body, with the same order, skipping, errors and
+	// validity of header. It reads no body for a message stored with its
+	// summary (every Deliver and Append does; Copy and Move share it);
+	// for one stored before summaries existed, it makes the summary from
+	// the body and stores it for the next call.
+	Summaries(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, header []byte) error) error
 	// Append adds a message to a folder (IMAP APPEND). ErrOverQuota when the
 	// account is at or over quota, or would be with this message.
 	Append(ctx context.Context, mailboxID, folderID int64, body []byte, flags []string, receivedAt time.Time) (Message, error)

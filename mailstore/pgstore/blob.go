@@ -12,10 +12,11 @@ import (
 // refs; every method that adds or drops a message or a queue entry calls
 // them in its own transaction.
 
-// addBlob stores a body with refs references and answers its id.
-func addBlob(ctx context.Context, tx pgx.Tx, body []byte, refs int64) (int64, error) {
+// addBlob stores a body, with its summary (mailstore.HeaderSummary), with
+// refs references and answers its id.
+func addBlob(ctx context.Context, tx pgx.Tx, body, summary []byte, refs int64) (int64, error) {
 	var id int64
-	if err := tx.QueryRow(ctx, `INSERT INTO blobs (refs, body) VALUES ($1, $2) RETURNING id`, refs, body).Scan(&id); err != nil {
+	if err := tx.QueryRow(ctx, `INSERT INTO blobs (refs, body, header) VALUES ($1, $2, $3) RETURNING id`, refs, body, summary).Scan(&id); err != nil {
 		return 0, fmt.Errorf("store body: %w", err)
 	}
 	return id, nil

@@ -68,6 +68,7 @@ type deliveries struct {
 type delivery struct {
 	ctx      context.Context
 	body     []byte
+	summary  []byte // mailstore.HeaderSummary(body), nil without local recipients
 	size     int64
 	received time.Time
 	month    string
@@ -103,8 +104,12 @@ func (s *Store) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.De
 		return mailstore.DeliveryResult{}, err
 	}
 	received := utc(d.ReceivedAt)
+	var summary []byte
+	if len(ids) > 0 {
+		summary = mailstore.HeaderSummary(d.Body)
+	}
 	c := &delivery{
-		ctx: ctx, body: d.Body, size: int64(len(d.Body)), received: received,
+		ctx: ctx, body: d.Body, summary: summary, size: int64(len(d.Body)), received: received,
 		month: mailstore.Month(received), ids: ids, junk: d.JunkMailboxIDs, sender: d.SenderDomainID, groups: groups,
 		done: make(chan struct{}),
 	}
@@ -409,7 +414,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 		add                 addBatch
 		mbUse, domUse       = usage{}, usage{}
 		bIDs, bRefs         []int64
-		bBodies             [][]byte
+		bBodies, bHeaders   [][]byte
 		qRows               queueRows
 		nextBlob, nextQueue int
 	)
@@ -461,6 +466,11 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 		blob := blobIDs[nextBlob]
 		nextBlob++
 		bIDs, bRefs, bBodies = append(bIDs, blob), append(bRefs, int64(refs)), append(bBodies, c.body)
+		var summary []byte // NULL for a body only queued
+		if len(c.res.Delivered) > 0 {
+			summary = c.summary
+		}
+		bHeaders = append(bHeaders, summary)
 		for _, id := range c.res.Delivered {
 			in := inboxes[id]
 			if j, ok := junks[id]; ok && slices.Contains(c.junk, id) {
@@ -511,7 +521,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 
 	// Round trip 2: the writes, set-based.
 	b = &pgx.Batch{}
-	b.Queue(`INSERT INTO blobs (id, refs, body) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[])`, bIDs, bRefs, bBodies)
+	b.Queue(`INSERT INTO blobs (id, refs, body, header) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[], $4::bytea[])`, bIDs, bRefs, bBodies, bHeaders)
 	if len(add.msgs) > 0 {
 		b.Queue(sqlAddMessages, add.args()...)
 	}

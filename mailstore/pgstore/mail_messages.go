@@ -195,6 +195,7 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 	}
 	flags = mailstore.NormFlags(flags)
 	size := int64(len(body))
+	summary := mailstore.HeaderSummary(body)
 	var out mailstore.Message
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		fs, err := lockFolders(ctx, tx, mailboxID, folderID)
@@ -208,7 +209,7 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 		if tag.RowsAffected() == 0 {
 			return mailstore.ErrOverQuota
 		}
-		blob, err := addBlob(ctx, tx, body, 1)
+		blob, err := addBlob(ctx, tx, body, summary, 1)
 		if err != nil {
 			return err
 		}

@@ -39,6 +39,7 @@ func runMail(t *testing.T, open Open) {
 	t.Run("delete_mailbox", func(t *testing.T) { mailDeleteMailbox(t, open) })
 	t.Run("isolation", func(t *testing.T) { mailIsolation(t, open) })
 	t.Run("bodies", func(t *testing.T) { mailBodies(t, open) })
+	t.Run("summaries", func(t *testing.T) { mailSummaries(t, open) })
 	t.Run("record_login", func(t *testing.T) { mailRecordLogin(t, open) })
 	t.Run("context_done", func(t *testing.T) { mailContextDone(t, open) })
 }

@@ -1,0 +1,130 @@
+package mailstore
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// bSummaries holds each body's summary (HeaderSummary), blobID -> header
+// block. It is created by the first write that needs it, not by a schema
+// migration: a body without a summary (stored before it existed, or
+// loaded from a dump) gets one from Summaries, lazily. A summary is
+// written in the transaction that writes its body (Deliver, Append) and
+// deleted in the one that deletes it (mailTx.flushRefs).
+var bSummaries = []byte("blob_summaries")
+
+// Bounds on one read transaction of Summaries, as for Bodies
+// (bolt_mail_bodies.go); summaries are small, so more fit in one.
+const (
+	summariesChunkMessages = 1024
+	summariesChunkBytes    = 1 << 20
+)
+
+// putSummary stores the summary of the body blobID.
+func (t *mailTx) putSummary(blobID int64, summary []byte) error {
+	b, err := t.tx.CreateBucketIfNotExists(bSummaries)
+	if err != nil {
+		return err
+	}
+	return b.Put(id8(blobID), summary)
+}
+
+// deleteSummary deletes the summary of a body being deleted.
+func (t *mailTx) deleteSummary(blobID int64) error {
+	if b := t.tx.Bucket(bSummaries); b != nil {
+		return b.Delete(id8(blobID))
+	}
+	return nil
+}
+
+// Summaries implements Mail. It reads the summaries in chunks, each in one
+// read transaction, as Bodies reads bodies; a summary missing is made from
+// the body in that transaction and, once it is over, stored in one write
+// transaction for the chunk.
+func (s *Bolt) Summaries(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, header []byte) error) error {
+	var (
+		buf     []byte
+		refs    []bodyRef
+		missing map[int64][]byte // blobID -> summary made from the body
+	)
+	for next := 0; next < len(uids); {
+		buf, refs, missing = buf[:0], refs[:0], nil
+		err := s.view(ctx, func(tx *bolt.Tx) error {
+			var f Folder
+			if !getJSON(tx.Bucket(bFolders), id8(folderID), &f) || f.MailboxID != mailboxID {
+				return ErrFolderNotFound
+			}
+			messages, summaries, blobs := tx.Bucket(bMessages), tx.Bucket(bSummaries), tx.Bucket(bBlobs)
+			for ; next < len(uids) && len(refs) < summariesChunkMessages && len(buf) < summariesChunkBytes; next++ {
+				uid := uids[next]
+				k := msgKey(folderID, uid)
+				v := messages.Get(k)
+				if v == nil {
+					continue // not in the folder (expunged): skipped
+				}
+				m, err := decodeMessage(k, v)
+				if err != nil {
+					return fmt.Errorf("message %d: %w", uid, err)
+				}
+				var h []byte
+				if summaries != nil {
+					h = summaries.Get(id8(m.BlobID))
+				}
+				if h == nil {
+					if h = missing[m.BlobID]; h == nil {
+						raw := blobs.Get(id8(m.BlobID))
+						if raw == nil {
+							return fmt.Errorf("message %d: blob %d missing", uid, m.BlobID)
+						}
+						h = HeaderSummary(raw)
+						if missing == nil {
+							missing = map[int64][]byte{}
+						}
+						missing[m.BlobID] = h
+					}
+				}
+				start := len(buf)
+				buf = append(buf, h...)
+				refs = append(refs, bodyRef{uid: uid, start: start, end: len(buf)})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("summaries of folder %d: %w", folderID, err)
+		}
+		if len(missing) > 0 {
+			s.storeSummaries(ctx, missing)
+		}
+		for _, r := range refs {
+			if err := fn(r.uid, buf[r.start:r.end:r.end]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// storeSummaries stores summaries made from bodies stored without one,
+// for the bodies still there. It is a cache fill: Summaries answers
+// the same without it, so a failure (a store opened read-only, a done
+// ctx) is not an error.
+func (s *Bolt) storeSummaries(ctx context.Context, made map[int64][]byte) {
+	_ = s.batch(ctx, func(tx *bolt.Tx) error {
+		blobs := tx.Bucket(bBlobs)
+		b, err := tx.CreateBucketIfNotExists(bSummaries)
+		if err != nil {
+			return err
+		}
+		for id, h := range made {
+			if blobs.Get(id8(id)) == nil || b.Get(id8(id)) != nil {
+				continue // deleted meanwhile, or filled by another session
+			}
+			if err := b.Put(id8(id), h); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
