@@ -12,7 +12,7 @@
 # PostgreSQL it also reads the database's CPU (the postmaster's process
 # tree) and the WAL written per delivered message.
 #
-#   bench/postgres.sh          # REPS=3 N=10000 SIZE=4096 C=20 M=100 FETCHN=10000 OUT=dir ONLY="bbolt pg pg2"
+#   bench/postgres.sh          # REPS=3 N=10000 SIZE=4096 C=20 M=100 FETCHN=10000 OUT=dir ONLY="bbolt pg pg2" DBCPU=0
 #
 # Ports on 127.0.0.1: node A API 43080, MX 43025, IMAP 43143; node B
 # 44080, 44025, 44143. PostgreSQL: a cluster of its own, made for the run
@@ -88,6 +88,9 @@ for r in $(seq "$REPS"); do
 		tree=${PIDS[*]}; tree=${tree// /,}
 		dbtree=
 		[ "$b" != bbolt ] && dbtree=,$(pgpid)
+		# DBCPU=1: count the database's process tree alone (its CPU per
+		# message), not the nodes'.
+		if [ "${DBCPU:-0}" = 1 ] && [ "$b" != bbolt ]; then tree=$(pgpid); dbtree=; fi
 		w0=; [ "$b" != bbolt ] && w0=$(wal)
 		log "rep $r $b: load $(cut -d' ' -f1-3 /proc/loadavg)"
 		start=$(date +%s.%N)
