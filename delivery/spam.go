@@ -158,7 +158,7 @@ func (t *Transaction) Filter(ctx context.Context, in FilterInput, body []byte) (
 	}
 	var h strings.Builder
 	if junk {
-		t.junk = filtering
+		t.junk = unionIDs(t.junk, filtering)
 		v.Junk = filtering
 		h.WriteString("X-Spam: Yes\r\n")
 	}
@@ -170,4 +170,22 @@ func (t *Transaction) Filter(ctx context.Context, in FilterInput, body []byte) (
 		fmt.Fprintf(&h, "%s: %s\r\n", f.Name, f.Value)
 	}
 	return append([]byte(h.String()), body...), v, nil
+}
+
+// Quarantine sends the message to every local recipient's Junk folder
+// instead of its INBOX: what a DMARC p=quarantine policy asks of a
+// message that fails it (RFC 7489 section 6.3). Recipients the spam
+// filter already sends there stay so.
+func (t *Transaction) Quarantine() {
+	t.junk = unionIDs(t.junk, t.MailboxIDs())
+}
+
+// unionIDs is a with the ids of b it lacks.
+func unionIDs(a, b []int64) []int64 {
+	for _, id := range b {
+		if !slices.Contains(a, id) {
+			a = append(a, id)
+		}
+	}
+	return a
 }

@@ -14,8 +14,8 @@ import (
 // check of the message (an Authenticator that is also a
 // DMARCAuthenticator). With Config.DMARCEnforce a message whose DMARC
 // result is fail is refused after DATA with 550 5.7.1 when its From
-// domain publishes p=reject, and delivered with an X-Mailhost-Quarantine
-// field when it publishes p=quarantine; nothing is done for p=none, for
+// domain publishes p=reject, and delivered to the Junk folder with an
+// X-Mailhost-Quarantine field when it publishes p=quarantine; nothing is done for p=none, for
 // a temporary or permanent error (a DNS failure must not refuse mail) or
 // without a policy.
 //

@@ -83,11 +83,19 @@ func TestDMARCPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatalf("send = %v, want delivered", err)
 			}
-			if len(inbox) != 1 {
-				t.Fatalf("INBOX has %d messages, want 1", len(inbox))
+			// p=quarantine: to the Junk folder, marked (RFC 7489 section 6.3).
+			got, want := inbox, "INBOX"
+			if tt.quarantine {
+				got, want = e.folder(t, "bob@a.test", "Junk"), "Junk"
+				if len(inbox) != 0 {
+					t.Errorf("INBOX has %d messages, want none (quarantined to Junk)", len(inbox))
+				}
 			}
-			if got := strings.Contains(string(inbox[0]), "X-Mailhost-Quarantine: dmarc"); got != tt.quarantine {
-				t.Errorf("quarantine field present = %v, want %v:\n%s", got, tt.quarantine, inbox[0])
+			if len(got) != 1 {
+				t.Fatalf("%s has %d messages, want 1", want, len(got))
+			}
+			if marked := strings.Contains(string(got[0]), "X-Mailhost-Quarantine: dmarc"); marked != tt.quarantine {
+				t.Errorf("quarantine field present = %v, want %v:\n%s", marked, tt.quarantine, got[0])
 			}
 		})
 	}

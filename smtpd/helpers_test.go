@@ -191,14 +191,20 @@ func (e *env) send(t *testing.T, from string, to []string, msg string) error {
 // inbox returns the bodies in a mailbox's INBOX, in UID order.
 func (f *fixture) inbox(t *testing.T, email string) [][]byte {
 	t.Helper()
+	return f.folder(t, email, "INBOX")
+}
+
+// folder returns the bodies in one of a mailbox's folders, in UID order.
+func (f *fixture) folder(t *testing.T, email, name string) [][]byte {
+	t.Helper()
 	ctx := context.Background()
 	m, _, err := f.st.MailboxByEmail(ctx, email)
 	if err != nil {
 		t.Fatalf("mailbox %s: %v", email, err)
 	}
-	fo, err := f.st.Folder(ctx, m.ID, "INBOX")
+	fo, err := f.st.Folder(ctx, m.ID, name)
 	if err != nil {
-		t.Fatalf("INBOX of %s: %v", email, err)
+		t.Fatalf("%s of %s: %v", name, email, err)
 	}
 	msgs, err := f.st.Messages(ctx, m.ID, fo.ID)
 	if err != nil {

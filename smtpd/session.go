@@ -265,6 +265,7 @@ func (s *session) Data(r io.Reader) error {
 	msg = stripAuthResults(msg, authservID(ar), s.srv.hostname)
 	if quarantine != "" {
 		msg = append([]byte(quarantine), msg...)
+		tx.del.Quarantine()
 	}
 
 	t := traceInfo{
