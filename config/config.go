@@ -97,7 +97,7 @@ type Config struct {
 	DNS               string
 	InboundChecks     bool
 	// DMARCEnforce refuses inbound mail that fails DMARC for a domain
-	// publishing p=reject, and marks it for p=quarantine.
+	// publishing p=reject, and sends it to Junk, marked, for p=quarantine.
 	DMARCEnforce bool
 	// DNSBL are the DNS blocklist zones the MX looks clients up in.
 	DNSBL []string
@@ -287,7 +287,7 @@ var Settings = []Setting{
 	{"webhook_allow_private", "MAILHOST_WEBHOOK_ALLOW_PRIVATE", "false", "let webhooks point to loopback, private and link-local addresses (tests, private networks); false refuses them at creation and at delivery (SSRF)", boolean(func(c *Config) *bool { return &c.WebhookAllowPrivate })},
 	{"dns", "MAILHOST_DNS", "", "host:port of the DNS server for MX, SPF, DKIM and DMARC lookups and domain verification; empty: the system resolver", str(func(c *Config) *string { return &c.DNS })},
 	{"inbound_checks", "MAILHOST_INBOUND_CHECKS", "true", "check SPF, DKIM and DMARC of inbound mail and record them in an Authentication-Results header", boolean(func(c *Config) *bool { return &c.InboundChecks })},
-	{"dmarc_enforce", "MAILHOST_DMARC_ENFORCE", "true", "apply the sender domain's DMARC policy to inbound mail (needs inbound_checks): a message failing DMARC for a domain publishing p=reject is refused (550 5.7.1), one for p=quarantine gets an X-Mailhost-Quarantine header; ARC is not evaluated, so turn it off if much of your mail comes through forwarders that break DKIM", boolean(func(c *Config) *bool { return &c.DMARCEnforce })},
+	{"dmarc_enforce", "MAILHOST_DMARC_ENFORCE", "true", "apply the sender domain's DMARC policy to inbound mail (needs inbound_checks): a message failing DMARC for a domain publishing p=reject is refused (550 5.7.1), one for p=quarantine goes to Junk with an X-Mailhost-Quarantine header; ARC is not evaluated, so turn it off if much of your mail comes through forwarders that break DKIM", boolean(func(c *Config) *bool { return &c.DMARCEnforce })},
 	{"dnsbl", "MAILHOST_DNSBL", "", "DNS blocklists (RFC 5782) the MX looks each client up in, once per connection, such as [\"zen.spamhaus.org\"] in the file or zen.spamhaus.org,bl.spamcop.net in the environment and the flag; a listed client is refused at RCPT (554 5.7.1 naming the list), except mail to postmaster; empty: none", func(c *Config, v string) error {
 		c.DNSBL = nil
 		for _, z := range strings.Split(v, ",") {
