@@ -42,8 +42,9 @@ trap 'stop; pgstop; rm -rf "$D" "$PGD"' EXIT
 if [ "$OWNPG" = 1 ]; then
 	chown postgres "$PGD"
 	runuser -u postgres -- "$PGBIN/initdb" -D "$PGD/data" -A trust -U postgres >/dev/null
-	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGD/data" -l "$PGD/log" -o "-p 55432 -k $PGD -c listen_addresses=127.0.0.1" -w start >/dev/null
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGD/data" -l "$PGD/log" -o "-p 55432 -k $PGD -c listen_addresses=127.0.0.1 ${PGOPTS:-}" -w start >/dev/null
 	PGBASE=postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable
+	[ -n "${PGSTATS:-}" ] && psql "$PGBASE" -qtAX -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
 fi
 PGBASE=${PGBASE:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
 PGURL="$PGBASE&search_path=mhbench"
@@ -120,4 +121,10 @@ for r in $(seq "$REPS"); do
 	done
 done
 stop
+if [ -n "${PGSTATS:-}" ]; then
+	# PGSTATS=1 PGOPTS="-c shared_preload_libraries=pg_stat_statements":
+	# the statements the runs sent, by total time.
+	psqlc "SELECT calls, round(total_exec_time::numeric, 1) AS ms, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" >"$OUT/pg_stat_statements.txt"
+fi
 log "results in $OUT"
