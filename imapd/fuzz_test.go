@@ -50,7 +50,7 @@ func FuzzCommand(f *testing.F) {
 		f.Add(seed)
 	}
 	logs := &syncBuffer{}
-	e := newEnv(f, envOptions{insecureAuth: true, log: logs})
+	e := newEnv(f, envOptions{insecureAuth: true, log: logs, noRateLimit: true})
 	e.requireMail()
 	e.deliver(msgPlain, t1)
 	e.deliver(msgMultipart, t2)

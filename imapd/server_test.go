@@ -45,7 +45,10 @@ type envOptions struct {
 	maxFailures  int
 	maxConns     int
 	// maxConnsPerIP and handshakeTimeout: 0 for Config's defaults.
-	maxConnsPerIP    int
+	maxConnsPerIP int
+	// noRateLimit turns off the per-address connection rate and the
+	// per-mailbox-and-address limit (a fuzzer opens thousands).
+	noRateLimit      bool
 	handshakeTimeout time.Duration
 	log              io.Writer // nil: discard
 	reserve          func(ctx context.Context, bytes int64) (func(), error)
@@ -98,6 +101,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		Store: store, Logins: logins, TLS: serverTLS, AllowInsecureAuth: o.insecureAuth,
 		Logger: slog.New(slog.NewTextHandler(cmp.Or(o.log, io.Discard), nil)), MaxConns: o.maxConns,
 		Reserve: o.reserve, MaxConnsPerIP: o.maxConnsPerIP, HandshakeTimeout: o.handshakeTimeout,
+		MaxConnRatePerIP: noRate(o.noRateLimit), MaxConnsPerUserIP: noRate(o.noRateLimit),
 		AccountRecheck: o.accountRecheck, PollInterval: o.pollInterval, OnJunkMove: o.onJunkMove,
 	})
 	e := &env{t: t, st: st, srv: srv, partnerID: p.ID, mb: mb, clientTLS: clientTLS}
@@ -391,4 +395,12 @@ func TestShutdownClosesSessions(t *testing.T) {
 	if _, err := net.DialTimeout("tcp", e.addr, time.Second); err == nil {
 		t.Error("listener still accepts after Shutdown")
 	}
+}
+
+// noRate is a limit of Config: -1 (none) when off, else 0 (the default).
+func noRate(off bool) int {
+	if off {
+		return -1
+	}
+	return 0
 }
