@@ -111,7 +111,18 @@ func (r *resolver) resolve(ctx context.Context, addr string, path []string, via 
 	path = append(path, addr)
 	domain := addr[at+1:]
 
-	dom, err := r.dir.DomainByName(ctx, domain)
+	// A mailbox comes with its domain in one look-up (one round trip to
+	// a shared store), so the usual recipient costs one; the domain alone
+	// is looked up only when no mailbox has the address.
+	m, dom, err := r.dir.MailboxByEmail(ctx, addr)
+	mailbox := err == nil
+	switch {
+	case mailbox:
+	case !errors.Is(err, mailstore.ErrNotFound):
+		return err
+	default:
+		dom, err = r.dir.DomainByName(ctx, domain)
+	}
 	if err != nil {
 		if !errors.Is(err, mailstore.ErrNotFound) {
 			return err
@@ -134,13 +145,9 @@ func (r *resolver) resolve(ctx context.Context, addr string, path []string, via 
 		return nil
 	}
 
-	m, _, err := r.dir.MailboxByEmail(ctx, addr)
-	switch {
-	case err == nil:
+	if mailbox {
 		r.addMailbox(m)
 		return nil
-	case !errors.Is(err, mailstore.ErrNotFound):
-		return err
 	}
 
 	a, err := r.dir.AliasBySource(ctx, addr)

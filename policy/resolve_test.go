@@ -53,7 +53,10 @@ func (d *directory) MailboxByEmail(ctx context.Context, email string) (mailstore
 	if !ok {
 		return mailstore.Mailbox{}, mailstore.Domain{}, mailstore.ErrMailboxNotFound
 	}
-	return mailstore.Mailbox{ID: id, Email: email}, mailstore.Domain{Name: DomainOf(email)}, nil
+	// With its domain, as the stores answer it.
+	name := DomainOf(email)
+	owner, owned := d.owners[name]
+	return mailstore.Mailbox{ID: id, Email: email}, mailstore.Domain{Name: name, PartnerID: owner, Verified: !owned || d.verified[name]}, nil
 }
 
 func (d *directory) AliasBySource(ctx context.Context, source string) (mailstore.Alias, error) {
