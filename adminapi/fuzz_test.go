@@ -15,7 +15,7 @@ func serve(t *testing.T, a *API, key, method, target, body string, want ...int) 
 	t.Helper()
 	req, err := http.NewRequestWithContext(context.Background(), method, "http://api"+target, strings.NewReader(body))
 	if err != nil {
-		t.Skip()
+		t.Skip("not a request target net/http accepts")
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	rec := httptest.NewRecorder()

@@ -77,7 +77,6 @@ func FuzzConversation(f *testing.F) {
 	}
 	logs := &syncBuffer{}
 	e := newEnv(f, envOptions{insecureAuth: true})
-	e.requireMail()
 	e.deliver(msgPlain, t1)
 	addr := unlimitedServer(f, e, logs)
 	f.Fuzz(func(t *testing.T, data []byte, login bool) {

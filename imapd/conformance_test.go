@@ -35,7 +35,6 @@ func mustOK(t *testing.T, rc *rawConn, cmd string) []string {
 // ENVELOPE (RFC 3501 section 7.4.2), and an empty group is not NIL.
 func TestEnvelopeGroups(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	e.deliver(crlf(`From: Bob <bob@example.org>
 To: group: g1@d1.org, g2@d2.org;, group2: g3@d3.org;
 Cc: group:;
@@ -81,7 +80,6 @@ func TestParseAddressList(t *testing.T) {
 // SEARCH FROM (RFC 5322 section 3.2.2).
 func TestSearchFromComments(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.requireMail()
 	e.deliver(crlf(`From: <user-from (comment)@ (comment) domain.org>
 To: alice@example.com
 Subject: comments
@@ -107,7 +105,6 @@ Hi.
 // LITERAL-, with its 4096-byte bound, is.
 func TestLiteralCapability(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	rc := dialRaw(t, e.addr)
 	// imapclient's CapSet reports LITERAL- whenever LITERAL+ is there,
 	// so the lines are read as sent.
@@ -133,7 +130,6 @@ func TestLiteralCapability(t *testing.T) {
 // UIDs (RFC 6851), and the untagged COPYUID of MOVE does not say COPY.
 func TestMoveSameMailbox(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	e.deliver(msgPlain, t1)
 	e.deliver(msgPlain, t2)
 	rc := rawLogin(t, e)
@@ -158,7 +154,6 @@ func TestMoveSameMailbox(t *testing.T) {
 // literally, not answered SERVERBUG.
 func TestListBareAmpersand(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	rc := rawLogin(t, e)
 	mustOK(t, rc, `CREATE "R&-D"`)
 	for _, tt := range []struct {
@@ -183,7 +178,6 @@ func TestListBareAmpersand(t *testing.T) {
 // sends FLAGS and PERMANENTFLAGS with it before the FETCH.
 func TestStoreNewKeyword(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	e.deliver(msgPlain, t1)
 	rc := rawLogin(t, e)
 	mustOK(t, rc, "SELECT INBOX")
@@ -212,7 +206,6 @@ func has(lines []string, prefix string) bool {
 // is recent to the first session to see its folder after it arrived.
 func TestRecent(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	e.deliver(msgPlain, t1)
 	a := rawLogin(t, e)
 	if u := mustOK(t, a, "SELECT INBOX"); !slices.Contains(u, "* 0 RECENT") {

@@ -51,7 +51,6 @@ func FuzzCommand(f *testing.F) {
 	}
 	logs := &syncBuffer{}
 	e := newEnv(f, envOptions{insecureAuth: true, log: logs, noRateLimit: true})
-	e.requireMail()
 	e.deliver(msgPlain, t1)
 	e.deliver(msgMultipart, t2)
 	f.Fuzz(func(t *testing.T, line string) {

@@ -61,7 +61,6 @@ Date: Tue, 10 Nov 2026 10:00:00 +0000
 func mailEnv(t *testing.T) *env {
 	t.Helper()
 	e := newEnv(t, envOptions{})
-	e.requireMail()
 	e.deliver(msgPlain, t1)
 	e.deliver(msgMultipart, t2)
 	e.deliver(msgLarge, t3)
@@ -79,7 +78,6 @@ func selectInbox(t *testing.T, c *imapclient.Client) *imap.SelectData {
 
 func TestListSpecialUse(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.requireMail()
 	c := e.login(nil)
 	list, err := c.List("", "*", nil).Collect()
 	if err != nil {
@@ -388,7 +386,6 @@ func TestCopyMoveExpunge(t *testing.T) {
 
 func TestAppendAndQuota(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.requireMail()
 	c := e.login(nil)
 	ctx := context.Background()
 
@@ -448,7 +445,6 @@ func appendMsg(c *imapclient.Client, folder, body string, o *imap.AppendOptions)
 
 func TestFolders(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.requireMail()
 	c := e.login(nil)
 	names := func(pattern string, o *imap.ListOptions) map[string][]imap.MailboxAttr {
 		t.Helper()
@@ -544,7 +540,6 @@ func TestStatusSize(t *testing.T) {
 // mail at NOOP, and new mail and expunges during IDLE within a second.
 func TestUpdates(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.requireMail()
 	exists := make(chan uint32, 16)
 	expunged := make(chan uint32, 16)
 	c := e.login(&imapclient.Options{UnilateralDataHandler: &imapclient.UnilateralDataHandler{
@@ -640,7 +635,6 @@ func TestAppendMemoryBudget(t *testing.T) {
 		steps = append(steps, n)
 		return func() { mu.Lock(); released += n; mu.Unlock() }, nil
 	}})
-	e.requireMail()
 	c := e.login(nil)
 	if _, err := appendMsg(c, "Drafts", msgPlain, nil); err != nil {
 		t.Fatalf("APPEND with room: %v", err)

@@ -56,7 +56,6 @@ func (rc *rawConn) rawTimed(command string) (untagged []string, tagged string, t
 func TestNestedMultipartCost(t *testing.T) {
 	const depth = 20_000
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	msg := nestedMultipart(depth, "needle")
 	e.deliver(msg, t1)
 	rc := dialRaw(t, e.addr)

@@ -27,7 +27,6 @@ func (e *env) wantStorage() (used, limit int64) {
 
 func TestQuotaWithIMAPClient(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.requireMail()
 	e.deliver(msgPlain, t1)
 	e.deliver(msgLarge, t3)
 	c := e.login(nil)
@@ -242,7 +241,6 @@ func TestStartTLSDiscardsPipelinedCommands(t *testing.T) {
 
 func TestQuotaRaw(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	e.deliver(msgPlain, t1)
 	rc := dialRaw(t, e.addr)
 	// Before login: refused, and the connection lives on (imapserver ends
@@ -341,7 +339,6 @@ func TestIDBeforeAndAfterLogin(t *testing.T) {
 // synchronizing literal, as a LITERAL+ one and inside pipelined commands.
 func TestAppendBodyWithCommandLines(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	body := crlf("From: x@example.org\nSubject: tricky\n\na1 GETQUOTA \"\"\na2 ID NIL\na3 STARTTLS\na4 SETQUOTA \"\" (STORAGE 1)\na5 APPEND INBOX {3}\na6 LOGOUT\n")
 	rc := dialRaw(t, e.addr)
 	if _, tagged := rc.cmd(`LOGIN "%s" "%s"`, alice, password); !strings.HasPrefix(tagged, "OK") {
@@ -392,7 +389,6 @@ func TestAppendBodyWithCommandLines(t *testing.T) {
 // its own tagged one.
 func TestPipelinedCommandsKeepOrder(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	e.deliver(msgPlain, t1)
 	rc := dialRaw(t, e.addr)
 	body := crlf("Subject: p\n\np9 ID NIL\n")
@@ -453,7 +449,6 @@ func TestPipelinedCommandsKeepOrder(t *testing.T) {
 // is a command again, not literal data.
 func TestRefusedLiteralThenLayerCommand(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	rc := dialRaw(t, e.addr)
 	if _, tagged := rc.cmd(`LOGIN "%s" "%s"`, alice, password); !strings.HasPrefix(tagged, "OK") {
 		t.Fatalf("LOGIN = %q", tagged)
@@ -471,7 +466,6 @@ func TestRefusedLiteralThenLayerCommand(t *testing.T) {
 // a command, even if it reads like one of the layer's.
 func TestNoCommandsWhileInFlight(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	rc := dialRaw(t, e.addr)
 	fmt.Fprintf(rc.c, "d1 AUTHENTICATE PLAIN\r\n")
 	if l := rc.line(); !strings.HasPrefix(l, "+") {

@@ -57,7 +57,6 @@ func (rc *rawConn) cmd(format string, args ...any) ([]string, string) {
 
 func TestRawProtocol(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.requireMail()
 	e.deliver(msgPlain, t1)
 	e.deliver(msgMultipart, t2)
 	e.deliver(msgLarge, t3)

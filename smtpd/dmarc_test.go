@@ -64,7 +64,6 @@ func TestDMARCPolicy(t *testing.T) {
 				c.Authenticator = checker
 				c.DMARCEnforce = tt.enforce
 			})
-			requireMailPlane(t, e.st)
 			msg := "From: " + tt.from + "\r\nTo: bob@a.test\r\nSubject: dmarc\r\n\r\nbody\r\n"
 			err := e.send(t, tt.from, []string{"bob@a.test"}, msg)
 			inbox := e.inbox(t, "bob@a.test")

@@ -155,16 +155,6 @@ func newEnv(t *testing.T, cfg func(*Config)) *env {
 	return &env{fixture: f, srv: srv, addr: ln.Addr().String(), logs: logs}
 }
 
-// requireMailPlane skips a test that needs delivery while the store's mail
-// plane is still the placeholder answering "not implemented yet".
-func requireMailPlane(t *testing.T, st mailstore.Store) {
-	t.Helper()
-	_, err := st.Folders(context.Background(), 1)
-	if err != nil && strings.Contains(err.Error(), "not implemented yet") {
-		t.Skip("store Deliver is not implemented yet")
-	}
-}
-
 // client dials the server with go-smtp's client and says EHLO.
 func (e *env) client(t *testing.T) *smtp.Client {
 	t.Helper()

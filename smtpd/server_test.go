@@ -40,7 +40,6 @@ func TestEHLO(t *testing.T) {
 
 func TestDeliver(t *testing.T) {
 	e := newEnv(t, nil)
-	requireMailPlane(t, e.st)
 	msg := message("hello bob", "How are you?")
 	if err := e.send(t, "sender@remote.test", []string{"bob@a.test"}, msg); err != nil {
 		t.Fatalf("send = %v", err)
@@ -90,7 +89,6 @@ func TestDeliver(t *testing.T) {
 
 func TestDeliverSeveralRecipients(t *testing.T) {
 	e := newEnv(t, nil)
-	requireMailPlane(t, e.st)
 	msg := message("to all", "one body for three")
 	// info@ is an alias of bob: bob gets one copy, not two.
 	if err := e.send(t, "", []string{"bob@a.test", "carol@a.test", "info@a.test", "dave@b.test"}, msg); err != nil {
@@ -115,7 +113,6 @@ func TestDeliverSeveralRecipients(t *testing.T) {
 
 func TestDeliveredToAfterAliases(t *testing.T) {
 	e := newEnv(t, nil)
-	requireMailPlane(t, e.st)
 	// Two recipients, one mailbox: Delivered-To names it, "for" does not.
 	msg := message("twice", "once")
 	if err := e.send(t, "a@remote.test", []string{"info@a.test", "c1@a.test"}, msg); err != nil {
@@ -133,7 +130,6 @@ func TestDeliveredToAfterAliases(t *testing.T) {
 
 func TestAliases(t *testing.T) {
 	e := newEnv(t, nil)
-	requireMailPlane(t, e.st)
 	for _, tc := range []struct {
 		name, rcpt, mailbox string
 	}{
@@ -231,7 +227,6 @@ func TestRcptReplies(t *testing.T) {
 
 func TestQuotaAtRCPT(t *testing.T) {
 	e := newEnv(t, nil)
-	requireMailPlane(t, e.st)
 	ctx := context.Background()
 	if _, err := e.st.SetQuota(ctx, e.partner.ID, "carol@a.test", 1); err != nil {
 		t.Fatal(err)
@@ -280,7 +275,6 @@ func TestQuotaAtRCPT(t *testing.T) {
 
 func TestTooLarge(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.MaxMessageBytes = 10 << 10 })
-	requireMailPlane(t, e.st)
 	big := message("big", strings.Repeat("x", 70)+"\r\n"+strings.Repeat(strings.Repeat("y", 70)+"\r\n", 200))
 
 	t.Run("DATA", func(t *testing.T) {
@@ -321,7 +315,6 @@ func TestTooLarge(t *testing.T) {
 
 func TestPipelining(t *testing.T) {
 	e := newEnv(t, nil)
-	requireMailPlane(t, e.st)
 	r := e.dialRaw(t)
 	r.cmd("EHLO client.test", "250 ")
 	// RFC 2920: the whole envelope in one write, replies in order.
@@ -348,7 +341,6 @@ func TestPipelining(t *testing.T) {
 
 func TestBDAT(t *testing.T) {
 	e := newEnv(t, nil)
-	requireMailPlane(t, e.st)
 	r := e.dialRaw(t)
 	r.cmd("EHLO client.test", "250 ")
 	r.cmd("MAIL FROM:<s@remote.test> BODY=8BITMIME", "250 ")
@@ -369,7 +361,6 @@ func itoa(n int) string { return big.NewInt(int64(n)).String() }
 
 func TestSMTPUTF8(t *testing.T) {
 	e := newEnv(t, nil)
-	requireMailPlane(t, e.st)
 	r := e.dialRaw(t)
 	r.cmd("EHLO client.test", "250 ")
 	r.cmd("MAIL FROM:<absender@entfernt.test> SMTPUTF8", "250 ")
@@ -386,7 +377,6 @@ func TestSMTPUTF8(t *testing.T) {
 func TestSTARTTLS(t *testing.T) {
 	cert := selfSigned(t, "mx.test")
 	e := newEnv(t, func(c *Config) { c.TLS = &tls.Config{Certificates: []tls.Certificate{cert}} })
-	requireMailPlane(t, e.st)
 
 	r := e.dialRaw(t)
 	if got := r.cmd("EHLO client.test", "250 "); !strings.Contains(got, "STARTTLS") {
@@ -546,7 +536,6 @@ func TestShutdown(t *testing.T) {
 
 func TestShutdownWaitsForTransaction(t *testing.T) {
 	e := newEnv(t, nil)
-	requireMailPlane(t, e.st)
 	busy := e.dialRaw(t)
 	busy.cmd("EHLO client.test", "250 ")
 	busy.cmd("MAIL FROM:<s@remote.test>", "250 ")
