@@ -30,7 +30,7 @@ func (s *session) Append(mailbox string, r imap.LiteralReader, options *imap.App
 	if err != nil {
 		return nil, s.fail("append", err)
 	}
-	if mb.UsedBytes+size > mb.QuotaBytes() {
+	if !mb.Fits(size) {
 		return nil, s.fail("append", mailstore.ErrOverQuota)
 	}
 	body, release, err := s.readLiteral(r, size)

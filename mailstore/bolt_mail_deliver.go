@@ -237,8 +237,7 @@ func containsID(ids []int64, id int64) bool {
 // its quota, or it is there already (a zero quota admits nothing, as in
 // policy.AcceptAtRCPT).
 func overQuota(mb *Mailbox, size int64) bool {
-	quota := mb.QuotaBytes()
-	return mb.UsedBytes >= quota || size > quota-mb.UsedBytes
+	return !mb.Fits(size)
 }
 
 // Append implements Mail.

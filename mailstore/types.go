@@ -119,6 +119,22 @@ func (m Mailbox) Entry() MailboxEntry {
 // QuotaBytes is the mailbox's storage limit in bytes.
 func (m Mailbox) QuotaBytes() int64 { return m.QuotaMB * MB }
 
+// Fits reports whether a message of size bytes (0 or less: not known yet)
+// may be added to the mailbox (decisions.md, "Quota"): not once the
+// mailbox has reached its quota, nor when size would take it past; a zero
+// quota admits nothing. Every check of the quota is this rule: the
+// protocols' (policy.AcceptAtRCPT, IMAP APPEND) and bbolt's in its
+// transactions; PostgreSQL writes it in SQL (pgstore's sqlQuotaTake), in
+// the statement that takes the room.
+func (m Mailbox) Fits(size int64) bool {
+	quota := m.QuotaBytes()
+	if m.UsedBytes >= quota {
+		return false
+	}
+	// quota-used > 0 here, so this cannot overflow as used+size could.
+	return size <= quota-m.UsedBytes
+}
+
 // MB is the unit of every *_mb field: 1 MB = 1,048,576 bytes.
 const MB = 1 << 20
 

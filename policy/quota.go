@@ -10,15 +10,7 @@ import "github.com/mailhost/mailhost/mailstore"
 // A message accepted here is delivered whole even if it then takes the
 // mailbox past its quota by itself: the sender announced less or nothing.
 func AcceptAtRCPT(m mailstore.Mailbox, announcedSize int64) bool {
-	quota := m.QuotaBytes()
-	if m.UsedBytes >= quota {
-		return false
-	}
-	if announcedSize <= 0 {
-		return true
-	}
-	// quota-used > 0 here, so this cannot overflow as used+announced could.
-	return announcedSize <= quota-m.UsedBytes
+	return m.Fits(announcedSize)
 }
 
 // TransferCapReached reports whether domain d has used its monthly

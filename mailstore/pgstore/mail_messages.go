@@ -14,7 +14,7 @@ import (
 
 // sqlQuotaTake counts n messages of `bytes` bytes on a mailbox if it has
 // room: at or over its quota, or over it with them, it changes nothing
-// (a zero quota admits nothing, as in policy.AcceptAtRCPT). The check and
+// (mailstore.Mailbox.Fits, in SQL: a zero quota admits nothing). The check and
 // the change are one statement on the locked row, so racing APPENDs and
 // COPYs cannot pass the quota together.
 const sqlQuotaTake = `UPDATE mailboxes SET message_count = message_count + $2, used_bytes = used_bytes + $3
