@@ -21,17 +21,12 @@ const purgeBatch = 5000
 // is that of what it deletes. A domain with retention_days 0 or less keeps
 // its mail.
 func (s *Bolt) PurgeBefore(ctx context.Context, now time.Time) ([]PurgeResult, error) {
-	type dom struct {
-		id   int64
-		name string
-		days int64
-	}
-	var doms []dom
+	var doms []RetentionDomain
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bDomains).ForEach(func(k, v []byte) error {
 			var d Domain
 			if getJSON(tx.Bucket(bDomains), k, &d) && d.RetentionDays > 0 {
-				doms = append(doms, dom{d.ID, d.Name, d.RetentionDays})
+				doms = append(doms, RetentionDomain{ID: d.ID, Name: d.Name, Days: d.RetentionDays})
 			}
 			return nil
 		})
@@ -39,29 +34,9 @@ func (s *Bolt) PurgeBefore(ctx context.Context, now time.Time) ([]PurgeResult, e
 	if err != nil {
 		return nil, fmt.Errorf("purge: %w", err)
 	}
-	out := []PurgeResult{}
-	for _, d := range doms {
-		cutoff := now.Add(-time.Duration(d.days) * 24 * time.Hour)
-		res := PurgeResult{DomainID: d.id, Domain: d.name}
-		for {
-			entries, n, size, err := s.purgeDomainBatch(ctx, d.id, cutoff)
-			res.Messages += n
-			res.Bytes += size
-			if err != nil {
-				if res.Messages > 0 {
-					out = append(out, res)
-				}
-				return out, fmt.Errorf("purge domain %s: %w", d.name, err)
-			}
-			if entries < purgeBatch {
-				break
-			}
-		}
-		if res.Messages > 0 {
-			out = append(out, res)
-		}
-	}
-	return out, nil
+	return PurgeDomains(doms, now, purgeBatch, func(domainID int64, cutoff time.Time) (int, int64, int64, error) {
+		return s.purgeDomainBatch(ctx, domainID, cutoff)
+	})
 }
 
 // purgeDomainBatch deletes up to purgeBatch of the domain's messages

@@ -190,3 +190,43 @@ func ApplyAttempt(o Outbound, a Attempt) Outbound {
 	o.NextAttempt = next.UTC().Truncate(time.Second)
 	return o
 }
+
+// RetentionDomain is a domain the retention pass visits: one with a
+// retention (RetentionDays > 0).
+type RetentionDomain struct {
+	ID   int64
+	Name string
+	Days int64
+}
+
+// PurgeDomains is the retention pass of Mail.PurgeBefore over domains,
+// whatever the backend: for each, batch deletes messages received before
+// now minus its retention, one transaction a call, until a call takes
+// fewer than batchSize entries. It answers one result per domain where
+// something was deleted, those of a domain whose batch failed included,
+// with that error.
+func PurgeDomains(doms []RetentionDomain, now time.Time, batchSize int, batch func(domainID int64, cutoff time.Time) (entries int, msgs, bytes int64, err error)) ([]PurgeResult, error) {
+	out := []PurgeResult{}
+	for _, d := range doms {
+		cutoff := now.Add(-time.Duration(d.Days) * 24 * time.Hour)
+		res := PurgeResult{DomainID: d.ID, Domain: d.Name}
+		for {
+			entries, n, size, err := batch(d.ID, cutoff)
+			res.Messages += n
+			res.Bytes += size
+			if err != nil {
+				if res.Messages > 0 {
+					out = append(out, res)
+				}
+				return out, fmt.Errorf("purge domain %s: %w", d.Name, err)
+			}
+			if entries < batchSize {
+				break
+			}
+		}
+		if res.Messages > 0 {
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}

@@ -21,20 +21,15 @@ const purgeBatch = 2000
 // received before the cutoff through messages_retention, purgeBatch at a
 // time, each batch one transaction: its cost is that of what it deletes.
 func (s *Store) PurgeBefore(ctx context.Context, now time.Time) ([]mailstore.PurgeResult, error) {
-	type dom struct {
-		id   int64
-		name string
-		days int64
-	}
-	var doms []dom
+	var doms []mailstore.RetentionDomain
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		doms = doms[:0]
 		rows, err := tx.Query(ctx, `SELECT id, name, retention_days FROM domains WHERE retention_days > 0 ORDER BY id`)
 		if err != nil {
 			return err
 		}
-		var d dom
-		_, err = pgx.ForEachRow(rows, []any{&d.id, &d.name, &d.days}, func() error {
+		var d mailstore.RetentionDomain
+		_, err = pgx.ForEachRow(rows, []any{&d.ID, &d.Name, &d.Days}, func() error {
 			doms = append(doms, d)
 			return nil
 		})
@@ -43,29 +38,9 @@ func (s *Store) PurgeBefore(ctx context.Context, now time.Time) ([]mailstore.Pur
 	if err != nil {
 		return nil, fmt.Errorf("purge: %w", err)
 	}
-	out := []mailstore.PurgeResult{}
-	for _, d := range doms {
-		cutoff := now.Add(-time.Duration(d.days) * 24 * time.Hour)
-		res := mailstore.PurgeResult{DomainID: d.id, Domain: d.name}
-		for {
-			entries, msgs, bytes, err := s.purgeDomainBatch(ctx, d.id, cutoff)
-			res.Messages += msgs
-			res.Bytes += bytes
-			if err != nil {
-				if res.Messages > 0 {
-					out = append(out, res)
-				}
-				return out, fmt.Errorf("purge domain %s: %w", d.name, err)
-			}
-			if entries < purgeBatch {
-				break
-			}
-		}
-		if res.Messages > 0 {
-			out = append(out, res)
-		}
-	}
-	return out, nil
+	return mailstore.PurgeDomains(doms, now, purgeBatch, func(domainID int64, cutoff time.Time) (int, int64, int64, error) {
+		return s.purgeDomainBatch(ctx, domainID, cutoff)
+	})
 }
 
 // purgeDomainBatch deletes up to purgeBatch of the domain's messages
