@@ -268,9 +268,13 @@ type Server struct {
 	// spam counts the spam filter's outcomes.
 	spam spamCounters
 
-	// mu guards closing.
+	// mu guards closing and listeners.
 	mu      sync.Mutex
 	closing bool
+	// listeners are the listeners Serve and ServeTLS were given and have
+	// not returned from: Shutdown closes them itself, since one whose
+	// Serve started just before Shutdown may not be go-smtp's yet.
+	listeners map[net.Listener]struct{}
 }
 
 // New makes an MX Server from cfg; nothing can fail until Serve.
@@ -380,7 +384,35 @@ func newServer(cfg Config, submission bool) *Server {
 // its connections escape MaxConnsPerIP and the closing of idle ones at
 // Shutdown, since they cannot be wrapped under TLS.
 func (s *Server) Serve(ln net.Listener) error {
+	if err := s.track(ln); err != nil {
+		return err
+	}
+	defer s.untrack(ln)
 	return s.smtp.Serve(s.conns.listener(ln, false, s.listenerName(false)))
+}
+
+// track registers a listener for Shutdown, or closes it and answers
+// smtp.ErrServerClosed when Shutdown has begun: without it, a Serve
+// started in a goroutine just before Shutdown could hand go-smtp its
+// listener after go-smtp closed its own, and accept forever.
+func (s *Server) track(ln net.Listener) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		ln.Close()
+		return smtp.ErrServerClosed
+	}
+	if s.listeners == nil {
+		s.listeners = map[net.Listener]struct{}{}
+	}
+	s.listeners[ln] = struct{}{}
+	return nil
+}
+
+func (s *Server) untrack(ln net.Listener) {
+	s.mu.Lock()
+	delete(s.listeners, ln)
+	s.mu.Unlock()
 }
 
 // ServeTLS is Serve for implicit TLS (RFC 8314 section 3.3, the
@@ -391,6 +423,10 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 	if s.cfg.TLS == nil {
 		return errors.New("smtpd: ServeTLS without Config.TLS")
 	}
+	if err := s.track(ln); err != nil {
+		return err
+	}
+	defer s.untrack(ln)
 	return s.smtp.Serve(tlsaccept.NewListener(s.conns.listener(ln, true, s.listenerName(true)), s.cfg.TLS, s.cfg.HandshakeTimeout, s.log))
 }
 
@@ -403,6 +439,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
+	// After go-smtp's Shutdown, close the listeners it did not know: a
+	// Serve that began just before may hand it one after it closed its
+	// own. Those it closed are closed again, to no effect.
+	defer func() {
+		s.mu.Lock()
+		for ln := range s.listeners {
+			ln.Close()
+		}
+		s.mu.Unlock()
+	}()
 
 	done := make(chan error, 1)
 	go func() { done <- s.smtp.Shutdown(context.Background()) }()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -693,4 +694,29 @@ func TestConnRatePerIP(t *testing.T) {
 	defer c.Close()
 	over := &raw{t: t, c: c, r: newReader(c)}
 	over.expect("421 4.7.0 ")
+}
+
+// A Serve that begins after Shutdown (its goroutine started late) returns
+// at once instead of accepting forever: the wiring starts listeners in
+// goroutines and may shut down before they run.
+func TestServeAfterShutdown(t *testing.T) {
+	s := New(Config{Hostname: "mx.test"})
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown = %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, smtp.ErrServerClosed) {
+			t.Errorf("Serve after Shutdown = %v, want ErrServerClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		ln.Close()
+		t.Fatal("Serve after Shutdown still accepting after 5 s")
+	}
 }
