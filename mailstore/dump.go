@@ -301,14 +301,14 @@ type Dumper interface {
 
 // Loader writes a dump into an empty store.
 //
-// Load first checks that the store is empty (no partner, domain,
-// mailbox, body, queue entry or MTA-STS policy), answering an error
-// matching ErrNotEmpty otherwise, then calls src with a function that
-// takes the records in Dump's order. It writes them in batches (a
-// transaction per batch), rebuilds the indexes, and once src has returned
-// moves the id sequences past both the ids loaded and the source's
-// sequences. A Load that fails leaves what it wrote: the store must be
-// emptied before another.
+// Load first checks that the store is empty (no record of any kind but
+// settings, of which one the destination has must have the source's
+// value), answering an error matching ErrNotEmpty otherwise, then calls
+// src with a function that takes the records in Dump's order. It writes
+// them in batches (a transaction per batch), rebuilds the indexes and the
+// header summaries, and once src has returned moves the id sequences past
+// both the ids loaded and the source's sequences. A Load that fails
+// leaves what it wrote: the store must be emptied before another.
 type Loader interface {
 	Load(ctx context.Context, src func(put func(Record) error) error) error
 }
