@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mailhost/mailhost/mailstore"
 )
@@ -25,15 +27,16 @@ import (
 // nothing: those of one domain would wait for each other's lock of the
 // domain row anyway.)
 //
-// One batch is one transaction of two round trips besides BEGIN and
-// COMMIT, whatever its size:
+// One batch is one transaction of two round trips, whatever its size,
+// BEGIN going with the first and COMMIT with the second (pipeline):
 //
 //  1. lock the recipients' INBOX rows, then their mailbox rows, then the
-//     domain rows (recipients', sender's and relays'), each sorted by id
-//     (the lock order of mail.go); read the transfer figures the caps are
-//     decided on (under the domain locks, so they are exact: every writer
-//     of a domain's transfer holds its row); take ids for the bodies and
-//     queue entries from their sequences;
+//     rows of the domains a cap is decided for (sender's and relays'),
+//     each sorted by id (the lock order of mail.go); read the transfer
+//     figures the caps are decided on (under the domain locks, so they
+//     are exact: every writer of a domain's transfer holds its row); take
+//     ids for the queue entries from their sequence, and for the bodies
+//     when the node's pool of them is short (idPool);
 //  2. insert the bodies, the messages (sqlAddMessages: UIDs, counters,
 //     change log), the mailbox and domain counters, the transfer upserts
 //     and the queue entries, all set-based (unnest).
@@ -181,10 +184,10 @@ func (s *Store) runDeliveries(batch []*delivery) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
 	defer cancel()
-	err := s.write(ctx, func(tx pgx.Tx) error { return deliverTx(ctx, tx, s.shard, live) })
+	err := s.deliverBatch(ctx, live)
 	if err != nil && len(live) > 1 {
 		for _, c := range live {
-			if err := s.write(ctx, func(tx pgx.Tx) error { return deliverTx(ctx, tx, s.shard, []*delivery{c}) }); err != nil {
+			if err := s.deliverBatch(ctx, []*delivery{c}); err != nil {
 				c.res, c.err = mailstore.DeliveryResult{}, err
 			}
 		}
@@ -205,6 +208,102 @@ func (s *Store) runDeliveries(batch []*delivery) {
 	}
 }
 
+// idPoolRefill is how many body ids a delivery batch takes from the
+// sequence when the pool is short: a statement in one batch of about 20
+// instead of one in each. Ids taken and not used are gaps, as those of a
+// rolled-back transaction are.
+const idPoolRefill = 256
+
+// idPool is ids taken ahead from a sequence. Safe for concurrent use.
+type idPool struct {
+	mu  sync.Mutex
+	ids []int64
+}
+
+func (p *idPool) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.ids)
+}
+
+func (p *idPool) add(ids []int64) {
+	p.mu.Lock()
+	p.ids = append(p.ids, ids...)
+	p.mu.Unlock()
+}
+
+// take appends n ids to dst (fewer if the pool has fewer, which the
+// caller's refill makes impossible) and removes them from the pool.
+func (p *idPool) take(dst []int64, n int) []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n = min(n, len(p.ids))
+	dst = append(dst, p.ids[:n]...)
+	p.ids = p.ids[n:]
+	return dst
+}
+
+// pipeline is a delivery batch's transaction on one connection, with
+// BEGIN sent in the first round trip and COMMIT in the last: two round
+// trips a batch instead of four, as pgx.BeginTxFunc would make.
+type pipeline struct {
+	conn          *pgxpool.Conn
+	begun, closed bool
+}
+
+// send runs b's statements in one round trip, after BEGIN for the first
+// and followed by COMMIT when last. After an error the statements that
+// follow in b do not run (the server skips to the end of the batch) and
+// the transaction is left aborted: deliverBatch rolls it back.
+func (p *pipeline) send(ctx context.Context, b *pgx.Batch, last bool) error {
+	if !p.begun {
+		b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: "BEGIN"}}, b.QueuedQueries...)
+		p.begun = true
+	}
+	if last {
+		b.Queue("COMMIT")
+		p.closed = true
+	}
+	return p.conn.SendBatch(ctx, b).Close()
+}
+
+// deliverBatch runs deliverTx for calls in a pipeline, retrying a
+// serialization failure or deadlock as Store.tx does.
+func (s *Store) deliverBatch(ctx context.Context, calls []*delivery) error {
+	for attempt := 0; ; attempt++ {
+		err := s.deliverOnce(ctx, calls)
+		if err == nil || !retryable(err) || attempt >= maxRetries {
+			return noSpace(err)
+		}
+		d := time.Duration(1+rand.IntN(1<<min(attempt, 6))) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+}
+
+func (s *Store) deliverOnce(ctx context.Context, calls []*delivery) (err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release() // a connection left in a transaction is closed, not reused
+	p := &pipeline{conn: conn}
+	err = s.deliverTx(ctx, p, calls)
+	switch {
+	case err != nil && p.begun && !conn.Conn().PgConn().IsClosed():
+		if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
+			conn.Conn().PgConn().Close(ctx)
+		}
+	case err == nil && !p.closed:
+		// Nothing to write (every call refused): end the transaction.
+		_, err = conn.Exec(ctx, "COMMIT")
+	}
+	return err
+}
+
 // domainMonth keys a domain's transfer figures for a month.
 type domainMonth struct {
 	domain int64
@@ -217,7 +316,8 @@ type inbox struct{ folder, domain int64 }
 // deliverTx runs a batch of deliveries in tx (see Deliver). It sets each
 // call's result, or its refusal; an error fails the whole batch. It
 // starts from scratch, as s.tx may run it again.
-func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) error {
+func (s *Store) deliverTx(ctx context.Context, tx *pipeline, calls []*delivery) error {
+	shard := s.shard
 	var (
 		mbIDs, domIDs  []int64
 		junkIDs        []int64 // mailboxes whose \Junk folder a call delivers to
@@ -314,16 +414,18 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 	// the relays'): a recipient's domain is only counted, in this node's
 	// shard of domain_usage and transfer, so that deliveries on several
 	// nodes to one domain do not queue on its row until each commits.
-	b.Queue(`SELECT id, transfer_monthly_mb FROM domains
-		WHERE id = ANY($1::bigint[])
-		ORDER BY id FOR NO KEY UPDATE`, domIDs).Query(func(rows pgx.Rows) error {
-		var id, mb int64
-		_, err := pgx.ForEachRow(rows, []any{&id, &mb}, func() error {
-			caps[id] = mb
-			return nil
+	if len(domIDs) > 0 {
+		b.Queue(`SELECT id, transfer_monthly_mb FROM domains
+			WHERE id = ANY($1::bigint[])
+			ORDER BY id FOR NO KEY UPDATE`, domIDs).Query(func(rows pgx.Rows) error {
+			var id, mb int64
+			_, err := pgx.ForEachRow(rows, []any{&id, &mb}, func() error {
+				caps[id] = mb
+				return nil
+			})
+			return err
 		})
-		return err
-	})
+	}
 	if len(pairD) > 0 {
 		b.Queue(`SELECT t.domain_id, t.month, sum(t.in_bytes)::bigint, sum(t.out_bytes)::bigint
 			FROM transfer t JOIN unnest($1::bigint[], $2::text[]) AS p(domain_id, month)
@@ -344,32 +446,32 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 	// locked (see above), so with several nodes delivering to one domain
 	// at once its crossing may be seen by two of them or by none; on one
 	// node, batches run one at a time and see each other's figures.
-	b.Queue(`SELECT id, partner_id, name, transfer_monthly_mb FROM domains
-		WHERE id IN (SELECT domain_id FROM mailboxes WHERE id = ANY($1)) OR id = ANY($2::bigint[])`, mbIDs, domIDs).Query(func(rows pgx.Rows) error {
+	// One statement: each domain's row, with its month's figures (a row
+	// per month; a month without figures gives one row of NULLs).
+	b.Queue(`SELECT d.id, d.partner_id, d.name, d.transfer_monthly_mb, t.month, t.in_bytes, t.out_bytes
+		FROM domains d LEFT JOIN LATERAL (
+			SELECT t.month, sum(t.in_bytes)::bigint AS in_bytes, sum(t.out_bytes)::bigint AS out_bytes
+			FROM transfer t WHERE t.domain_id = d.id AND t.month = ANY($3::text[]) GROUP BY t.month) t ON true
+		WHERE d.id IN (SELECT domain_id FROM mailboxes WHERE id = ANY($1)) OR d.id = ANY($2::bigint[])`, mbIDs, domIDs, months).Query(func(rows pgx.Rows) error {
 		var d mailstore.Domain
-		_, err := pgx.ForEachRow(rows, []any{&d.ID, &d.PartnerID, &d.Name, &d.TransferMonthlyMB}, func() error {
+		var month *string
+		var in, out *int64
+		_, err := pgx.ForEachRow(rows, []any{&d.ID, &d.PartnerID, &d.Name, &d.TransferMonthlyMB, &month, &in, &out}, func() error {
 			domInfo[d.ID] = d
+			if month != nil {
+				evFigs[domainMonth{d.ID, *month}] = &mailstore.Transfer{Month: *month, InBytes: *in, OutBytes: *out}
+			}
 			return nil
 		})
 		return err
 	})
-	b.Queue(`SELECT t.domain_id, t.month, sum(t.in_bytes)::bigint, sum(t.out_bytes)::bigint FROM transfer t
-		WHERE (t.domain_id IN (SELECT domain_id FROM mailboxes WHERE id = ANY($1)) OR t.domain_id = ANY($2::bigint[]))
-		AND t.month = ANY($3::text[])
-		GROUP BY t.domain_id, t.month`, mbIDs, domIDs, months).Query(func(rows pgx.Rows) error {
-		var k domainMonth
-		var in, out int64
-		_, err := pgx.ForEachRow(rows, []any{&k.domain, &k.month, &in, &out}, func() error {
-			evFigs[k] = &mailstore.Transfer{Month: k.month, InBytes: in, OutBytes: out}
-			return nil
+	if need := nBlobs - s.blobIDPool.len(); need > 0 {
+		b.Queue(`SELECT nextval(pg_get_serial_sequence('blobs', 'id')) FROM generate_series(1, $1::int)`, max(need, idPoolRefill)).Query(func(rows pgx.Rows) error {
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			s.blobIDPool.add(ids)
+			return err
 		})
-		return err
-	})
-	b.Queue(`SELECT nextval(pg_get_serial_sequence('blobs', 'id')) FROM generate_series(1, $1::int)`, nBlobs).Query(func(rows pgx.Rows) error {
-		var err error
-		blobIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+	}
 	if nQueue > 0 {
 		b.Queue(`SELECT nextval(pg_get_serial_sequence('queue', 'id')) FROM generate_series(1, $1::int)`, nQueue).Query(func(rows pgx.Rows) error {
 			var err error
@@ -377,9 +479,10 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 			return err
 		})
 	}
-	if err := sendBatch(ctx, tx, b); err != nil {
+	if err := tx.send(ctx, b, false); err != nil {
 		return fmt.Errorf("lock recipients: %w", err)
 	}
+	blobIDs = s.blobIDPool.take(blobIDs, nBlobs)
 
 	// Decisions, in order, on the figures as the batch changes them.
 	capUsed := func(did int64, month string) bool {
@@ -567,7 +670,7 @@ func deliverTx(ctx context.Context, tx pgx.Tx, shard int, calls []*delivery) err
 		}
 		b.Queue(sqlAddEvents, r.args()...)
 	}
-	if err := sendBatch(ctx, tx, b); err != nil {
+	if err := tx.send(ctx, b, true); err != nil {
 		return fmt.Errorf("store deliveries: %w", err)
 	}
 	return nil

@@ -71,6 +71,9 @@ type Store struct {
 	// deliveries gathers concurrent Deliver calls into shared
 	// transactions (mail_deliver.go).
 	deliveries deliveries
+	// blobIDPool holds ids taken ahead from the bodies' sequence for
+	// deliveries, so that most batches need no statement for them.
+	blobIDPool idPool
 }
 
 var _ mailstore.Store = (*Store)(nil)
