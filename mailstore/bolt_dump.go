@@ -158,6 +158,11 @@ func (d *boltDumper) dump() error {
 	}); err != nil {
 		return err
 	}
+	if err := tx.Bucket(bSubscriptions).ForEach(func(k, _ []byte) error {
+		return d.emit(SubscriptionRecord{MailboxID: int64(binary.BigEndian.Uint64(k[:8])), Name: string(k[8:])})
+	}); err != nil {
+		return err
+	}
 	refs := tx.Bucket(bBlobRefs)
 	if err := tx.Bucket(bBlobs).ForEach(func(k, body []byte) error {
 		var n int64
@@ -220,7 +225,7 @@ var boltSequences = []struct {
 // of these, or meta): a store with none of them filled is empty.
 var dataBuckets = [][]byte{
 	bPartners, bKeys, bDomains, bDKIM, bTransfer, bMailboxes, bAliases,
-	bFolders, bBlobs, bMessages, bQueue, bSTS,
+	bFolders, bSubscriptions, bBlobs, bMessages, bQueue, bSTS,
 }
 
 // Load implements Loader.
@@ -425,6 +430,8 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 			return err
 		}
 		return putJSON(tx.Bucket(bFolders), id8(f.ID), f)
+	case SubscriptionRecord:
+		return tx.Bucket(bSubscriptions).Put(folderNameKey(r.MailboxID, r.Name), nil)
 	case BlobRecord:
 		l.saw(SeqBlobs, r.ID)
 		l.bytes += len(r.Body)

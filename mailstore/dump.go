@@ -46,6 +46,7 @@ const (
 	KindMailbox
 	KindAlias
 	KindFolder
+	KindSubscription
 	KindBlob
 	KindMessage
 	KindOutbound
@@ -65,7 +66,7 @@ func Kinds() []Kind {
 
 var kindNames = [numKinds]string{
 	"settings", "partners", "API keys", "domains", "DKIM key sets",
-	"transfer months", "mailboxes", "aliases", "folders", "bodies",
+	"transfer months", "mailboxes", "aliases", "folders", "subscriptions", "bodies",
 	"messages", "queue entries", "MTA-STS policies", "sequences",
 }
 
@@ -131,6 +132,13 @@ type AliasRecord struct{ Alias }
 // FolderRecord is a folder with its counters, UIDs and HighestModSeq.
 type FolderRecord struct{ Folder }
 
+// SubscriptionRecord is one subscribed name of an account (Mail.Subscribe),
+// a folder's name or not.
+type SubscriptionRecord struct {
+	MailboxID int64
+	Name      string
+}
+
 // BlobRecord is a stored body and its reference count. Body is only
 // valid during the callback that receives it: a Loader copies what it
 // keeps, so that a dump never holds more than one body.
@@ -182,20 +190,21 @@ const (
 	SeqQueue       = "queue"
 )
 
-func (SettingRecord) recordKind() Kind  { return KindSetting }
-func (PartnerRecord) recordKind() Kind  { return KindPartner }
-func (APIKeyRecord) recordKind() Kind   { return KindAPIKey }
-func (DomainRecord) recordKind() Kind   { return KindDomain }
-func (DKIMRecord) recordKind() Kind     { return KindDKIM }
-func (TransferRecord) recordKind() Kind { return KindTransfer }
-func (MailboxRecord) recordKind() Kind  { return KindMailbox }
-func (AliasRecord) recordKind() Kind    { return KindAlias }
-func (FolderRecord) recordKind() Kind   { return KindFolder }
-func (BlobRecord) recordKind() Kind     { return KindBlob }
-func (MessageRecord) recordKind() Kind  { return KindMessage }
-func (OutboundRecord) recordKind() Kind { return KindOutbound }
-func (STSRecord) recordKind() Kind      { return KindSTSPolicy }
-func (SequenceRecord) recordKind() Kind { return KindSequence }
+func (SettingRecord) recordKind() Kind      { return KindSetting }
+func (PartnerRecord) recordKind() Kind      { return KindPartner }
+func (APIKeyRecord) recordKind() Kind       { return KindAPIKey }
+func (DomainRecord) recordKind() Kind       { return KindDomain }
+func (DKIMRecord) recordKind() Kind         { return KindDKIM }
+func (TransferRecord) recordKind() Kind     { return KindTransfer }
+func (MailboxRecord) recordKind() Kind      { return KindMailbox }
+func (AliasRecord) recordKind() Kind        { return KindAlias }
+func (FolderRecord) recordKind() Kind       { return KindFolder }
+func (SubscriptionRecord) recordKind() Kind { return KindSubscription }
+func (BlobRecord) recordKind() Kind         { return KindBlob }
+func (MessageRecord) recordKind() Kind      { return KindMessage }
+func (OutboundRecord) recordKind() Kind     { return KindOutbound }
+func (STSRecord) recordKind() Kind          { return KindSTSPolicy }
+func (SequenceRecord) recordKind() Kind     { return KindSequence }
 
 // KindOf is the kind of a record.
 func KindOf(r Record) Kind { return r.recordKind() }
@@ -204,7 +213,8 @@ func KindOf(r Record) Kind { return r.recordKind() }
 //
 // Dump calls fn once per record, in Kind order, and within a kind in a
 // canonical order that every implementation shares (so that two dumps of
-// equal stores hash alike): by id; transfer by domain id then month; DKIM
+// equal stores hash alike): by id; transfer by domain id then month;
+// subscriptions by mailbox id then name in byte order; DKIM
 // by domain id; messages by folder id then UID; MTA-STS policies and
 // settings by name in byte order. It reads one consistent snapshot, and
 // stops at fn's first error, which it answers unwrapped.

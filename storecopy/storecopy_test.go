@@ -90,7 +90,10 @@ func fill(t *testing.T, st mailstore.Store) {
 	must(err)
 	work, err := st.CreateFolder(ctx, m1.ID, "Work/Projects")
 	must(err)
-	must(st.SetSubscribed(ctx, m1.ID, "Work/Projects", false))
+	// Subscriptions: one of a folder, one of no folder, one unsubscribed.
+	must(st.Subscribe(ctx, m1.ID, "Work/Projects"))
+	must(st.Subscribe(ctx, m1.ID, "Gone/But/Subscribed"))
+	must(st.Unsubscribe(ctx, m2.ID, "Junk"))
 	// A folder made and deleted: its UIDVALIDITY must not come back.
 	_, err = st.CreateFolder(ctx, m2.ID, "Tmp")
 	must(err)
@@ -373,6 +376,14 @@ func TestCopyBoltPostgresBolt(t *testing.T) {
 	if err := pg.Pool().QueryRow(ctx, `SELECT pg_sequence_last_value(pg_get_serial_sequence('domains', 'id')::regclass),
 			pg_sequence_last_value('uid_validity_seq')`).Scan(&last, &validity); err != nil || last != 3 || validity != 20 {
 		t.Errorf("last domain id, UIDVALIDITY = %d, %d, %v; want 3 (deleted), 20", last, validity, err)
+	}
+	// The mark binaries before schema 9 read follows the subscriptions
+	// loaded (pgstore migration 009).
+	var subs, astray int
+	if err := pg.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM subscriptions), (SELECT count(*) FROM folders f
+			WHERE f.subscribed <> EXISTS (SELECT 1 FROM subscriptions s WHERE s.mailbox_id = f.mailbox_id AND s.name = f.name))`).
+		Scan(&subs, &astray); err != nil || subs != 19 || astray != 0 {
+		t.Errorf("subscriptions, folders marked otherwise = %d, %d, %v; want 19 (6 defaults of 3 accounts, +2, -1), 0", subs, astray, err)
 	}
 	var leased *string
 	if err := pg.Pool().QueryRow(ctx, `SELECT leased_by FROM queue ORDER BY id LIMIT 1`).Scan(&leased); err != nil || leased != nil {
