@@ -3,7 +3,6 @@ package mailstore_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -19,7 +18,6 @@ import (
 func TestBoltUpgradeSubscriptions(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	path := filepath.Join(dir, mailstore.FileName)
 	s := openBolt(t, dir)
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	p, err := s.CreatePartner(ctx, "p", now)
@@ -40,37 +38,31 @@ func TestBoltUpgradeSubscriptions(t *testing.T) {
 	s.Close()
 
 	// Back to schema 6: no subscriptions bucket, a mark in each record.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket([]byte("subscriptions")); err != nil {
-			return err
-		}
+	rawUpdate(t, dir, "mark the folders", func(tx *bolt.Tx) error {
+		// Written after the walk: a Put moves a cursor.
 		folders := tx.Bucket([]byte("folders"))
-		c := folders.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
+		marked := map[string][]byte{}
+		if err := folders.ForEach(func(k, v []byte) error {
 			var f map[string]any
 			if err := json.Unmarshal(v, &f); err != nil {
 				return err
 			}
 			f["subscribed"] = f["name"] == "INBOX" || f["name"] == "Work"
 			raw, err := json.Marshal(f)
-			if err != nil {
-				return err
-			}
-			if err := folders.Put(k, raw); err != nil {
+			marked[string(k)] = raw
+			return err
+		}); err != nil {
+			return err
+		}
+		for k, raw := range marked {
+			if err := folders.Put([]byte(k), raw); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeSchema(t, path, 6)
+	asSchema(t, dir, 6, "subscriptions")
+	upgrade(t, dir)
 
 	s = openBolt(t, dir)
 	got, err := s.Subscriptions(ctx, mb.ID)
@@ -80,8 +72,5 @@ func TestBoltUpgradeSubscriptions(t *testing.T) {
 	}
 	if want := []string{"INBOX", "Work"}; !slices.Equal(got, want) {
 		t.Errorf("Subscriptions() after upgrade = %q, want %q", got, want)
-	}
-	if v := readSchema(t, path); v != 7 {
-		t.Errorf("schema after upgrade = %d, want 7", v)
 	}
 }
