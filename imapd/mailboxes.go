@@ -13,7 +13,8 @@ import (
 // case (RFC 9051 section 5.1).
 
 // Create answers CREATE. A trailing delimiter is dropped, and missing
-// parents are created (RFC 9051 section 6.3.4).
+// parents are created (RFC 9051 section 6.3.4). Nothing is subscribed:
+// subscriptions are the client's to make (mailstore.Mail.Subscribe).
 func (s *session) Create(name string, options *imap.CreateOptions) error {
 	if s.user == nil {
 		return errNotLoggedIn

@@ -14,7 +14,6 @@ import (
 func (s *Store) Subscriptions(ctx context.Context, mailboxID int64) ([]string, error) {
 	var out []string
 	err := s.read(ctx, func(tx pgx.Tx) error {
-		out = []string{}
 		if err := mailboxExists(ctx, tx, mailboxID); err != nil {
 			return err
 		}
