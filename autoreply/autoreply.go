@@ -125,7 +125,8 @@ func New(cfg Config) *Responder {
 
 // Delivered considers an auto-reply from each of mailboxes, which were
 // just delivered msg (as stored, header first) whose envelope sender was
-// from ("" for the null sender). It returns how many replies were queued.
+// from ("" for the null sender), as MailboxByEmail read them: only those
+// with HasAutoReply are looked at. It returns how many replies were queued.
 func (r *Responder) Delivered(ctx context.Context, from string, msg []byte, mailboxes []mailstore.Mailbox) int {
 	if from == "" || len(mailboxes) == 0 {
 		return 0
@@ -137,7 +138,10 @@ func (r *Responder) Delivered(ctx context.Context, from string, msg []byte, mail
 	var h textproto.MIMEHeader
 	sent := 0
 	for _, mb := range mailboxes {
-		if mb.Email == sender {
+		// HasAutoReply came with the recipient's look-up: most mailboxes
+		// have none, and asking the store for each would be one more
+		// round trip per delivered message.
+		if mb.Email == sender || !mb.HasAutoReply {
 			continue
 		}
 		ar, err := r.cfg.Store.AutoReply(ctx, mb.ID)

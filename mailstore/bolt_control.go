@@ -860,6 +860,9 @@ func (s *Bolt) MailboxByEmail(ctx context.Context, email string) (Mailbox, Domai
 		if !getJSON(tx.Bucket(bDomains), id8(m.DomainID), &d) {
 			return ErrDomainNotFound
 		}
+		if b := tx.Bucket(bAutoReplies); b != nil {
+			m.HasAutoReply = b.Get(id8(m.ID)) != nil
+		}
 		return nil
 	})
 	return m, d, err

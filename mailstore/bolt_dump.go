@@ -101,9 +101,14 @@ func (d *boltDumper) emit(r Record) error {
 	return d.fn(r)
 }
 
-// eachJSON decodes every value of a bucket into a new T, in key order.
+// eachJSON decodes every value of a bucket into a new T, in key order. A
+// bucket made lazily and not yet made reads as empty.
 func eachJSON[T any](tx *bolt.Tx, bucket []byte, fn func(k []byte, v *T) error) error {
-	return tx.Bucket(bucket).ForEach(func(k, raw []byte) error {
+	b := tx.Bucket(bucket)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, raw []byte) error {
 		v := new(T)
 		if err := json.Unmarshal(raw, v); err != nil {
 			return fmt.Errorf("%s %x: %w", bucket, k, err)
@@ -195,12 +200,99 @@ func (d *boltDumper) dump() error {
 	}); err != nil {
 		return err
 	}
+	if err := d.dumpState(); err != nil {
+		return err
+	}
 	for _, sq := range boltSequences {
-		if err := d.emit(SequenceRecord{Name: sq.name, Value: int64(tx.Bucket(sq.bucket).Sequence())}); err != nil {
+		var v uint64
+		if b := tx.Bucket(sq.bucket); b != nil {
+			v = b.Sequence()
+		}
+		if err := d.emit(SequenceRecord{Name: sq.name, Value: int64(v)}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// eachRaw walks a bucket in key order; a bucket made lazily and not yet made
+// reads as empty.
+func eachRaw(tx *bolt.Tx, bucket []byte, fn func(k, v []byte) error) error {
+	b := tx.Bucket(bucket)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(fn)
+}
+
+// dumpState dumps what the buckets made lazily hold: auto-replies,
+// webhooks and their outbox, event marks, the audit log, ACME blobs.
+func (d *boltDumper) dumpState() error {
+	tx := d.tx
+	mailboxes := tx.Bucket(bMailboxes)
+	// An auto-reply and its memory go with their mailbox; TakeAutoReply
+	// does not check that the mailbox exists, so a memory of a mailbox
+	// deleted meanwhile may remain, which no mailbox can use.
+	if err := eachJSON(tx, bAutoReplies, func(k []byte, a *AutoReply) error {
+		if mailboxes.Get(k) == nil {
+			return nil
+		}
+		return d.emit(AutoReplyRecord{*a})
+	}); err != nil {
+		return err
+	}
+	if err := eachRaw(tx, bAutoReplySent, func(k, v []byte) error {
+		if len(k) < 8 || len(v) != 8 {
+			return fmt.Errorf("auto-reply sender %x: malformed", k)
+		}
+		if mailboxes.Get(k[:8]) == nil {
+			return nil
+		}
+		return d.emit(AutoReplySentRecord{
+			MailboxID: int64(binary.BigEndian.Uint64(k)),
+			Sender:    string(k[8:]),
+			SentAt:    time.Unix(int64(binary.BigEndian.Uint64(v)), 0).UTC(),
+		})
+	}); err != nil {
+		return err
+	}
+	if err := eachJSON(tx, bWebhooks, func(_ []byte, w *Webhook) error {
+		return d.emit(WebhookRecord{*w})
+	}); err != nil {
+		return err
+	}
+	if err := eachJSON(tx, bEvents, func(_ []byte, e *Event) error {
+		return d.emit(EventRecord{*e})
+	}); err != nil {
+		return err
+	}
+	// A deleted webhook leaves its deliveries, which the next claim drops:
+	// they are not state to carry.
+	hooks, events := tx.Bucket(bWebhooks), tx.Bucket(bEvents)
+	if err := eachJSON(tx, bWebhookDeliveries, func(k []byte, x *boltDelivery) error {
+		if hooks == nil || hooks.Get(id8(x.WebhookID)) == nil || events == nil || events.Get(id8(x.EventID)) == nil {
+			return nil
+		}
+		return d.emit(WebhookDeliveryRecord{
+			ID: int64(binary.BigEndian.Uint64(k)), WebhookID: x.WebhookID, EventID: x.EventID,
+			Attempts: x.Attempts, NextAttempt: x.NextAttempt.UTC(), LastError: x.LastError,
+		})
+	}); err != nil {
+		return err
+	}
+	if err := eachRaw(tx, bEventMarks, func(k, _ []byte) error {
+		return d.emit(EventMarkRecord{Mark: string(k)})
+	}); err != nil {
+		return err
+	}
+	if err := eachJSON(tx, bAudit, func(_ []byte, e *AuditEntry) error {
+		return d.emit(AuditRecord{*e})
+	}); err != nil {
+		return err
+	}
+	return eachRaw(tx, bCerts, func(k, v []byte) error {
+		return d.emit(CertRecord{Name: string(k), Data: v})
+	})
 }
 
 // boltSequences are the buckets whose sequences hand out ids, by the
@@ -219,20 +311,30 @@ var boltSequences = []struct {
 	{SeqUIDValidity, bFolders},
 	{SeqBlobs, bBlobs},
 	{SeqQueue, bQueue},
+	{SeqWebhooks, bWebhooks},
+	{SeqEvents, bEvents},
+	{SeqDeliveries, bWebhookDeliveries},
+	{SeqAudit, bAudit},
 }
 
 // dataBuckets are the buckets that hold objects (the others are indexes
-// of these, or meta): a store with none of them filled is empty.
+// of these, or meta): a store with none of them filled is empty. Those
+// made lazily may be missing.
 var dataBuckets = [][]byte{
 	bPartners, bKeys, bDomains, bDKIM, bTransfer, bMailboxes, bAliases,
-	bFolders, bSubscriptions, bBlobs, bMessages, bQueue, bSTS,
+	bFolders, bSubscriptions, bBlobs, bMessages, bQueue, bSTS, bAutoReplies, bAutoReplySent,
+	bWebhooks, bEvents, bWebhookDeliveries, bEventMarks, bAudit, bCerts,
 }
 
 // Load implements Loader.
 func (s *Bolt) Load(ctx context.Context, src func(put func(Record) error) error) error {
 	if err := s.view(ctx, func(tx *bolt.Tx) error {
 		for _, b := range dataBuckets {
-			if k, _ := tx.Bucket(b).Cursor().First(); k != nil {
+			bucket := tx.Bucket(b)
+			if bucket == nil {
+				continue
+			}
+			if k, _ := bucket.Cursor().First(); k != nil {
 				return fmt.Errorf("%s: bucket %s has data: %w", s.db.Path(), b, ErrNotEmpty)
 			}
 		}
@@ -254,8 +356,15 @@ func (s *Bolt) Load(ctx context.Context, src func(put func(Record) error) error)
 		return err
 	}
 	for _, sq := range boltSequences {
-		b := l.tx.Bucket(sq.bucket)
-		if v := l.seq[sq.name]; v > b.Sequence() {
+		v := l.seq[sq.name]
+		if v == 0 {
+			continue
+		}
+		b, err := l.tx.CreateBucketIfNotExists(sq.bucket)
+		if err != nil {
+			return err
+		}
+		if v > b.Sequence() {
 			if err := b.SetSequence(v); err != nil {
 				return fmt.Errorf("set sequence of %s: %w", sq.bucket, err)
 			}
@@ -384,6 +493,15 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 		if err := tx.Bucket(bPartnerDomains).Put(pair(d.PartnerID, d.ID), nil); err != nil {
 			return err
 		}
+		if d.Verified {
+			idx, err := tx.CreateBucketIfNotExists(bDomainVerified)
+			if err != nil {
+				return err
+			}
+			if err := idx.Put([]byte(ReversedName(d.Name)), id8(d.ID)); err != nil {
+				return err
+			}
+		}
 		return putDomain(tx, d)
 	case DKIMRecord:
 		return putJSON(tx.Bucket(bDKIM), id8(r.DomainID), r.Keys)
@@ -440,6 +558,15 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 		if err := tx.Bucket(bBlobs).Put(id8(r.ID), bytes.Clone(r.Body)); err != nil {
 			return err
 		}
+		// The summary Deliver would have stored, made now rather than
+		// by the first Summaries that finds it missing.
+		sums, err := tx.CreateBucketIfNotExists(bSummaries)
+		if err != nil {
+			return err
+		}
+		if err := sums.Put(id8(r.ID), HeaderSummary(r.Body)); err != nil {
+			return err
+		}
 		if r.Refs == 0 {
 			return nil
 		}
@@ -468,6 +595,71 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 			return err
 		}
 		return putJSON(tx.Bucket(bSTS), []byte(domain), rec)
+	case AutoReplyRecord:
+		b, err := tx.CreateBucketIfNotExists(bAutoReplies)
+		if err != nil {
+			return err
+		}
+		return putJSON(b, id8(r.MailboxID), r.AutoReply)
+	case AutoReplySentRecord:
+		b, err := tx.CreateBucketIfNotExists(bAutoReplySent)
+		if err != nil {
+			return err
+		}
+		return b.Put(append(id8(r.MailboxID), r.Sender...), u64(uint64(r.SentAt.Unix())))
+	case WebhookRecord:
+		w := r.Webhook
+		l.saw(SeqWebhooks, w.ID)
+		bs, err := buckets(tx, bWebhooks, bPartnerWebhooks)
+		if err != nil {
+			return err
+		}
+		if err := bs[1].Put(pair(w.PartnerID, w.ID), nil); err != nil {
+			return err
+		}
+		return putJSON(bs[0], id8(w.ID), w)
+	case EventRecord:
+		l.saw(SeqEvents, r.ID)
+		b, err := tx.CreateBucketIfNotExists(bEvents)
+		if err != nil {
+			return err
+		}
+		return putJSON(b, id8(r.ID), r.Event)
+	case WebhookDeliveryRecord:
+		l.saw(SeqDeliveries, r.ID)
+		bs, err := buckets(tx, bWebhookDeliveries, bWebhookDue)
+		if err != nil {
+			return err
+		}
+		x := boltDelivery{WebhookID: r.WebhookID, EventID: r.EventID, Attempts: r.Attempts, NextAttempt: utc(r.NextAttempt), LastError: r.LastError}
+		if err := bs[1].Put(dueKey(x.NextAttempt, r.ID), nil); err != nil {
+			return err
+		}
+		return putJSON(bs[0], id8(r.ID), x)
+	case EventMarkRecord:
+		b, err := tx.CreateBucketIfNotExists(bEventMarks)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(r.Mark), nil)
+	case AuditRecord:
+		e := r.AuditEntry
+		l.saw(SeqAudit, e.ID)
+		bs, err := buckets(tx, bAudit, bAuditTime)
+		if err != nil {
+			return err
+		}
+		if err := bs[1].Put(auditTimeKey(e.Time, e.PartnerID, e.ID), nil); err != nil {
+			return err
+		}
+		return putJSON(bs[0], pair(e.PartnerID, e.ID), e)
+	case CertRecord:
+		l.bytes += len(r.Data)
+		b, err := tx.CreateBucketIfNotExists(bCerts)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(r.Name), bytes.Clone(r.Data))
 	case SequenceRecord:
 		name := r.Name
 		if name == SeqUIDValidity {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // A store's whole state as a stream of records, so that `mailhost store
@@ -13,18 +14,30 @@ import (
 //
 // What the stream holds is what a store keeps and cannot rebuild: the
 // objects, with their ids, their counters as stored (a copy preserves
-// drift rather than hiding it; verify finds it), the blob refcounts, and
-// the id sequences. Indexes (bbolt's name and parent buckets, the
-// addresses namespace, the queue's due and held keys, the retention keys)
-// are rebuilt by the Loader. Not in the stream: the folders' change log
-// (a copied folder keeps its HighestModSeq with an empty log, so that a
-// session that synced before asks for changes since an older ModSeq,
-// hears ErrChangesGone and re-reads the folder once; a HighestModSeq set
-// back to 0 would instead answer "no changes" until it passed the
-// session's), the queue's leases' node names on bbolt (a leased entry
-// stays leased until its NextAttempt), and the Cluster jobs' last slots
-// (bbolt's cluster "job/" keys, PostgreSQL's jobs table: a periodic job
-// may run once more after a copy, which each of them tolerates).
+// drift rather than hiding it; verify finds it), the blob refcounts, the
+// id sequences, and the state kept beside them: auto-replies and whom
+// they answered, webhooks with their events and pending deliveries, the
+// event marks, the audit log and the ACME client's blobs.
+//
+// Rebuilt by the Loader rather than carried: the indexes (bbolt's name and
+// parent buckets, the addresses namespace, the queue's due and held keys,
+// the retention keys, the verified domains' index, the webhooks' due keys
+// and the audit log's time keys; PostgreSQL's rev_name), and each body's
+// header summary (HeaderSummary of the body, which is what Deliver would
+// have stored).
+//
+// Not in the stream: the folders' change log (a copied folder keeps its
+// HighestModSeq with an empty log, so that a session that synced before
+// asks for changes since an older ModSeq, hears ErrChangesGone and
+// re-reads the folder once; a HighestModSeq set back to 0 would instead
+// answer "no changes" until it passed the session's), the queue's
+// leases' node names on bbolt (a leased entry stays leased until its
+// NextAttempt), the Cluster jobs' last slots (bbolt's cluster "job/" keys,
+// PostgreSQL's jobs table: a periodic job may run once more after a copy,
+// which each of them tolerates), PostgreSQL's nodes (heartbeats of the
+// running nodes, renewed within seconds by each), and when an ACME blob
+// or an event mark was last written on PostgreSQL (bbolt keeps no such
+// time; a loader into PostgreSQL writes the time of the load).
 
 // Record is one object of a store's dump: one of the *Record types below.
 type Record interface{ recordKind() Kind }
@@ -51,6 +64,14 @@ const (
 	KindMessage
 	KindOutbound
 	KindSTSPolicy
+	KindAutoReply
+	KindAutoReplySent
+	KindWebhook
+	KindEvent
+	KindWebhookDelivery
+	KindEventMark
+	KindAudit
+	KindCert
 	KindSequence
 	numKinds
 )
@@ -67,7 +88,9 @@ func Kinds() []Kind {
 var kindNames = [numKinds]string{
 	"settings", "partners", "API keys", "domains", "DKIM key sets",
 	"transfer months", "mailboxes", "aliases", "folders", "subscriptions", "bodies",
-	"messages", "queue entries", "MTA-STS policies", "sequences",
+	"messages", "queue entries", "MTA-STS policies", "auto-replies",
+	"auto-reply senders", "webhooks", "events", "webhook deliveries",
+	"event marks", "audit entries", "ACME blobs", "sequences",
 }
 
 // String is the kind's plural name, as reports show it.
@@ -168,6 +191,56 @@ const LeaseNodeCopied = "store-copy"
 // STSRecord is a destination's MTA-STS policy, expired or not.
 type STSRecord struct{ STSPolicy }
 
+// AutoReplyRecord is a mailbox's auto-reply.
+type AutoReplyRecord struct{ AutoReply }
+
+// AutoReplySentRecord is one sender a mailbox's auto-reply answered, and
+// when (AutoReplies.TakeAutoReply's memory, to the second), so that a
+// copied store does not answer the same sender again within the
+// interval.
+type AutoReplySentRecord struct {
+	MailboxID int64
+	Sender    string
+	SentAt    time.Time
+}
+
+// WebhookRecord is a partner's webhook, its secret included.
+type WebhookRecord struct{ Webhook }
+
+// EventRecord is an event kept for its webhooks (Webhooks). Data is JSON
+// whose text may differ between stores (PostgreSQL keeps jsonb, which
+// orders keys its own way); what it means is the same.
+type EventRecord struct{ Event }
+
+// WebhookDeliveryRecord is one event due to one webhook: the outbox of
+// package webhook, with its retry state. A delivery whose webhook or
+// event is gone (bbolt keeps those until a claim drops them) is not
+// dumped.
+type WebhookDeliveryRecord struct {
+	ID          int64
+	WebhookID   int64
+	EventID     int64
+	Attempts    int
+	NextAttempt time.Time
+	LastError   string
+}
+
+// EventMarkRecord is a mark of an event recorded once until re-armed
+// (QuotaFullMark), so that a copy does not record it again.
+type EventMarkRecord struct{ Mark string }
+
+// AuditRecord is an entry of the audit log.
+type AuditRecord struct{ AuditEntry }
+
+// CertRecord is one of the ACME client's named blobs (Certs): the
+// account key, a certificate with its key, a challenge token.
+type CertRecord struct {
+	Name string
+	// Data is only valid during the callback that receives it, as a
+	// BlobRecord's Body.
+	Data []byte
+}
+
 // SequenceRecord is the last value an id sequence handed out, so that a
 // loaded store never hands out an id (or, for folders, a UIDVALIDITY)
 // that the source already used, even for an object since deleted.
@@ -188,23 +261,35 @@ const (
 	SeqUIDValidity = "uid_validity"
 	SeqBlobs       = "blobs"
 	SeqQueue       = "queue"
+	SeqWebhooks    = "webhooks"
+	SeqEvents      = "events"
+	SeqDeliveries  = "webhook_deliveries"
+	SeqAudit       = "audit"
 )
 
-func (SettingRecord) recordKind() Kind      { return KindSetting }
-func (PartnerRecord) recordKind() Kind      { return KindPartner }
-func (APIKeyRecord) recordKind() Kind       { return KindAPIKey }
-func (DomainRecord) recordKind() Kind       { return KindDomain }
-func (DKIMRecord) recordKind() Kind         { return KindDKIM }
-func (TransferRecord) recordKind() Kind     { return KindTransfer }
-func (MailboxRecord) recordKind() Kind      { return KindMailbox }
-func (AliasRecord) recordKind() Kind        { return KindAlias }
-func (FolderRecord) recordKind() Kind       { return KindFolder }
-func (SubscriptionRecord) recordKind() Kind { return KindSubscription }
-func (BlobRecord) recordKind() Kind         { return KindBlob }
-func (MessageRecord) recordKind() Kind      { return KindMessage }
-func (OutboundRecord) recordKind() Kind     { return KindOutbound }
-func (STSRecord) recordKind() Kind          { return KindSTSPolicy }
-func (SequenceRecord) recordKind() Kind     { return KindSequence }
+func (SettingRecord) recordKind() Kind         { return KindSetting }
+func (PartnerRecord) recordKind() Kind         { return KindPartner }
+func (APIKeyRecord) recordKind() Kind          { return KindAPIKey }
+func (DomainRecord) recordKind() Kind          { return KindDomain }
+func (DKIMRecord) recordKind() Kind            { return KindDKIM }
+func (TransferRecord) recordKind() Kind        { return KindTransfer }
+func (MailboxRecord) recordKind() Kind         { return KindMailbox }
+func (AliasRecord) recordKind() Kind           { return KindAlias }
+func (FolderRecord) recordKind() Kind          { return KindFolder }
+func (SubscriptionRecord) recordKind() Kind    { return KindSubscription }
+func (BlobRecord) recordKind() Kind            { return KindBlob }
+func (MessageRecord) recordKind() Kind         { return KindMessage }
+func (OutboundRecord) recordKind() Kind        { return KindOutbound }
+func (STSRecord) recordKind() Kind             { return KindSTSPolicy }
+func (AutoReplyRecord) recordKind() Kind       { return KindAutoReply }
+func (AutoReplySentRecord) recordKind() Kind   { return KindAutoReplySent }
+func (WebhookRecord) recordKind() Kind         { return KindWebhook }
+func (EventRecord) recordKind() Kind           { return KindEvent }
+func (WebhookDeliveryRecord) recordKind() Kind { return KindWebhookDelivery }
+func (EventMarkRecord) recordKind() Kind       { return KindEventMark }
+func (AuditRecord) recordKind() Kind           { return KindAudit }
+func (CertRecord) recordKind() Kind            { return KindCert }
+func (SequenceRecord) recordKind() Kind        { return KindSequence }
 
 // KindOf is the kind of a record.
 func KindOf(r Record) Kind { return r.recordKind() }
@@ -215,8 +300,10 @@ func KindOf(r Record) Kind { return r.recordKind() }
 // canonical order that every implementation shares (so that two dumps of
 // equal stores hash alike): by id; transfer by domain id then month;
 // subscriptions by mailbox id then name in byte order; DKIM
-// by domain id; messages by folder id then UID; MTA-STS policies and
-// settings by name in byte order. It reads one consistent snapshot, and
+// by domain id; messages by folder id then UID; auto-replies by mailbox
+// id, their senders by mailbox id then sender; audit entries by partner
+// id then id; MTA-STS policies, settings, event marks and ACME blobs by
+// name in byte order. It reads one consistent snapshot, and
 // stops at fn's first error, which it answers unwrapped.
 type Dumper interface {
 	Dump(ctx context.Context, fn func(Record) error) error
@@ -224,14 +311,14 @@ type Dumper interface {
 
 // Loader writes a dump into an empty store.
 //
-// Load first checks that the store is empty (no partner, domain,
-// mailbox, body, queue entry or MTA-STS policy), answering an error
-// matching ErrNotEmpty otherwise, then calls src with a function that
-// takes the records in Dump's order. It writes them in batches (a
-// transaction per batch), rebuilds the indexes, and once src has returned
-// moves the id sequences past both the ids loaded and the source's
-// sequences. A Load that fails leaves what it wrote: the store must be
-// emptied before another.
+// Load first checks that the store is empty (no record of any kind but
+// settings, of which one the destination has must have the source's
+// value), answering an error matching ErrNotEmpty otherwise, then calls
+// src with a function that takes the records in Dump's order. It writes
+// them in batches (a transaction per batch), rebuilds the indexes and the
+// header summaries, and once src has returned moves the id sequences past
+// both the ids loaded and the source's sequences. A Load that fails
+// leaves what it wrote: the store must be emptied before another.
 type Loader interface {
 	Load(ctx context.Context, src func(put func(Record) error) error) error
 }

@@ -99,6 +99,12 @@ type Mailbox struct {
 	// PasswordChangedAt lets login caches tell a stale verified password
 	// from a current one.
 	PasswordChangedAt time.Time `json:"password_changed_at,omitzero"`
+	// HasAutoReply says an auto-reply is set for the mailbox (enabled or
+	// not), as MailboxByEmail, the look-up of every delivery, read it:
+	// the auto-responder looks the setting up only then, instead of one
+	// more look-up per delivered message. Other reads leave it false; it
+	// is not stored with the mailbox.
+	HasAutoReply bool `json:"-"`
 }
 
 // MailboxEntry is a mailbox as a list shows it: the fields that never

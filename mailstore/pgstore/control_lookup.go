@@ -22,9 +22,10 @@ func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mai
 		var ms mailboxScan
 		var ds domainScan
 		err := tx.QueryRow(ctx, `
-			SELECT `+qualified("m", mailboxColumns)+`, `+domainCols("d")+`
+			SELECT `+qualified("m", mailboxColumns)+`, `+domainCols("d")+`,
+				EXISTS (SELECT 1 FROM autoreplies a WHERE a.mailbox_id = m.id)
 			FROM mailboxes m JOIN domains d ON d.id = m.domain_id
-			WHERE m.email = $1`, email).Scan(append(ms.dest(), ds.dest()...)...)
+			WHERE m.email = $1`, email).Scan(append(append(ms.dest(), ds.dest()...), &ms.m.HasAutoReply)...)
 		if err != nil {
 			return mailboxNotFound(err)
 		}

@@ -1,7 +1,7 @@
 package pgstore
 
 // Dump and Load of the PostgreSQL store (mailstore/dump.go), in raw SQL
-// against schema 001. Dump reads one REPEATABLE READ snapshot, one query
+// against the schema of migrations 001 to 008. Dump reads one REPEATABLE READ snapshot, one query
 // per table streamed row by row (pgx reads a row at a time, so a body is
 // in memory only while its record is handled). Load writes with COPY
 // (pgx CopyFrom), a transaction per batch of loadBatchRecords records or
@@ -9,6 +9,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -72,6 +73,10 @@ var sequences = []struct{ name, table string }{
 	{mailstore.SeqUIDValidity, ""},
 	{mailstore.SeqBlobs, "blobs"},
 	{mailstore.SeqQueue, "queue"},
+	{mailstore.SeqWebhooks, "webhooks"},
+	{mailstore.SeqEvents, "events"},
+	{mailstore.SeqDeliveries, "webhook_deliveries"},
+	{mailstore.SeqAudit, "audit_log"},
 }
 
 // seqExpr is the regclass of a sequence, for pg_sequence_last_value and
@@ -123,15 +128,17 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 	{
 		var r mailstore.DomainRecord
 		d := &r.Domain
+		var verifiedAt *time.Time
 		if err := each(ctx, tx, "domains", `SELECT id, partner_id, name, plan, max_mailboxes, max_aliases, quota_mb,
-				retention_days, transfer_monthly_mb, suspended, created_at, mailbox_count, alias_count,
+				retention_days, transfer_monthly_mb, suspended, created_at, verified, verified_at, verify_token,
+				spam_filter, mailbox_count, alias_count,
 				message_count + (SELECT coalesce(sum(u.message_count), 0) FROM domain_usage u WHERE u.domain_id = domains.id)::bigint,
 				used_bytes + (SELECT coalesce(sum(u.used_bytes), 0) FROM domain_usage u WHERE u.domain_id = domains.id)::bigint
 				FROM domains ORDER BY id`,
 			[]any{&d.ID, &d.PartnerID, &d.Name, &d.Plan, &d.MaxMailboxes, &d.MaxAliases, &d.QuotaMB,
-				&d.RetentionDays, &d.TransferMonthlyMB, &d.Suspended, &d.CreatedAt, &d.MailboxCount,
-				&d.AliasCount, &d.MessageCount, &d.UsedBytes}, func() error {
-				d.CreatedAt = d.CreatedAt.UTC()
+				&d.RetentionDays, &d.TransferMonthlyMB, &d.Suspended, &d.CreatedAt, &d.Verified, &verifiedAt,
+				&d.VerifyToken, &d.SpamFilter, &d.MailboxCount, &d.AliasCount, &d.MessageCount, &d.UsedBytes}, func() error {
+				d.CreatedAt, d.VerifiedAt = d.CreatedAt.UTC(), fromNull(verifiedAt)
 				return fn(r)
 			}); err != nil {
 			return err
@@ -291,6 +298,9 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 			return err
 		}
 	}
+	if err := dumpState(ctx, tx, fn); err != nil {
+		return err
+	}
 	for _, sq := range sequences {
 		var v int64
 		if err := tx.QueryRow(ctx, `SELECT coalesce(pg_sequence_last_value(`+seqExpr(sq.table)+`), 0)`).Scan(&v); err != nil {
@@ -303,29 +313,133 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 	return nil
 }
 
+// dumpState dumps the tables of migrations 004 to 006: auto-replies,
+// webhooks and their outbox, event marks, the audit log, ACME blobs.
+func dumpState(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) error {
+	{
+		var r mailstore.AutoReplyRecord
+		var start, end *time.Time
+		if err := each(ctx, tx, "auto-replies", `SELECT mailbox_id, enabled, subject, body, starts_at, ends_at FROM autoreplies ORDER BY mailbox_id`,
+			[]any{&r.MailboxID, &r.Enabled, &r.Subject, &r.Body, &start, &end}, func() error {
+				r.Start, r.End = fromNull(start), fromNull(end)
+				return fn(r)
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.AutoReplySentRecord
+		if err := each(ctx, tx, "auto-reply senders", `SELECT mailbox_id, sender, sent_at FROM autoreply_sent ORDER BY mailbox_id, sender COLLATE "C"`,
+			[]any{&r.MailboxID, &r.Sender, &r.SentAt}, func() error {
+				r.SentAt = r.SentAt.UTC()
+				return fn(r)
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.WebhookRecord
+		w := &r.Webhook
+		if err := each(ctx, tx, "webhooks", `SELECT id, partner_id, url, events, secret, created_at FROM webhooks ORDER BY id`,
+			[]any{&w.ID, &w.PartnerID, &w.URL, &w.Events, &w.Secret, &w.CreatedAt}, func() error {
+				w.CreatedAt = w.CreatedAt.UTC()
+				err := fn(r)
+				w.Events = nil
+				return err
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.EventRecord
+		e := &r.Event
+		var data string
+		if err := each(ctx, tx, "events", `SELECT id, partner_id, type, created_at, data::text FROM events ORDER BY id`,
+			[]any{&e.ID, &e.PartnerID, &e.Type, &e.CreatedAt, &data}, func() error {
+				e.CreatedAt, e.Data = e.CreatedAt.UTC(), json.RawMessage(data)
+				return fn(r)
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.WebhookDeliveryRecord
+		var attempts int32
+		if err := each(ctx, tx, "webhook deliveries", `SELECT id, webhook_id, event_id, attempts, next_attempt, last_error FROM webhook_deliveries ORDER BY id`,
+			[]any{&r.ID, &r.WebhookID, &r.EventID, &attempts, &r.NextAttempt, &r.LastError}, func() error {
+				r.Attempts, r.NextAttempt = int(attempts), r.NextAttempt.UTC()
+				return fn(r)
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.EventMarkRecord
+		if err := each(ctx, tx, "event marks", `SELECT mark FROM event_marks ORDER BY mark COLLATE "C"`,
+			[]any{&r.Mark}, func() error { return fn(r) }); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.AuditRecord
+		e := &r.AuditEntry
+		var status int32
+		if err := each(ctx, tx, "audit log", `SELECT id, at, partner_id, key_prefix, method, route, object, status FROM audit_log ORDER BY partner_id, id`,
+			[]any{&e.ID, &e.Time, &e.PartnerID, &e.KeyPrefix, &e.Method, &e.Route, &e.Object, &status}, func() error {
+				e.Time, e.Status = e.Time.UTC(), int(status)
+				return fn(r)
+			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.CertRecord
+		if err := each(ctx, tx, "ACME blobs", `SELECT name, data FROM certs ORDER BY name COLLATE "C"`,
+			[]any{&r.Name, &r.Data}, func() error {
+				err := fn(r)
+				r.Data = nil // scan the next blob into its own buffer
+				return err
+			}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // dataTables are the tables that hold objects, in the order a batch
 // writes them (foreign keys: a row after the rows it names). A store
 // with none filled is empty; settings and jobs do not count.
 var dataTables = []string{
 	"partners", "api_keys", "domains", "addresses", "mailboxes", "aliases",
 	"transfer", "dkim_keys", "blobs", "folders", "subscriptions", "messages", "queue", "sts_policies",
+	"autoreplies", "autoreply_sent", "webhooks", "events", "webhook_deliveries",
+	"event_marks", "audit_log", "certs",
 }
 
 var tableColumns = map[string][]string{
 	"partners":      {"id", "name", "created_at", "max_domains", "domain_count"},
 	"api_keys":      {"id", "partner_id", "lookup", "prefix", "secret_hash", "created_at", "revoked_at"},
-	"domains":       {"id", "partner_id", "name", "plan", "max_mailboxes", "max_aliases", "quota_mb", "retention_days", "transfer_monthly_mb", "suspended", "created_at", "mailbox_count", "alias_count", "message_count", "used_bytes"},
+	"domains":       {"id", "partner_id", "name", "plan", "max_mailboxes", "max_aliases", "quota_mb", "retention_days", "transfer_monthly_mb", "suspended", "created_at", "verified", "verified_at", "verify_token", "rev_name", "spam_filter", "mailbox_count", "alias_count", "message_count", "used_bytes"},
 	"addresses":     {"address", "domain_id", "kind", "target_id"},
 	"mailboxes":     {"id", "domain_id", "partner_id", "email", "password_hash", "quota_mb", "used_bytes", "message_count", "folder_count", "last_login", "created_at", "password_changed_at"},
 	"aliases":       {"id", "domain_id", "partner_id", "source", "destination", "created_at"},
 	"transfer":      {"domain_id", "month", "in_bytes", "out_bytes"},
 	"dkim_keys":     {"domain_id", "position", "selector", "algorithm", "private", "created_at"},
-	"blobs":         {"id", "refs", "body"},
+	"blobs":         {"id", "refs", "body", "header"},
 	"folders":       {"id", "mailbox_id", "name", "special_use", "subscribed", "uid_validity", "uid_next", "messages", "unseen", "size", "highest_modseq"},
 	"subscriptions": {"mailbox_id", "name"},
 	"messages":      {"folder_id", "uid", "mailbox_id", "domain_id", "blob_id", "size", "received_at", "flags"},
 	"queue":         {"id", "kind", "domain_id", "from_addr", "destination", "recipients", "blob_id", "size", "queued_at", "next_attempt", "attempts", "last_error", "held", "leased_by", "warned"},
 	"sts_policies":  {"domain", "policy_id", "mode", "mx", "max_age_s", "expires"},
+
+	"autoreplies":        {"mailbox_id", "enabled", "subject", "body", "starts_at", "ends_at"},
+	"autoreply_sent":     {"mailbox_id", "sender", "sent_at"},
+	"webhooks":           {"id", "partner_id", "url", "events", "secret", "created_at"},
+	"events":             {"id", "partner_id", "type", "created_at", "data"},
+	"webhook_deliveries": {"id", "webhook_id", "event_id", "next_attempt", "attempts", "last_error"},
+	"event_marks":        {"mark"},
+	"audit_log":          {"id", "at", "partner_id", "key_prefix", "method", "route", "object", "status"},
+	"certs":              {"name", "data"},
 }
 
 // Load implements mailstore.Loader.
@@ -443,8 +557,9 @@ func (l *pgLoader) row(r mailstore.Record) error {
 		d := r.Domain
 		l.saw(mailstore.SeqDomains, d.ID)
 		l.add("domains", d.ID, d.PartnerID, d.Name, d.Plan, d.MaxMailboxes, d.MaxAliases, d.QuotaMB,
-			d.RetentionDays, d.TransferMonthlyMB, d.Suspended, utc(d.CreatedAt), d.MailboxCount,
-			d.AliasCount, d.MessageCount, d.UsedBytes)
+			d.RetentionDays, d.TransferMonthlyMB, d.Suspended, utc(d.CreatedAt), d.Verified,
+			nullTime(d.VerifiedAt), d.VerifyToken, mailstore.ReversedName(d.Name), d.SpamFilter,
+			d.MailboxCount, d.AliasCount, d.MessageCount, d.UsedBytes)
 	case mailstore.DKIMRecord:
 		for i, k := range r.Keys {
 			l.add("dkim_keys", r.DomainID, int32(i), k.Selector, k.Algorithm, k.Private, utc(k.CreatedAt))
@@ -480,7 +595,9 @@ func (l *pgLoader) row(r mailstore.Record) error {
 		l.bytes += len(r.Body)
 		// The body is the dumper's only until this call returns; the
 		// batch keeps it until its COPY.
-		l.add("blobs", r.ID, r.Refs, append([]byte{}, r.Body...))
+		// The header summary Deliver would have stored (008), made now
+		// rather than by the first Summaries that finds it missing.
+		l.add("blobs", r.ID, r.Refs, append([]byte{}, r.Body...), mailstore.HeaderSummary(r.Body))
 	case mailstore.MessageRecord:
 		m := r.Message
 		owner, ok := l.folderMailbox[m.FolderID]
@@ -515,6 +632,39 @@ func (l *pgLoader) row(r mailstore.Record) error {
 			mx = []string{}
 		}
 		l.add("sts_policies", p.Domain, p.ID, p.Mode, mx, int64(p.MaxAge/time.Second), utc(p.Expires))
+	case mailstore.AutoReplyRecord:
+		l.add("autoreplies", r.MailboxID, r.Enabled, r.Subject, r.Body, optTime(r.Start), optTime(r.End))
+	case mailstore.AutoReplySentRecord:
+		l.add("autoreply_sent", r.MailboxID, r.Sender, utc(r.SentAt))
+	case mailstore.WebhookRecord:
+		w := r.Webhook
+		l.saw(mailstore.SeqWebhooks, w.ID)
+		events := w.Events
+		if events == nil {
+			events = []string{}
+		}
+		l.add("webhooks", w.ID, w.PartnerID, w.URL, events, w.Secret, utc(w.CreatedAt))
+	case mailstore.EventRecord:
+		e := r.Event
+		l.saw(mailstore.SeqEvents, e.ID)
+		data := e.Data
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		// A copy: the record is the dumper's only until this call returns.
+		l.add("events", e.ID, e.PartnerID, e.Type, utc(e.CreatedAt), append(json.RawMessage{}, data...))
+	case mailstore.WebhookDeliveryRecord:
+		l.saw(mailstore.SeqDeliveries, r.ID)
+		l.add("webhook_deliveries", r.ID, r.WebhookID, r.EventID, utc(r.NextAttempt), int32(r.Attempts), r.LastError)
+	case mailstore.EventMarkRecord:
+		l.add("event_marks", r.Mark)
+	case mailstore.AuditRecord:
+		e := r.AuditEntry
+		l.saw(mailstore.SeqAudit, e.ID)
+		l.add("audit_log", e.ID, utc(e.Time), e.PartnerID, e.KeyPrefix, e.Method, e.Route, e.Object, int32(e.Status))
+	case mailstore.CertRecord:
+		l.bytes += len(r.Data)
+		l.add("certs", r.Name, append([]byte{}, r.Data...))
 	case mailstore.SequenceRecord:
 		l.saw(r.Name, r.Value)
 	default:

@@ -82,18 +82,29 @@ func (s *Store) Body(ctx context.Context, mailboxID, folderID int64, uid uint32)
 }
 
 // Bounds on one query of Bodies: 64 bodies make the statement's cost
-// small per message; 4 MiB bounds what a session holds (one buffer,
-// reused from chunk to chunk, plus at most one message beyond the bound).
+// small per message; 4 MiB bounds a chunk. A session holds at most two
+// chunks (the one fn reads and the next, read meanwhile), each plus at
+// most one message beyond the bound.
 const (
 	bodiesChunkMessages = 64
 	bodiesChunkBytes    = 4 << 20
 )
 
+// bodiesChunk is one query's worth of Bodies: its UIDs in the order
+// asked, and their bodies in buf.
+type bodiesChunk struct {
+	uids  []int64
+	buf   []byte
+	spans map[int64][2]int // uid -> its body's start and end in buf
+	err   error
+}
+
 // Bodies implements mailstore.Store. A first query reads the sizes of the
 // messages asked for (and checks the folder); the bodies then come in
-// chunks bounded by count and bytes, each one statement (one snapshot) whose
-// bodies are copied into a buffer reused from chunk to chunk; fn runs
-// after the statement, outside any transaction.
+// chunks bounded by count and bytes, each one statement (one snapshot).
+// The next chunk is read while fn consumes one, so that the database and
+// the client's writes overlap; the two chunks' buffers are reused in
+// turn. fn runs outside any transaction.
 func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error {
 	if len(uids) == 0 {
 		return nil
@@ -127,62 +138,105 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 	if !folder {
 		return wrap(mailstore.ErrFolderNotFound)
 	}
-	var (
-		buf   []byte
-		chunk []int64
-		ends  []int // end of each body of chunk in buf; -1: not there
-	)
-	for next := 0; next < len(uids); {
-		chunk = chunk[:0]
-		var bytes int64
-		for ; next < len(uids) && len(chunk) < bodiesChunkMessages && bytes < bodiesChunkBytes; next++ {
-			if n, ok := sizes[uids[next]]; ok {
-				chunk = append(chunk, int64(uids[next]))
-				bytes += n
+
+	// The reader fills chunks from free and hands them over on full; at
+	// most two exist. Cancelling rctx (on return) stops it.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	free := make(chan *bodiesChunk, 2)
+	full := make(chan *bodiesChunk, 1)
+	free <- &bodiesChunk{spans: map[int64][2]int{}}
+	free <- &bodiesChunk{spans: map[int64][2]int{}}
+	go func() {
+		defer close(full)
+		for next := 0; next < len(uids); {
+			var c *bodiesChunk
+			select {
+			case c = <-free:
+			case <-rctx.Done():
+				return
+			}
+			c.uids, c.buf, c.err = c.uids[:0], c.buf[:0], nil
+			clear(c.spans)
+			var bytes int64
+			for ; next < len(uids) && len(c.uids) < bodiesChunkMessages && bytes < bodiesChunkBytes; next++ {
+				if n, ok := sizes[uids[next]]; ok {
+					c.uids = append(c.uids, int64(uids[next]))
+					bytes += n
+				}
+			}
+			if len(c.uids) == 0 {
+				return
+			}
+			c.err = s.readChunk(rctx, folderID, c)
+			full <- c // buffered, and the consumer drains until closed
+			if c.err != nil {
+				return
 			}
 		}
-		if len(chunk) == 0 {
-			break
+	}()
+	var fnErr error
+	for c := range full {
+		if fnErr != nil {
+			continue // draining, so that the reader can end
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		buf, ends = buf[:0], ends[:0]
-		rows, err := s.pool.Query(ctx, `SELECT m.uid IS NOT NULL, b.body FROM folders f
-			CROSS JOIN unnest($3::bigint[]) WITH ORDINALITY AS u(uid, ord)
-			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = u.uid
-			LEFT JOIN blobs b ON b.id = m.blob_id
-			WHERE f.id = $1 AND f.mailbox_id = $2 ORDER BY u.ord`, folderID, mailboxID, chunk)
-		if err != nil {
-			return wrap(err)
-		}
-		var there bool
-		var body pgtype.DriverBytes // the driver's memory, copied at once
-		if _, err := pgx.ForEachRow(rows, []any{&there, &body}, func() error {
-			if !there || body == nil {
-				ends = append(ends, -1) // expunged meanwhile: skipped
-				return nil
+		if c.err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			buf = append(buf, body...)
-			ends = append(ends, len(buf))
-			return nil
-		}); err != nil {
-			return wrap(err)
+			return wrap(c.err)
 		}
-		if len(ends) == 0 {
-			return wrap(mailstore.ErrFolderNotFound) // deleted meanwhile
-		}
-		start := 0
-		for i, end := range ends {
-			if end < 0 {
-				continue
+		for _, uid := range c.uids {
+			sp, ok := c.spans[uid]
+			if !ok {
+				continue // expunged meanwhile: skipped
 			}
 			// The full slice expression keeps fn from appending into the
 			// next body.
-			if err := fn(uint32(chunk[i]), buf[start:end:end]); err != nil {
-				return err
+			if err := fn(uint32(uid), c.buf[sp[0]:sp[1]:sp[1]]); err != nil {
+				fnErr = err
+				cancel()
+				break
 			}
-			start = end
+		}
+		free <- c
+	}
+	if fnErr != nil {
+		return fnErr
+	}
+	return ctx.Err()
+}
+
+// readChunk reads the bodies of c.uids into c. The folder's ownership was
+// checked by Bodies (folder ids are never reused). Each UID is one descent
+// of the messages key: a join with unnest here let the planner scan the
+// whole folder for every chunk, which made a FETCH quadratic in the
+// folder's size.
+func (s *Store) readChunk(ctx context.Context, folderID int64, c *bodiesChunk) error {
+	rows, err := s.pool.Query(ctx, `SELECT m.uid, b.body FROM messages m JOIN blobs b ON b.id = m.blob_id
+		WHERE m.folder_id = $1 AND m.uid = ANY($2::bigint[])`, folderID, c.uids)
+	if err != nil {
+		return err
+	}
+	var uid int64
+	var body pgtype.DriverBytes // the driver's memory, copied at once
+	if _, err := pgx.ForEachRow(rows, []any{&uid, &body}, func() error {
+		start := len(c.buf)
+		c.buf = append(c.buf, body...)
+		c.spans[uid] = [2]int{start, len(c.buf)}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(c.spans) == 0 {
+		// None of the chunk is left: expunged, or the folder deleted
+		// (its messages go with it, at once).
+		var ok bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM folders WHERE id = $1)`, folderID).Scan(&ok); err != nil {
+			return err
+		}
+		if !ok {
+			return mailstore.ErrFolderNotFound
 		}
 	}
 	return nil

@@ -27,6 +27,37 @@ func RunAutoReplies(t *testing.T, open Open) {
 		c.domain(p.ID, "example.com", ctlStarter, 10, 10)
 		return c, a, c.mailbox(p.ID, "example.com", "alice@example.com")
 	}
+	t.Run("MailboxByEmail says whether one is set", func(t *testing.T) {
+		c, a, mb := setup(t)
+		has := func() bool {
+			t.Helper()
+			m, _, err := c.s.MailboxByEmail(ctx, mb.Email)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m.HasAutoReply
+		}
+		if has() {
+			t.Fatal("HasAutoReply before any was set")
+		}
+		// Disabled still counts as set: the responder reads it and decides.
+		if err := a.SetAutoReply(ctx, mailstore.AutoReply{MailboxID: mb.ID, Subject: "s", Body: "b"}); err != nil {
+			t.Fatal(err)
+		}
+		if !has() {
+			t.Error("HasAutoReply false with an auto-reply set")
+		}
+		other := c.mailbox(mb.PartnerID, "example.com", "bob@example.com")
+		if m, _, err := c.s.MailboxByEmail(ctx, other.Email); err != nil || m.HasAutoReply {
+			t.Errorf("another mailbox: HasAutoReply %v, %v; want false", m.HasAutoReply, err)
+		}
+		if err := a.DeleteAutoReply(ctx, mb.ID); err != nil {
+			t.Fatal(err)
+		}
+		if has() {
+			t.Error("HasAutoReply after DeleteAutoReply")
+		}
+	})
 	t.Run("round trip", func(t *testing.T) {
 		_, a, mb := setup(t)
 		if _, err := a.AutoReply(ctx, mb.ID); !errors.Is(err, mailstore.ErrNotFound) {
