@@ -20,7 +20,9 @@ type Store interface {
 	CreateFolder(ctx context.Context, mailboxID int64, name string) (mailstore.Folder, error)
 	DeleteFolder(ctx context.Context, mailboxID int64, name string) error
 	RenameFolder(ctx context.Context, mailboxID int64, oldName, newName string) error
-	SetSubscribed(ctx context.Context, mailboxID int64, name string, subscribed bool) error
+	Subscriptions(ctx context.Context, mailboxID int64) ([]string, error)
+	Subscribe(ctx context.Context, mailboxID int64, name string) error
+	Unsubscribe(ctx context.Context, mailboxID int64, name string) error
 
 	Messages(ctx context.Context, mailboxID, folderID int64) ([]mailstore.Message, error)
 	Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error

@@ -791,3 +791,11 @@ func (s *session) requireTLS() error {
 	}
 	return errPrivacyRequired
 }
+
+// command is the name of the command imapserver is running, upper case,
+// "" when none.
+func (c *cmdConn) command() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inFlightName
+}

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/emersion/go-imap/v2"
-	"github.com/emersion/go-imap/v2/imapserver"
 
 	"github.com/mailhost/mailhost/mailstore"
 )
@@ -14,7 +13,8 @@ import (
 // case (RFC 9051 section 5.1).
 
 // Create answers CREATE. A trailing delimiter is dropped, and missing
-// parents are created (RFC 9051 section 6.3.4).
+// parents are created (RFC 9051 section 6.3.4). Nothing is subscribed:
+// subscriptions are the client's to make (mailstore.Mail.Subscribe).
 func (s *session) Create(name string, options *imap.CreateOptions) error {
 	if s.user == nil {
 		return errNotLoggedIn
@@ -68,95 +68,29 @@ func (s *session) Rename(name, newName string, options *imap.RenameOptions) erro
 	return s.fail("rename", s.st.RenameFolder(s.ctx, s.user.ID, name, newName))
 }
 
-// Subscribe answers SUBSCRIBE.
+// Subscribe answers SUBSCRIBE. The name need not be a folder's (RFC 9051
+// section 6.3.7 lets a server check, this one does not: a client may
+// subscribe before it creates, and a subscription outlives its folder).
+// A trailing delimiter is dropped, as by CREATE.
 func (s *session) Subscribe(name string) error {
 	if s.user == nil {
 		return errNotLoggedIn
 	}
-	return s.fail("subscribe", s.st.SetSubscribed(s.ctx, s.user.ID, name, true))
+	name = strings.TrimSuffix(name, string(delim))
+	if err := validName(name); err != nil {
+		return err
+	}
+	return s.fail("subscribe", s.st.Subscribe(s.ctx, s.user.ID, name))
 }
 
-// Unsubscribe answers UNSUBSCRIBE.
+// Unsubscribe answers UNSUBSCRIBE: OK also for a name not subscribed
+// (RFC 9051 section 6.3.8).
 func (s *session) Unsubscribe(name string) error {
 	if s.user == nil {
 		return errNotLoggedIn
 	}
-	return s.fail("unsubscribe", s.st.SetSubscribed(s.ctx, s.user.ID, name, false))
-}
-
-// List answers LIST (with LIST-EXTENDED's SUBSCRIBED and SPECIAL-USE
-// selection and SUBSCRIBED, CHILDREN and STATUS return options, RFC 5258,
-// 6154, 5819) and LSUB.
-func (s *session) List(w *imapserver.ListWriter, ref string, patterns []string, options *imap.ListOptions) error {
-	if s.user == nil {
-		return errNotLoggedIn
-	}
-	if len(patterns) == 0 {
-		// LIST "" "": the hierarchy delimiter and root (RFC 9051 section
-		// 6.3.9); imapserver drops empty patterns.
-		return w.WriteList(&imap.ListData{Attrs: []imap.MailboxAttr{imap.MailboxAttrNoSelect}, Delim: delim})
-	}
-	folders, err := s.st.Folders(s.ctx, s.user.ID)
-	if err != nil {
-		return s.fail("list", err)
-	}
-	for _, f := range folders {
-		if !matchAny(f.Name, ref, patterns) {
-			continue
-		}
-		if options.SelectSubscribed && !f.Subscribed {
-			continue
-		}
-		if options.SelectSpecialUse && f.SpecialUse == "" {
-			continue
-		}
-		data := &imap.ListData{Mailbox: f.Name, Delim: delim}
-		if hasChildren(folders, f.Name) {
-			data.Attrs = append(data.Attrs, imap.MailboxAttrHasChildren)
-		} else {
-			data.Attrs = append(data.Attrs, imap.MailboxAttrHasNoChildren)
-		}
-		if f.Subscribed && (options.SelectSubscribed || options.ReturnSubscribed) {
-			data.Attrs = append(data.Attrs, imap.MailboxAttrSubscribed)
-		}
-		if f.SpecialUse != "" {
-			data.Attrs = append(data.Attrs, imap.MailboxAttr(f.SpecialUse))
-		}
-		if options.ReturnStatus != nil {
-			st, err := s.status(f, options.ReturnStatus)
-			if err != nil {
-				return err
-			}
-			data.Status = st
-		}
-		if err := w.WriteList(data); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func matchAny(name, ref string, patterns []string) bool {
-	for _, p := range patterns {
-		if imapserver.MatchList(name, delim, ref, p) {
-			return true
-		}
-		// INBOX in any case.
-		if name == "INBOX" && ref == "" && imapserver.MatchList(name, delim, ref, strings.ToUpper(p)) {
-			return true
-		}
-	}
-	return false
-}
-
-func hasChildren(folders []mailstore.Folder, name string) bool {
-	prefix := name + string(delim)
-	for _, f := range folders {
-		if strings.HasPrefix(f.Name, prefix) {
-			return true
-		}
-	}
-	return false
+	name = strings.TrimSuffix(name, string(delim))
+	return s.fail("unsubscribe", s.st.Unsubscribe(s.ctx, s.user.ID, name))
 }
 
 // Status answers STATUS (with SIZE, RFC 8438, and DELETED).

@@ -38,6 +38,9 @@
 // the clear. When imapserver gains a hook for commands and capabilities,
 // remove cmdlayer.go and commands.go, give imapserver back TLSConfig and
 // InsecureAuth, and serve quota.go's and id.go's commands through it.
+// The layer also tells List whether it answers LSUB, which imapserver
+// hands over as LIST (SUBSCRIBED) though the two answer differently
+// (list.go); that goes too once imapserver tells them apart.
 //
 // Not offered: CONDSTORE, and BINARY APPEND. EXAMINE is enforced here
 // (STORE and MOVE are refused, FETCH sets no \Seen, EXPUNGE and CLOSE

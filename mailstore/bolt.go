@@ -18,7 +18,7 @@ import (
 
 // schemaVersion is the layout version this binary writes. Open upgrades an
 // older file, one migration per version, each in its own transaction.
-const schemaVersion = 6
+const schemaVersion = 7
 
 // Bucket layout. Every lookup the API and the mail plane make is a key or a
 // prefix seek in one of these; nothing scans another partner's data.
@@ -274,6 +274,7 @@ var migrations = []func(*bolt.Tx) error{
 		_, err := tx.CreateBucketIfNotExists(bChanges)
 		return err
 	},
+	migrateSubscriptions, // 6 -> 7: subscriptions apart from the folders
 }
 
 func u64(v uint64) []byte {

@@ -163,6 +163,11 @@ func (d *boltDumper) dump() error {
 	}); err != nil {
 		return err
 	}
+	if err := tx.Bucket(bSubscriptions).ForEach(func(k, _ []byte) error {
+		return d.emit(SubscriptionRecord{MailboxID: int64(binary.BigEndian.Uint64(k[:8])), Name: string(k[8:])})
+	}); err != nil {
+		return err
+	}
 	refs := tx.Bucket(bBlobRefs)
 	if err := tx.Bucket(bBlobs).ForEach(func(k, body []byte) error {
 		var n int64
@@ -317,7 +322,7 @@ var boltSequences = []struct {
 // made lazily may be missing.
 var dataBuckets = [][]byte{
 	bPartners, bKeys, bDomains, bDKIM, bTransfer, bMailboxes, bAliases,
-	bFolders, bBlobs, bMessages, bQueue, bSTS, bAutoReplies, bAutoReplySent,
+	bFolders, bSubscriptions, bBlobs, bMessages, bQueue, bSTS, bAutoReplies, bAutoReplySent,
 	bWebhooks, bEvents, bWebhookDeliveries, bEventMarks, bAudit, bCerts,
 }
 
@@ -543,6 +548,8 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 			return err
 		}
 		return putJSON(tx.Bucket(bFolders), id8(f.ID), f)
+	case SubscriptionRecord:
+		return tx.Bucket(bSubscriptions).Put(folderNameKey(r.MailboxID, r.Name), nil)
 	case BlobRecord:
 		l.saw(SeqBlobs, r.ID)
 		l.bytes += len(r.Body)

@@ -19,6 +19,9 @@ package mailstore
 // mailbox_folders keys under each mailboxID, kept by createFolderTx,
 // DeleteFolder and deleteMailboxMessages.
 //
+// and, from schema 7, subscriptions (mailboxID|name -> empty), an
+// account's subscribed names, which need not be folders' (bolt_mail_subscriptions.go).
+//
 // and blob_summaries (blobID -> HeaderSummary of the body), created by
 // the first write that needs it (bolt_mail_summaries.go).
 //
@@ -78,10 +81,15 @@ func createMailBuckets(tx *bolt.Tx) error {
 	return nil
 }
 
-// createMailboxFolders makes a new mailbox's folders.
+// createMailboxFolders makes a new mailbox's folders, subscribed: clients
+// that show only subscribed folders (Thunderbird's default) would
+// otherwise show none.
 func createMailboxFolders(tx *bolt.Tx, m Mailbox) error {
 	for _, df := range DefaultFolders {
 		if _, err := createFolderTx(tx, m.ID, df[0], df[1]); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bSubscriptions).Put(folderNameKey(m.ID, df[0]), nil); err != nil {
 			return err
 		}
 	}
@@ -130,6 +138,9 @@ func (s *Bolt) deleteMailboxMessages(tx *bolt.Tx, m Mailbox) (msgs, bytes int64,
 		}
 	}
 	if err := tx.Bucket(bFolderCounts).Delete(id8(m.ID)); err != nil {
+		return 0, 0, err
+	}
+	if err := deleteSubscriptionsTx(tx, m.ID); err != nil {
 		return 0, 0, err
 	}
 	if err := t.flushRefs(); err != nil {
@@ -277,7 +288,7 @@ func createFolderTx(tx *bolt.Tx, mailboxID int64, name, specialUse string) (Fold
 	}
 	f := Folder{
 		ID: id, MailboxID: mailboxID, Name: name, SpecialUse: specialUse,
-		Subscribed: true, UIDValidity: uint32(id), UIDNext: 1,
+		UIDValidity: uint32(id), UIDNext: 1,
 	}
 	if err := names.Put(key, id8(id)); err != nil {
 		return Folder{}, err

@@ -96,7 +96,7 @@ func TestBoltUpgradeSchema5(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	asSchema(t, dir, 5, "changes")
+	asSchema(t, dir, 5, "changes", "subscriptions")
 	// Schema 5 folder records had no highest_modseq.
 	rawUpdate(t, dir, "strip highest_modseq", func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("folders"))

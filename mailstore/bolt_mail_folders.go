@@ -185,24 +185,3 @@ func (s *Bolt) RenameFolder(ctx context.Context, mailboxID int64, oldName, newNa
 	s.watch.notify(mailboxID)
 	return nil
 }
-
-// SetSubscribed implements Mail.
-func (s *Bolt) SetSubscribed(ctx context.Context, mailboxID int64, name string, subscribed bool) error {
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		t := s.mailTx(tx)
-		f, err := t.folderByName(mailboxID, name)
-		if err != nil {
-			return err
-		}
-		if f.Subscribed == subscribed {
-			return nil
-		}
-		f.Subscribed = subscribed
-		return t.flush()
-	})
-	if err != nil {
-		return fmt.Errorf("subscribe folder %q: %w", name, err)
-	}
-	s.watch.notify(mailboxID)
-	return nil
-}

@@ -173,8 +173,8 @@ func asSchema(t *testing.T, dir string, v uint64, laterBuckets ...string) {
 func upgrade(t *testing.T, dir string) {
 	t.Helper()
 	openBolt(t, dir).Close()
-	if got := readSchema(t, filepath.Join(dir, mailstore.FileName)); got != 6 {
-		t.Errorf("schema after upgrade = %d, want 6", got)
+	if got := readSchema(t, filepath.Join(dir, mailstore.FileName)); got != 7 {
+		t.Errorf("schema after upgrade = %d, want 7", got)
 	}
 }
 
@@ -315,7 +315,7 @@ func TestBoltUpgradeSchema1(t *testing.T) {
 	}
 	// Make it the file schema 1 wrote: the same buckets but those of the
 	// queue and DKIM keys, and version 1.
-	asSchema(t, dir, 1, "queue", "queue_due", "queue_held", "dkim", "queue_domain", "sts", "sts_expiry", "folder_counts", "changes")
+	asSchema(t, dir, 1, "queue", "queue_due", "queue_held", "dkim", "queue_domain", "sts", "sts_expiry", "folder_counts", "changes", "subscriptions")
 	upgrade(t, dir)
 	s = openBolt(t, dir)
 	defer s.Close()
@@ -461,7 +461,7 @@ func TestBoltUpgradeSchema2(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	asSchema(t, dir, 2, "queue_domain", "sts", "sts_expiry", "folder_counts", "changes")
+	asSchema(t, dir, 2, "queue_domain", "sts", "sts_expiry", "folder_counts", "changes", "subscriptions")
 	upgrade(t, dir)
 	s = openBolt(t, dir)
 	defer s.Close()

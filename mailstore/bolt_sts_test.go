@@ -131,7 +131,7 @@ func TestBoltUpgradeSchema3(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	asSchema(t, dir, 3, "sts", "sts_expiry", "folder_counts", "changes")
+	asSchema(t, dir, 3, "sts", "sts_expiry", "folder_counts", "changes", "subscriptions")
 	upgrade(t, dir)
 	s = openBolt(t, dir)
 	defer s.Close()
@@ -165,7 +165,7 @@ func TestBoltUpgradeSchema4(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	asSchema(t, dir, 4, "folder_counts", "changes")
+	asSchema(t, dir, 4, "folder_counts", "changes", "subscriptions")
 	upgrade(t, dir)
 	var got uint64
 	rawUpdate(t, dir, "read folder_counts", func(tx *bolt.Tx) error {

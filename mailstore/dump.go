@@ -59,6 +59,7 @@ const (
 	KindMailbox
 	KindAlias
 	KindFolder
+	KindSubscription
 	KindBlob
 	KindMessage
 	KindOutbound
@@ -86,7 +87,7 @@ func Kinds() []Kind {
 
 var kindNames = [numKinds]string{
 	"settings", "partners", "API keys", "domains", "DKIM key sets",
-	"transfer months", "mailboxes", "aliases", "folders", "bodies",
+	"transfer months", "mailboxes", "aliases", "folders", "subscriptions", "bodies",
 	"messages", "queue entries", "MTA-STS policies", "auto-replies",
 	"auto-reply senders", "webhooks", "events", "webhook deliveries",
 	"event marks", "audit entries", "ACME blobs", "sequences",
@@ -153,6 +154,13 @@ type AliasRecord struct{ Alias }
 
 // FolderRecord is a folder with its counters, UIDs and HighestModSeq.
 type FolderRecord struct{ Folder }
+
+// SubscriptionRecord is one subscribed name of an account (Mail.Subscribe),
+// a folder's name or not.
+type SubscriptionRecord struct {
+	MailboxID int64
+	Name      string
+}
 
 // BlobRecord is a stored body and its reference count. Body is only
 // valid during the callback that receives it: a Loader copies what it
@@ -268,6 +276,7 @@ func (TransferRecord) recordKind() Kind        { return KindTransfer }
 func (MailboxRecord) recordKind() Kind         { return KindMailbox }
 func (AliasRecord) recordKind() Kind           { return KindAlias }
 func (FolderRecord) recordKind() Kind          { return KindFolder }
+func (SubscriptionRecord) recordKind() Kind    { return KindSubscription }
 func (BlobRecord) recordKind() Kind            { return KindBlob }
 func (MessageRecord) recordKind() Kind         { return KindMessage }
 func (OutboundRecord) recordKind() Kind        { return KindOutbound }
@@ -289,7 +298,8 @@ func KindOf(r Record) Kind { return r.recordKind() }
 //
 // Dump calls fn once per record, in Kind order, and within a kind in a
 // canonical order that every implementation shares (so that two dumps of
-// equal stores hash alike): by id; transfer by domain id then month; DKIM
+// equal stores hash alike): by id; transfer by domain id then month;
+// subscriptions by mailbox id then name in byte order; DKIM
 // by domain id; messages by folder id then UID; auto-replies by mailbox
 // id, their senders by mailbox id then sender; audit entries by partner
 // id then id; MTA-STS policies, settings, event marks and ACME blobs by

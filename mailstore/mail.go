@@ -14,6 +14,8 @@ var (
 	ErrOverQuota       = errors.New("mailbox is over quota")
 	ErrFolderProtected = errors.New("folder cannot be deleted or renamed")
 	ErrTooManyFolders  = errors.New("too many folders")
+	// ErrTooManySubscriptions answers Subscribe at MaxSubscriptions.
+	ErrTooManySubscriptions = errors.New("too many subscriptions")
 )
 
 // MaxFolders is the most folders an account may have, INBOX and the
@@ -21,6 +23,12 @@ var (
 // one account could grow the database without limit (an audit saw 3,000
 // folders with 500-byte names made in 2 s).
 const MaxFolders = 1000
+
+// MaxSubscriptions is the most subscribed names an account may have. A
+// subscription need not name a folder (RFC 9051 section 6.3.7), so it is
+// not bounded by MaxFolders; it costs no quota either, and the same
+// reasoning bounds it. The folders an account can have fit.
+const MaxSubscriptions = 1000
 
 // Folder is an IMAP mailbox ("folder", to avoid a clash with Mailbox, the
 // account) of one account. INBOX and the special-use folders exist from the
@@ -30,7 +38,6 @@ type Folder struct {
 	MailboxID   int64  `json:"mailbox_id"`
 	Name        string `json:"name"`
 	SpecialUse  string `json:"special_use,omitempty"` // RFC 6154 attribute, e.g. `\Sent`
-	Subscribed  bool   `json:"subscribed"`
 	UIDValidity uint32 `json:"uid_validity"`
 	UIDNext     uint32 `json:"uid_next"`
 	// Counters, kept in the same transactions as the messages.
@@ -174,20 +181,42 @@ type Mail interface {
 	// Folder finds an account's folder by name ("INBOX" is matched in any
 	// case, other names exactly). ErrFolderNotFound.
 	Folder(ctx context.Context, mailboxID int64, name string) (Folder, error)
-	// CreateFolder adds a folder, subscribed. ErrFolderExists;
+	// CreateFolder adds a folder; it does not subscribe it (RFC 9051
+	// section 6.3.4 leaves that to the client). ErrFolderExists;
 	// ErrTooManyFolders when the account has MaxFolders already;
 	// ErrInvalidArgument for a name IMAP cannot carry (empty, an empty
 	// level "a//b", a leading or trailing "/", the wildcards * and %,
 	// control characters, invalid UTF-8).
 	CreateFolder(ctx context.Context, mailboxID int64, name string) (Folder, error)
 	// DeleteFolder deletes a folder and its messages, freeing their storage.
-	// INBOX is ErrFolderProtected. Its children ("name/...") stay.
+	// INBOX is ErrFolderProtected. Its children ("name/...") stay, and so
+	// does a subscription to its name (RFC 9051 section 6.3.7: a server
+	// does not remove a name from the subscriptions unilaterally).
 	DeleteFolder(ctx context.Context, mailboxID int64, name string) error
 	// RenameFolder renames a folder (and its children "old/..."). Renaming
 	// INBOX is ErrFolderProtected. ErrFolderExists if the new name is taken.
+	// Subscriptions keep their names (RFC 9051 section 6.3.6: a client
+	// that wants the subscription to follow subscribes the new name and
+	// unsubscribes the old).
 	RenameFolder(ctx context.Context, mailboxID int64, oldName, newName string) error
-	// SetSubscribed subscribes or unsubscribes a folder.
-	SetSubscribed(ctx context.Context, mailboxID int64, name string, subscribed bool) error
+
+	// Subscriptions lists an account's subscribed names (IMAP SUBSCRIBE),
+	// sorted bytewise. They are a set of names of their own, not a mark on
+	// the folders: a name may be subscribed with no folder of that name,
+	// and a folder need not be subscribed. A new account has its
+	// DefaultFolders subscribed. ErrMailboxNotFound.
+	Subscriptions(ctx context.Context, mailboxID int64) ([]string, error)
+	// Subscribe adds a name to the account's subscriptions, whether or not
+	// a folder has it (RFC 9051 section 6.3.7 lets a server check, and
+	// this one does not: a subscription may be made before its folder, or
+	// outlive it). "INBOX" is matched in any case. Subscribing a name
+	// already subscribed does nothing. ErrInvalidArgument for a name
+	// CreateFolder would refuse; ErrTooManySubscriptions when the account
+	// has MaxSubscriptions already; ErrMailboxNotFound.
+	Subscribe(ctx context.Context, mailboxID int64, name string) error
+	// Unsubscribe removes a name from the account's subscriptions; a name
+	// not subscribed is no error (RFC 9051 section 6.3.8). ErrMailboxNotFound.
+	Unsubscribe(ctx context.Context, mailboxID int64, name string) error
 
 	// Messages lists a folder's messages in UID order.
 	Messages(ctx context.Context, mailboxID, folderID int64) ([]Message, error)

@@ -174,8 +174,8 @@ type Control interface {
 	SetPassword(ctx context.Context, partnerID int64, email, passwordHash string, now time.Time) (Mailbox, error)
 	// SetQuota sets a mailbox's quota_mb.
 	SetQuota(ctx context.Context, partnerID int64, email string, mb int64) (Mailbox, error)
-	// DeleteMailbox deletes a mailbox, its folders and messages, and frees
-	// their storage, in one transaction.
+	// DeleteMailbox deletes a mailbox, its folders, messages and
+	// subscriptions, and frees their storage, in one transaction.
 	DeleteMailbox(ctx context.Context, partnerID int64, email string) error
 
 	// CreateAlias adds an alias (or a catch-all, source "@domain").

@@ -172,8 +172,10 @@ func (d *digester) add(r mailstore.Record) {
 		}
 		d.str(f.Name)
 		d.str(f.SpecialUse)
-		d.flag(f.Subscribed)
 		d.i64(int64(f.HighestModSeq))
+	case mailstore.SubscriptionRecord:
+		d.i64(r.MailboxID)
+		d.str(r.Name)
 	case mailstore.BlobRecord:
 		d.i64(r.ID)
 		d.i64(r.Refs)

@@ -93,7 +93,10 @@ func fill(t *testing.T, st mailstore.Store) {
 	must(err)
 	work, err := st.CreateFolder(ctx, m1.ID, "Work/Projects")
 	must(err)
-	must(st.SetSubscribed(ctx, m1.ID, "Work/Projects", false))
+	// Subscriptions: one of a folder, one of no folder, one unsubscribed.
+	must(st.Subscribe(ctx, m1.ID, "Work/Projects"))
+	must(st.Subscribe(ctx, m1.ID, "Gone/But/Subscribed"))
+	must(st.Unsubscribe(ctx, m2.ID, "Junk"))
 	// A folder made and deleted: its UIDVALIDITY must not come back.
 	_, err = st.CreateFolder(ctx, m2.ID, "Tmp")
 	must(err)
@@ -690,6 +693,14 @@ func TestCopyBoltPostgresBolt(t *testing.T) {
 			pg_sequence_last_value('uid_validity_seq')`).Scan(&last, &validity); err != nil || last != 3 || validity != 20 {
 		t.Errorf("last domain id, UIDVALIDITY = %d, %d, %v; want 3 (deleted), 20", last, validity, err)
 	}
+	// The mark binaries before schema 9 read follows the subscriptions
+	// loaded (pgstore migration 009).
+	var subs, astray int
+	if err := pg.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM subscriptions), (SELECT count(*) FROM folders f
+			WHERE f.subscribed <> EXISTS (SELECT 1 FROM subscriptions s WHERE s.mailbox_id = f.mailbox_id AND s.name = f.name))`).
+		Scan(&subs, &astray); err != nil || subs != 19 || astray != 0 {
+		t.Errorf("subscriptions, folders marked otherwise = %d, %d, %v; want 19 (6 defaults of 3 accounts, +2, -1), 0", subs, astray, err)
+	}
 	var leased *string
 	if err := pg.Pool().QueryRow(ctx, `SELECT leased_by FROM queue ORDER BY id LIMIT 1`).Scan(&leased); err != nil || leased != nil {
 		t.Errorf("leased_by = %v, %v; want NULL (the attempt was recorded)", leased, err)
@@ -1015,6 +1026,8 @@ func TestDigestSeesEachField(t *testing.T) {
 		{"audit object", mailstore.AuditRecord{AuditEntry: audit}, mailstore.AuditRecord{AuditEntry: func() mailstore.AuditEntry { e := audit; e.Object = ""; return e }()}, false},
 		{"cert data", mailstore.CertRecord{Name: "n", Data: []byte{1, 2}}, mailstore.CertRecord{Name: "n", Data: []byte{1, 3}}, false},
 		{"cert name", mailstore.CertRecord{Name: "n", Data: []byte{1, 2}}, mailstore.CertRecord{Name: "m", Data: []byte{1, 2}}, false},
+		{"subscription name", mailstore.SubscriptionRecord{MailboxID: 1, Name: "a"}, mailstore.SubscriptionRecord{MailboxID: 1, Name: "b"}, false},
+		{"subscription mailbox", mailstore.SubscriptionRecord{MailboxID: 1, Name: "a"}, mailstore.SubscriptionRecord{MailboxID: 2, Name: "a"}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1046,7 +1059,7 @@ var boltBuckets = map[string]string{
 	"sts": "copied", "cluster": "copied (settings; job slots left: one may run once more)",
 	"autoreplies": "copied", "autoreply_sent": "copied", "webhooks": "copied",
 	"events": "copied", "webhook_deliveries": "copied", "event_marks": "copied",
-	"audit": "copied", "certs": "copied",
+	"audit": "copied", "certs": "copied", "subscriptions": "copied",
 	"folder_counts": "copied (MailboxRecord.FolderCount)",
 	// Rebuilt by Load.
 	"partner_names": "index", "key_lookup": "index", "partner_keys": "index",

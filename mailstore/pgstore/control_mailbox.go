@@ -120,6 +120,13 @@ func (s *Store) CreateMailbox(ctx context.Context, partnerID int64, domainName, 
 			ORDER BY f.n`, m.ID, names, uses); err != nil {
 			return fmt.Errorf("create folders: %w", err)
 		}
+		// Subscribed, for clients that show only subscribed folders.
+		// (Migration 009's trigger has done it already, from the
+		// folders' subscribed column; it goes once every node is past 9.)
+		if _, err := tx.Exec(ctx, `INSERT INTO subscriptions (mailbox_id, name)
+			SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`, m.ID, names); err != nil {
+			return fmt.Errorf("subscribe folders: %w", err)
+		}
 		return nil
 	})
 	if err != nil {

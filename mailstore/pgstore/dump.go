@@ -216,13 +216,20 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 		var r mailstore.FolderRecord
 		f := &r.Folder
 		var validity, next, modseq int64
-		if err := each(ctx, tx, "folders", `SELECT id, mailbox_id, name, special_use, subscribed, uid_validity,
+		if err := each(ctx, tx, "folders", `SELECT id, mailbox_id, name, special_use, uid_validity,
 				uid_next, messages, unseen, size, highest_modseq FROM folders ORDER BY id`,
-			[]any{&f.ID, &f.MailboxID, &f.Name, &f.SpecialUse, &f.Subscribed, &validity, &next,
+			[]any{&f.ID, &f.MailboxID, &f.Name, &f.SpecialUse, &validity, &next,
 				&f.Messages, &f.Unseen, &f.Size, &modseq}, func() error {
 				f.UIDValidity, f.UIDNext, f.HighestModSeq = uint32(validity), uint32(next), uint64(modseq)
 				return fn(r)
 			}); err != nil {
+			return err
+		}
+	}
+	{
+		var r mailstore.SubscriptionRecord
+		if err := each(ctx, tx, "subscriptions", `SELECT mailbox_id, name FROM subscriptions ORDER BY mailbox_id, name COLLATE "C"`,
+			[]any{&r.MailboxID, &r.Name}, func() error { return fn(r) }); err != nil {
 			return err
 		}
 	}
@@ -404,25 +411,26 @@ func dumpState(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) 
 // with none filled is empty; settings and jobs do not count.
 var dataTables = []string{
 	"partners", "api_keys", "domains", "addresses", "mailboxes", "aliases",
-	"transfer", "dkim_keys", "blobs", "folders", "messages", "queue", "sts_policies",
+	"transfer", "dkim_keys", "blobs", "folders", "subscriptions", "messages", "queue", "sts_policies",
 	"autoreplies", "autoreply_sent", "webhooks", "events", "webhook_deliveries",
 	"event_marks", "audit_log", "certs",
 }
 
 var tableColumns = map[string][]string{
-	"partners":     {"id", "name", "created_at", "max_domains", "domain_count"},
-	"api_keys":     {"id", "partner_id", "lookup", "prefix", "secret_hash", "created_at", "revoked_at"},
-	"domains":      {"id", "partner_id", "name", "plan", "max_mailboxes", "max_aliases", "quota_mb", "retention_days", "transfer_monthly_mb", "suspended", "created_at", "verified", "verified_at", "verify_token", "rev_name", "spam_filter", "mailbox_count", "alias_count", "message_count", "used_bytes"},
-	"addresses":    {"address", "domain_id", "kind", "target_id"},
-	"mailboxes":    {"id", "domain_id", "partner_id", "email", "password_hash", "quota_mb", "used_bytes", "message_count", "folder_count", "last_login", "created_at", "password_changed_at"},
-	"aliases":      {"id", "domain_id", "partner_id", "source", "destination", "created_at"},
-	"transfer":     {"domain_id", "month", "in_bytes", "out_bytes"},
-	"dkim_keys":    {"domain_id", "position", "selector", "algorithm", "private", "created_at"},
-	"blobs":        {"id", "refs", "body", "header"},
-	"folders":      {"id", "mailbox_id", "name", "special_use", "subscribed", "uid_validity", "uid_next", "messages", "unseen", "size", "highest_modseq"},
-	"messages":     {"folder_id", "uid", "mailbox_id", "domain_id", "blob_id", "size", "received_at", "flags"},
-	"queue":        {"id", "kind", "domain_id", "from_addr", "destination", "recipients", "blob_id", "size", "queued_at", "next_attempt", "attempts", "last_error", "held", "leased_by", "warned"},
-	"sts_policies": {"domain", "policy_id", "mode", "mx", "max_age_s", "expires"},
+	"partners":      {"id", "name", "created_at", "max_domains", "domain_count"},
+	"api_keys":      {"id", "partner_id", "lookup", "prefix", "secret_hash", "created_at", "revoked_at"},
+	"domains":       {"id", "partner_id", "name", "plan", "max_mailboxes", "max_aliases", "quota_mb", "retention_days", "transfer_monthly_mb", "suspended", "created_at", "verified", "verified_at", "verify_token", "rev_name", "spam_filter", "mailbox_count", "alias_count", "message_count", "used_bytes"},
+	"addresses":     {"address", "domain_id", "kind", "target_id"},
+	"mailboxes":     {"id", "domain_id", "partner_id", "email", "password_hash", "quota_mb", "used_bytes", "message_count", "folder_count", "last_login", "created_at", "password_changed_at"},
+	"aliases":       {"id", "domain_id", "partner_id", "source", "destination", "created_at"},
+	"transfer":      {"domain_id", "month", "in_bytes", "out_bytes"},
+	"dkim_keys":     {"domain_id", "position", "selector", "algorithm", "private", "created_at"},
+	"blobs":         {"id", "refs", "body", "header"},
+	"folders":       {"id", "mailbox_id", "name", "special_use", "subscribed", "uid_validity", "uid_next", "messages", "unseen", "size", "highest_modseq"},
+	"subscriptions": {"mailbox_id", "name"},
+	"messages":      {"folder_id", "uid", "mailbox_id", "domain_id", "blob_id", "size", "received_at", "flags"},
+	"queue":         {"id", "kind", "domain_id", "from_addr", "destination", "recipients", "blob_id", "size", "queued_at", "next_attempt", "attempts", "last_error", "held", "leased_by", "warned"},
+	"sts_policies":  {"domain", "policy_id", "mode", "mx", "max_age_s", "expires"},
 
 	"autoreplies":        {"mailbox_id", "enabled", "subject", "body", "starts_at", "ends_at"},
 	"autoreply_sent":     {"mailbox_id", "sender", "sent_at"},
@@ -575,8 +583,13 @@ func (l *pgLoader) row(r mailstore.Record) error {
 		l.saw(mailstore.SeqFolders, f.ID)
 		l.saw(mailstore.SeqUIDValidity, int64(f.UIDValidity))
 		l.folderMailbox[f.ID] = [2]int64{f.MailboxID, l.mailboxDomain[f.MailboxID]}
-		l.add("folders", f.ID, f.MailboxID, f.Name, f.SpecialUse, f.Subscribed, int64(f.UIDValidity),
+		// subscribed false: the subscriptions, loaded after, set it
+		// through migration 009's trigger (its default, true, would
+		// subscribe every folder).
+		l.add("folders", f.ID, f.MailboxID, f.Name, f.SpecialUse, false, int64(f.UIDValidity),
 			int64(f.UIDNext), f.Messages, f.Unseen, f.Size, int64(f.HighestModSeq))
+	case mailstore.SubscriptionRecord:
+		l.add("subscriptions", r.MailboxID, r.Name)
 	case mailstore.BlobRecord:
 		l.saw(mailstore.SeqBlobs, r.ID)
 		l.bytes += len(r.Body)

@@ -99,14 +99,14 @@ const sqlFlags = `CASE WHEN r.flags = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT j
 // Rows.
 
 // folderColumns are what mailScanFolder reads, in order.
-const folderColumns = `f.id, f.mailbox_id, f.name, f.special_use, f.subscribed, f.uid_validity,
+const folderColumns = `f.id, f.mailbox_id, f.name, f.special_use, f.uid_validity,
 	f.uid_next, f.messages, f.unseen, f.size, f.highest_modseq`
 
 // mailScanFolder reads a row of folderColumns.
 func mailScanFolder(row pgx.Row) (mailstore.Folder, error) {
 	var f mailstore.Folder
 	var validity, next, modseq int64
-	err := row.Scan(&f.ID, &f.MailboxID, &f.Name, &f.SpecialUse, &f.Subscribed, &validity,
+	err := row.Scan(&f.ID, &f.MailboxID, &f.Name, &f.SpecialUse, &validity,
 		&next, &f.Messages, &f.Unseen, &f.Size, &modseq)
 	f.UIDValidity, f.UIDNext = uint32(validity), uint32(next)
 	f.HighestModSeq = uint64(modseq)

@@ -94,8 +94,12 @@ func (s *Store) CreateFolder(ctx context.Context, mailboxID int64, name string) 
 			}
 			return mailstore.ErrTooManyFolders
 		}
-		f, err = mailScanFolder(tx.QueryRow(ctx, `INSERT INTO folders AS f (mailbox_id, name, uid_validity)
-			VALUES ($1, $2, nextval('uid_validity_seq')) RETURNING `+folderColumns, mailboxID, name))
+		// subscribed mirrors the subscriptions for older binaries
+		// (migration 009); its default, true, would subscribe the folder.
+		f, err = mailScanFolder(tx.QueryRow(ctx, `INSERT INTO folders AS f (mailbox_id, name, uid_validity, subscribed)
+			VALUES ($1, $2, nextval('uid_validity_seq'),
+				EXISTS (SELECT 1 FROM subscriptions WHERE mailbox_id = $1 AND name = $2))
+			RETURNING `+folderColumns, mailboxID, name))
 		if isUnique(err, "") {
 			return mailstore.ErrFolderExists // made meanwhile
 		}
@@ -218,26 +222,17 @@ func (s *Store) RenameFolder(ctx context.Context, mailboxID int64, oldName, newN
 		if isUnique(err, "") {
 			return mailstore.ErrFolderExists
 		}
+		if err != nil {
+			return err
+		}
+		// The subscriptions keep their names; the mark older binaries
+		// read (migration 009) follows them, not the folders.
+		_, err = tx.Exec(ctx, `UPDATE folders f SET subscribed = EXISTS (SELECT 1 FROM subscriptions s
+			WHERE s.mailbox_id = f.mailbox_id AND s.name = f.name) WHERE f.id = ANY($1)`, ids)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("rename folder %q to %q: %w", oldName, newName, err)
-	}
-	s.bell.ring(mailboxID)
-	return nil
-}
-
-// SetSubscribed implements mailstore.Store.
-func (s *Store) SetSubscribed(ctx context.Context, mailboxID int64, name string, subscribed bool) error {
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE folders SET subscribed = $3 WHERE mailbox_id = $1 AND name = $2`, mailboxID, mailstore.CanonFolder(name), subscribed)
-		if err == nil && tag.RowsAffected() == 0 {
-			return mailstore.ErrFolderNotFound
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("subscribe folder %q: %w", name, err)
 	}
 	s.bell.ring(mailboxID)
 	return nil

@@ -24,6 +24,10 @@ func runMail(t *testing.T, open Open) {
 	t.Run("folders", func(t *testing.T) { mailFolders(t, open) })
 	t.Run("folder_names", func(t *testing.T) { mailFolderNames(t, open) })
 	t.Run("folder_limit", func(t *testing.T) { mailFolderLimit(t, open) })
+	t.Run("subscriptions", func(t *testing.T) { mailSubscriptions(t, open) })
+	t.Run("subscriptions_apart", func(t *testing.T) { mailSubscriptionsApart(t, open) })
+	t.Run("subscription_limit", func(t *testing.T) { mailSubscriptionLimit(t, open) })
+	t.Run("subscriptions_deleted_account", func(t *testing.T) { mailSubscriptionsDeletedAccount(t, open) })
 	t.Run("append_quota", func(t *testing.T) { mailAppendQuota(t, open) })
 	t.Run("flags", func(t *testing.T) { mailFlags(t, open) })
 	t.Run("copy_move_expunge", func(t *testing.T) { mailCopyMoveExpunge(t, open) })
@@ -304,8 +308,8 @@ func mailDefaultFolders(t *testing.T, open Open) {
 	validity := map[uint32]bool{}
 	for _, f := range fs {
 		got[f.Name] = f.SpecialUse
-		if !f.Subscribed || f.UIDNext != 1 || f.UIDValidity == 0 || f.MailboxID != mb.ID || f.Messages != 0 {
-			t.Errorf("default folder %+v, want subscribed, UIDNext 1, UIDValidity set, empty", f)
+		if f.UIDNext != 1 || f.UIDValidity == 0 || f.MailboxID != mb.ID || f.Messages != 0 {
+			t.Errorf("default folder %+v, want UIDNext 1, UIDValidity set, empty", f)
 		}
 		validity[f.UIDValidity] = true
 	}
@@ -423,22 +427,6 @@ func mailFolders(t *testing.T, open Open) {
 	}
 	if again.UIDValidity == work.UIDValidity {
 		t.Errorf("recreated Work UIDValidity = %d, the old folder's", again.UIDValidity)
-	}
-
-	if err := m.s.SetSubscribed(m.ctx, mb.ID, "Projects", false); err != nil {
-		t.Fatalf("SetSubscribed(false) = %v", err)
-	}
-	if m.folder(mb.ID, "Projects").Subscribed {
-		t.Errorf("Projects subscribed after SetSubscribed(false)")
-	}
-	if err := m.s.SetSubscribed(m.ctx, mb.ID, "Projects", true); err != nil {
-		t.Fatalf("SetSubscribed(true) = %v", err)
-	}
-	if !m.folder(mb.ID, "Projects").Subscribed {
-		t.Errorf("Projects not subscribed after SetSubscribed(true)")
-	}
-	if err := m.s.SetSubscribed(m.ctx, mb.ID, "Nope", true); !errors.Is(err, mailstore.ErrFolderNotFound) {
-		t.Errorf("SetSubscribed(missing) = %v, want ErrFolderNotFound", err)
 	}
 
 	for _, name := range []string{"INBOX", "inbox"} {
