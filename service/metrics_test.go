@@ -137,7 +137,9 @@ func TestMetricsScrape(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		m, text = scrape(t, api)
-		if m[`mailhost_outbound_attempts_total{outcome="deferred"}`] >= 1 || time.Now().After(deadline) {
+		// And for the failed login's session to end on the server's side
+		// (its client has closed, the server notices in its own time).
+		if m[`mailhost_outbound_attempts_total{outcome="deferred"}`] >= 1 && m[`mailhost_imap_sessions_open`] == 1 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
