@@ -54,6 +54,11 @@
 // took, so what it can no longer place waits in the queue rather than
 // being refused to someone, and its sender was checked when it came.
 //
+// The queue's bounces (delivery status notifications to a failed
+// entry's sender) are a fourth way, Agent.Bounce (bounce.go): resolved as
+// the entry's partner's mail, no quota check and no cap, and a recipient
+// that leads nowhere is dropped rather than refused.
+//
 // A domain a partner named and has not verified (issue 11) is entered
 // only by mail from outside and by that partner's own mailboxes and
 // aliases: the sender partner of each hop (Transaction.partner; the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailhost/mailhost/delivery"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 )
@@ -22,8 +23,8 @@ const maxReturnedHeaders = 64 << 10
 // notice for deferred ones: see warn), to its envelope sender, with an empty envelope
 // sender of its own (RFC 5321 section 4.5.5) so that nothing bounces it.
 // There is none for a bounce, nor for a message with an empty sender. It
-// is delivered with Store.Deliver: into the sender's mailboxes when the
-// sender is hosted here, else queued as a KindBounce entry. It answers the
+// is delivered with delivery.Agent.Bounce: into the sender's mailboxes
+// when the sender is hosted here, else queued as a KindBounce entry. It answers the
 // address the bounce went to ("" when none did), and an error only when
 // the bounce could not be stored and should be tried again.
 func (s *Sender) bounce(ctx context.Context, e mailstore.Outbound, body []byte, failed []failure, now time.Time) (string, error) {
@@ -55,28 +56,13 @@ func (s *Sender) bounce(ctx context.Context, e mailstore.Outbound, body []byte, 
 	if err != nil {
 		return "", fmt.Errorf("bounce to %s: %w", to, err)
 	}
-	d := mailstore.Delivery{Body: s.dsn(e, to, body, failed, now), ReceivedAt: now}
-	res, err := policy.Resolve(ctx, s.cfg.Store, to, partner)
-	switch {
-	case err == nil:
-		for _, m := range res.Mailboxes {
-			d.MailboxIDs = append(d.MailboxIDs, m.ID)
-		}
-		if len(res.Remote) > 0 {
-			d.Relay = []mailstore.Relay{{Kind: mailstore.KindBounce, To: res.Remote}}
-		}
-	case errors.Is(err, policy.ErrNotHosted):
-		d.Relay = []mailstore.Relay{{Kind: mailstore.KindBounce, To: []string{to}}}
-	case errors.Is(err, policy.ErrUnknownUser), errors.Is(err, policy.ErrAliasLoop),
-		errors.Is(err, policy.ErrAliasTooDeep), errors.Is(err, policy.ErrBadAddress):
-		// A hosted sender that no longer exists: nowhere to bounce to.
+	err = s.delivery.Bounce(ctx, to, partner, s.dsn(e, to, body, failed, now), now)
+	if errors.Is(err, delivery.ErrBounceUndeliverable) {
 		log.Warn("bounce dropped", "reason", "sender address leads nowhere", "to", to, "err", err)
 		return "", nil
-	default:
-		return "", err
 	}
-	if _, err := s.cfg.Store.Deliver(ctx, d); err != nil {
-		return "", fmt.Errorf("bounce to %s: %w", to, err)
+	if err != nil {
+		return "", err
 	}
 	return to, nil
 }
