@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/pgstore"
 )
 
 // clusterMailbox makes, through node a, a partner, a domain and one
@@ -32,9 +33,18 @@ func clusterMailbox(t *testing.T, a mailstore.Store) mailstore.Mailbox {
 
 // TestClusterDenseUIDs: deliveries to one mailbox racing on two nodes
 // give the folder dense UIDs 1..n with no gap and no duplicate, and every
-// counter equals what it counts, whichever node's shard holds it.
+// counter equals what it counts, whichever node's shard holds it; also
+// with several batches in flight on each node (Options.DeliverDepth),
+// where every batch but one finds the mailbox's rows held and defers its
+// calls.
 func TestClusterDenseUIDs(t *testing.T) {
-	a, b := nodesAB(t)
+	for _, depth := range []int{1, 3} {
+		t.Run(fmt.Sprintf("depth %d", depth), func(t *testing.T) { testClusterDenseUIDs(t, depth) })
+	}
+}
+
+func testClusterDenseUIDs(t *testing.T, depth int) {
+	a, b := nodesABWith(t, pgstore.Options{DeliverDepth: depth})
 	ctx := context.Background()
 	mb := clusterMailbox(t, a)
 	const perNode, workers = 60, 6

@@ -23,12 +23,19 @@ var clusterNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 // nodesAB opens nodes "a" and "b" on one fresh schema.
 func nodesAB(t *testing.T) (a, b *pgstore.Store) {
 	t.Helper()
+	return nodesABWith(t, pgstore.Options{})
+}
+
+// nodesABWith is nodesAB with opt (but for the node names).
+func nodesABWith(t *testing.T, opt pgstore.Options) (a, b *pgstore.Store) {
+	t.Helper()
 	url := pgtest.URL(t)
 	for _, p := range []struct {
 		s    **pgstore.Store
 		name string
 	}{{&a, "a"}, {&b, "b"}} {
-		s, err := pgstore.Open(context.Background(), url, pgstore.Options{Node: p.name})
+		opt.Node = p.name
+		s, err := pgstore.Open(context.Background(), url, opt)
 		if err != nil {
 			t.Fatalf("Open(node %s) = %v", p.name, err)
 		}

@@ -50,8 +50,12 @@ import (
 // others.
 
 const (
-	// deliverSettle is how long the loop waits after a batch for the
-	// callers it answered to come back.
+	// maxDeliverDepth bounds Options.DeliverDepth, how many batches may
+	// be in flight at once: the next one gathers calls and takes its
+	// locks while the one before waits for its commit to be flushed.
+	maxDeliverDepth = 4
+	// deliverSettle is how long the loop waits after starting a batch
+	// before it starts another, so that calls gather into it.
 	deliverSettle = 200 * time.Microsecond
 	// deliverMax bounds a batch; a full one goes at once.
 	deliverMax = 256
@@ -64,7 +68,11 @@ const (
 type deliveries struct {
 	mu      sync.Mutex
 	pending []*delivery
-	running bool // deliverLoop is running
+	running bool                  // deliverLoop is running
+	depth   int                   // Options.DeliverDepth; 0 is taken as 1
+	slots   [maxDeliverDepth]bool // the batches in flight, by slot
+	busy    int                   // how many slots are taken
+	kick    chan struct{}         // wakes deliverLoop: a call came, or a batch ended
 }
 
 // delivery is one Deliver call, checked, and what became of it.
@@ -79,6 +87,11 @@ type delivery struct {
 	junk     []int64 // of ids, those delivered to their \Junk folder
 	sender   int64
 	groups   []mailstore.RelayGroup
+	// wait: take the recipients' rows even if another transaction holds
+	// them (set for a call deferred once, so that it cannot be deferred
+	// for ever, and for one delivered to a Junk folder); otherwise the
+	// batch skips locked rows and defers the call (deferred) to the next.
+	wait, deferred bool
 
 	res  mailstore.DeliveryResult
 	err  error
@@ -135,41 +148,77 @@ func (s *Store) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.De
 func (q *deliveries) enqueue(s *Store, c *delivery) {
 	q.mu.Lock()
 	q.pending = append(q.pending, c)
-	if !q.running {
-		q.running = true
-		go s.deliverLoop()
-	}
+	q.wakeLocked(s)
 	q.mu.Unlock()
 }
 
-// deliverLoop runs one batch at a time, each of every call pending when
-// it starts, until none is pending. After a batch it waits deliverSettle
-// for the callers it answered to come back with their next message, so
-// that concurrent sessions keep sharing batches rather than falling into
-// two groups that alternate.
+// wakeLocked starts deliverLoop, or wakes it; q.mu is held.
+func (q *deliveries) wakeLocked(s *Store) {
+	if q.kick == nil {
+		q.kick = make(chan struct{}, 1)
+	}
+	if !q.running {
+		q.running = true
+		go s.deliverLoop()
+		return
+	}
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+// deliverLoop starts a batch of every pending call (up to deliverMax)
+// whenever a slot is free, up to deliveries.depth in flight, and ends when
+// nothing is pending or in flight. Each batch has a slot of its own, and
+// with it its own shard of the counters (deliverShard), so that two
+// batches in flight do not wait for each other there.
 func (s *Store) deliverLoop() {
 	q := &s.deliveries
-	for first := true; ; first = false {
-		if !first {
-			time.Sleep(deliverSettle)
-		}
+	for {
 		q.mu.Lock()
-		n := min(len(q.pending), deliverMax)
-		if n == 0 {
+		if len(q.pending) == 0 && q.busy == 0 {
 			q.running = false
 			q.mu.Unlock()
 			return
 		}
+		slot := -1
+		if len(q.pending) > 0 {
+			slot = slices.Index(q.slots[:max(q.depth, 1)], false)
+		}
+		if slot < 0 {
+			q.mu.Unlock()
+			<-q.kick
+			continue
+		}
+		n := min(len(q.pending), deliverMax)
 		batch := slices.Clone(q.pending[:n])
 		q.pending = append(q.pending[:0], q.pending[n:]...)
+		q.slots[slot] = true
+		q.busy++
 		q.mu.Unlock()
-		s.runDeliveries(batch)
+		go func() {
+			deferred := s.runDeliveries(batch, slot)
+			q.mu.Lock()
+			// Deferred calls go first in the next batch.
+			q.pending = append(deferred, q.pending...)
+			q.slots[slot] = false
+			q.busy--
+			q.wakeLocked(s)
+			q.mu.Unlock()
+		}()
+		time.Sleep(deliverSettle)
 	}
 }
 
-// runDeliveries runs a batch, answers each call, and rings the doorbell
-// of the accounts that got mail.
-func (s *Store) runDeliveries(batch []*delivery) {
+// deliverShard is the counters' shard of a batch in slot: this node's
+// own, and the next ones for its other slots.
+func (s *Store) deliverShard(slot int) int { return (s.shard + slot) % shards }
+
+// runDeliveries runs a batch in slot, answers each call but those it
+// deferred (returned, each to wait in its next batch), and rings the
+// doorbell of the accounts that got mail.
+func (s *Store) runDeliveries(batch []*delivery, slot int) (deferred []*delivery) {
 	live := make([]*delivery, 0, len(batch))
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
@@ -180,22 +229,30 @@ func (s *Store) runDeliveries(batch []*delivery) {
 		live = append(live, c)
 	}
 	if len(live) == 0 {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
 	defer cancel()
-	err := s.deliverBatch(ctx, live)
+	err := s.deliverBatch(ctx, live, slot)
 	if err != nil && len(live) > 1 {
 		for _, c := range live {
-			if err := s.deliverBatch(ctx, []*delivery{c}); err != nil {
+			c.wait = true // alone: nothing to defer it for
+			if err := s.deliverBatch(ctx, []*delivery{c}, slot); err != nil {
 				c.res, c.err = mailstore.DeliveryResult{}, err
 			}
 		}
 	} else if err != nil {
-		live[0].res, live[0].err = mailstore.DeliveryResult{}, err
+		live[0].res, live[0].err, live[0].deferred = mailstore.DeliveryResult{}, err, false
 	}
 	var ring []int64
+	answered := live[:0:0]
 	for _, c := range live {
+		if c.deferred && c.err == nil {
+			c.wait = true
+			deferred = append(deferred, c)
+			continue
+		}
+		answered = append(answered, c)
 		if c.err == nil {
 			ring = append(ring, c.res.Delivered...)
 		}
@@ -203,9 +260,10 @@ func (s *Store) runDeliveries(batch []*delivery) {
 	if s.bell != nil {
 		s.bell.ring(ring...)
 	}
-	for _, c := range live {
+	for _, c := range answered {
 		close(c.done)
 	}
+	return deferred
 }
 
 // idPoolRefill is how many body ids a delivery batch takes from the
@@ -220,20 +278,13 @@ type idPool struct {
 	ids []int64
 }
 
-func (p *idPool) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.ids)
-}
-
 func (p *idPool) add(ids []int64) {
 	p.mu.Lock()
 	p.ids = append(p.ids, ids...)
 	p.mu.Unlock()
 }
 
-// take appends n ids to dst (fewer if the pool has fewer, which the
-// caller's refill makes impossible) and removes them from the pool.
+// take moves up to n ids from the pool to the end of dst.
 func (p *idPool) take(dst []int64, n int) []int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -269,9 +320,9 @@ func (p *pipeline) send(ctx context.Context, b *pgx.Batch, last bool) error {
 
 // deliverBatch runs deliverTx for calls in a pipeline, retrying a
 // serialization failure or deadlock as Store.tx does.
-func (s *Store) deliverBatch(ctx context.Context, calls []*delivery) error {
+func (s *Store) deliverBatch(ctx context.Context, calls []*delivery, slot int) error {
 	for attempt := 0; ; attempt++ {
-		err := s.deliverOnce(ctx, calls)
+		err := s.deliverOnce(ctx, calls, slot)
 		if err == nil || !retryable(err) || attempt >= maxRetries {
 			return noSpace(err)
 		}
@@ -284,14 +335,14 @@ func (s *Store) deliverBatch(ctx context.Context, calls []*delivery) error {
 	}
 }
 
-func (s *Store) deliverOnce(ctx context.Context, calls []*delivery) (err error) {
+func (s *Store) deliverOnce(ctx context.Context, calls []*delivery, slot int) (err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release() // a connection left in a transaction is closed, not reused
 	p := &pipeline{conn: conn}
-	err = s.deliverTx(ctx, p, calls)
+	err = s.deliverTx(ctx, p, s.deliverShard(slot), calls)
 	switch {
 	case err != nil && p.begun && !conn.Conn().PgConn().IsClosed():
 		if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
@@ -316,8 +367,7 @@ type inbox struct{ folder, domain int64 }
 // deliverTx runs a batch of deliveries in tx (see Deliver). It sets each
 // call's result, or its refusal; an error fails the whole batch. It
 // starts from scratch, as s.tx may run it again.
-func (s *Store) deliverTx(ctx context.Context, tx *pipeline, calls []*delivery) error {
-	shard := s.shard
+func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []*delivery) error {
 	var (
 		mbIDs, domIDs  []int64
 		junkIDs        []int64 // mailboxes whose \Junk folder a call delivers to
@@ -339,9 +389,17 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, calls []*delivery) 
 			pairD, pairM = append(pairD, did), append(pairM, month)
 		}
 	}
+	waitMB := map[int64]bool{} // recipients whose rows are waited for (delivery.wait)
 	for _, c := range calls {
-		c.res, c.err = mailstore.DeliveryResult{}, nil
+		c.res, c.err, c.deferred = mailstore.DeliveryResult{}, nil, false
+		if len(c.junk) > 0 {
+			// Which \Junk folder is the first is decided on every row.
+			c.wait = true
+		}
 		for _, id := range c.ids {
+			if c.wait {
+				waitMB[id] = true
+			}
 			if !seen[id] {
 				seen[id] = true
 				mbIDs = append(mbIDs, id)
@@ -381,12 +439,33 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, calls []*delivery) 
 	caps := map[int64]int64{} // domain -> transfer_monthly_mb
 	var blobIDs, queueIDs []int64
 	b := &pgx.Batch{}
-	if len(mbIDs) > 0 {
-		// The INBOX rows and, for the calls that deliver to Junk, the
-		// \Junk rows, locked together in one id order.
+	// The recipients' rows: first, in one id order each, the INBOX (and
+	// for the calls that deliver to Junk, the \Junk) rows and the mailbox
+	// rows of the calls that wait (mail.go's lock order); then the others',
+	// skipping rows another transaction holds (another node's batch, or
+	// this node's other one in flight): a call that misses one is
+	// deferred to the next batch rather than waiting here with this
+	// batch's locks held. A skipping statement never waits, so the
+	// waiting ones coming first keep the lock order.
+	var waitIDs, skipIDs []int64
+	for _, id := range mbIDs {
+		if waitMB[id] {
+			waitIDs = append(waitIDs, id)
+		} else {
+			skipIDs = append(skipIDs, id)
+		}
+	}
+	for k, ids := range [][]int64{waitIDs, skipIDs} {
+		if len(ids) == 0 {
+			continue
+		}
+		skip := ""
+		if k == 1 {
+			skip = " SKIP LOCKED"
+		}
 		b.Queue(`SELECT f.id, f.mailbox_id, m.domain_id, f.name = 'INBOX' FROM folders f JOIN mailboxes m ON m.id = f.mailbox_id
 			WHERE f.mailbox_id = ANY($1) AND (f.name = 'INBOX' OR f.mailbox_id = ANY($2) AND f.special_use = '\Junk')
-			ORDER BY f.id FOR NO KEY UPDATE OF f`, mbIDs, junkIDs).Query(func(rows pgx.Rows) error {
+			ORDER BY f.id FOR NO KEY UPDATE OF f`+skip, ids, junkIDs).Query(func(rows pgx.Rows) error {
 			var fid, mid, did int64
 			var isInbox bool
 			_, err := pgx.ForEachRow(rows, []any{&fid, &mid, &did, &isInbox}, func() error {
@@ -399,7 +478,7 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, calls []*delivery) 
 			})
 			return err
 		})
-		b.Queue(`SELECT id, domain_id, partner_id, email, quota_mb, used_bytes FROM mailboxes WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, mbIDs).Query(func(rows pgx.Rows) error {
+		b.Queue(`SELECT id, domain_id, partner_id, email, quota_mb, used_bytes FROM mailboxes WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`+skip, ids).Query(func(rows pgx.Rows) error {
 			var m mailstore.Mailbox
 			_, err := pgx.ForEachRow(rows, []any{&m.ID, &m.DomainID, &m.PartnerID, &m.Email, &m.QuotaMB, &m.UsedBytes}, func() error {
 				exists[m.ID] = true
@@ -465,11 +544,18 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, calls []*delivery) 
 		})
 		return err
 	})
-	if need := nBlobs - s.blobIDPool.len(); need > 0 {
-		b.Queue(`SELECT nextval(pg_get_serial_sequence('blobs', 'id')) FROM generate_series(1, $1::int)`, max(need, idPoolRefill)).Query(func(rows pgx.Rows) error {
+	// The pool's ids are taken now, so that a batch in flight beside
+	// this one cannot take them too; what it lacks comes with a refill.
+	blobIDs = s.blobIDPool.take(blobIDs, nBlobs)
+	if need := nBlobs - len(blobIDs); need > 0 {
+		b.Queue(`SELECT nextval(pg_get_serial_sequence('blobs', 'id')) FROM generate_series(1, $1::int)`, need+idPoolRefill).Query(func(rows pgx.Rows) error {
 			ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-			s.blobIDPool.add(ids)
-			return err
+			if err != nil {
+				return err
+			}
+			blobIDs = append(blobIDs, ids[:need]...)
+			s.blobIDPool.add(ids[need:])
+			return nil
 		})
 	}
 	if nQueue > 0 {
@@ -482,7 +568,6 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, calls []*delivery) 
 	if err := tx.send(ctx, b, false); err != nil {
 		return fmt.Errorf("lock recipients: %w", err)
 	}
-	blobIDs = s.blobIDPool.take(blobIDs, nBlobs)
 
 	// Decisions, in order, on the figures as the batch changes them.
 	capUsed := func(did int64, month string) bool {
@@ -545,6 +630,12 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, calls []*delivery) 
 			held[did] = capUsed(did, c.month)
 		}
 		if c.err != nil {
+			continue
+		}
+		if !c.wait && slices.ContainsFunc(c.ids, func(id int64) bool { _, ok := inboxes[id]; return !ok || !exists[id] }) {
+			// A row skipped: held by another transaction, or gone; the
+			// next batch waits for it and knows.
+			c.deferred = true
 			continue
 		}
 		var inDomains []int64
