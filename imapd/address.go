@@ -110,6 +110,9 @@ func (p *addrParser) phrase() string {
 		p.pos++
 	}
 	name := strings.Join(words, " ")
+	if !strings.Contains(name, "=?") {
+		return name // no encoded word (DecodeHeader would answer it as is)
+	}
 	if dec, err := (&mime.WordDecoder{CharsetReader: charset.Reader}).DecodeHeader(name); err == nil {
 		name = dec
 	}

@@ -168,7 +168,7 @@ func writeMessage(w *imapserver.FetchResponseWriter, m mailstore.Message, body [
 		w.WriteRFC822Size(m.Size)
 	}
 	if o.Envelope {
-		w.WriteEnvelope(envelope(body))
+		w.WriteEnvelope(envelopeOf(body))
 	}
 	// The MIME structure is parsed once, for what needs it (mimetree.go).
 	var tree *mimePart
