@@ -184,7 +184,6 @@ func (c *cmdConn) Close() error {
 	return conn.Close()
 }
 
-
 func (c *cmdConn) LocalAddr() net.Addr                { return c.raw.LocalAddr() }
 func (c *cmdConn) RemoteAddr() net.Addr               { return c.raw.RemoteAddr() }
 func (c *cmdConn) SetDeadline(t time.Time) error      { return c.conn().SetDeadline(t) }
