@@ -263,21 +263,7 @@ func setEnvelopeAddresses(env *imap.Envelope, h textproto.Header) {
 // the comments and folding of the raw field, so that a search for
 // user@host finds "<user (comment)@ (comment) host>".
 func addressText(value string) string {
-	var b strings.Builder
-	for _, a := range parseAddressList(value) {
-		switch {
-		case a.IsGroupStart():
-			b.WriteString(a.Mailbox + ": ")
-		case a.IsGroupEnd():
-			b.WriteString("; ")
-		default:
-			if a.Name != "" {
-				b.WriteString(a.Name + " ")
-			}
-			b.WriteString("<" + a.Mailbox + "@" + a.Host + ">, ")
-		}
-	}
-	return b.String()
+	return addressListText(parseAddressList(value))
 }
 
 // isAddressField reports whether SEARCH compares field k as addresses.

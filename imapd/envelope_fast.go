@@ -198,6 +198,9 @@ func addressesOf(present bool, v string) []imap.Address {
 	if !present {
 		return nil
 	}
+	if l, ok := fastAddressList(v); ok {
+		return l
+	}
 	return parseAddressList(v)
 }
 
@@ -253,4 +256,75 @@ func isAtext(ch byte) bool {
 		return true
 	}
 	return strings.IndexByte("!#$%&'*+-/=?^_`{|}~", ch) >= 0
+}
+
+// fastAddressList is parseAddressList(s) for the usual lists: entries
+// separated by commas, each "local@host", or "<local@host>" after a
+// display name of plain words or one quoted string without escapes; ok
+// is false for anything else (comments, groups, routes, escapes, encoded
+// words, whitespace inside an address, bytes other than printable ASCII,
+// space and tab), for parseAddressList.
+func fastAddressList(s string) (out []imap.Address, ok bool) {
+	for i := 0; i < len(s); i++ {
+		if ch := s[i]; (ch < ' ' && ch != '\t') || ch > '~' {
+			return nil, false
+		}
+	}
+	for len(s) > 0 {
+		// The entry runs to the next comma outside a quoted string.
+		end, inQuote := len(s), false
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '"':
+				inQuote = !inQuote
+			case ',':
+				if !inQuote {
+					end = i
+					i = len(s)
+				}
+			}
+		}
+		if inQuote {
+			return nil, false
+		}
+		entry := strings.Trim(s[:end], " \t")
+		if end < len(s) {
+			s = s[end+1:]
+		} else {
+			s = ""
+		}
+		if entry == "" {
+			continue // an empty entry (RFC 5322 section 4.4)
+		}
+		var a imap.Address
+		spec := entry
+		if lt := strings.IndexByte(entry, '<'); lt >= 0 {
+			if entry[len(entry)-1] != '>' {
+				return nil, false
+			}
+			spec = entry[lt+1 : len(entry)-1]
+			name := strings.TrimRight(entry[:lt], " \t")
+			switch {
+			case len(name) >= 2 && name[0] == '"' && name[len(name)-1] == '"':
+				a.Name = name[1 : len(name)-1]
+				if strings.ContainsAny(a.Name, "\"\\") {
+					return nil, false
+				}
+			case strings.ContainsAny(name, "()<>@,;:\\\".[]"):
+				return nil, false
+			default:
+				a.Name = strings.Join(strings.Fields(name), " ")
+			}
+		}
+		at := strings.IndexByte(spec, '@')
+		if at <= 0 || at == len(spec)-1 || strings.ContainsAny(spec, " \t()<>,;:\\\"[]") || strings.IndexByte(spec[at+1:], '@') >= 0 {
+			return nil, false
+		}
+		if spec[0] == '.' {
+			return nil, false
+		}
+		a.Mailbox, a.Host = spec[:at], spec[at+1:]
+		out = append(out, a)
+	}
+	return out, true
 }

@@ -79,3 +79,56 @@ func FuzzFastEnvelope(f *testing.F) {
 		envelopeOf(mailstore.HeaderSummary(h))
 	})
 }
+
+// addressLists are seeds of FuzzFastAddressList and cases of
+// TestFastAddressList; fast says whether fastAddressList takes them.
+var addressLists = []struct {
+	list string
+	fast bool
+}{
+	{"bob@example.org", true},
+	{"Bob Smith <bob@example.org>", true},
+	{"  Bob   Smith\t<bob@example.org> , carol@example.net,,", true},
+	{`"Dave, D." <dave@example.com>, <e@example.com>`, true},
+	{"a.b@c.example, x_y+z@[127.0.0.1]", false},
+	{"J. Smith <j@example.org>", false},
+	{"bob (Bob) <bob@example.org>", false},
+	{"Friends: a@example.com;", false},
+	{"<@route:a@example.org>", false},
+	{`"a \" b" <q@example.org>`, false},
+	{"bob @ example.org", false},
+	{"no-at-sign", false},
+	{"a@b@c", false},
+	{`"unclosed <a@b>`, false},
+	{"", true},
+	{".a@b", false},
+}
+
+// TestFastAddressList: fastAddressList answers what parseAddressList
+// does, for the lists it takes.
+func TestFastAddressList(t *testing.T) {
+	for _, tc := range addressLists {
+		got, ok := fastAddressList(tc.list)
+		if ok != tc.fast {
+			t.Errorf("fastAddressList(%q) ok = %v, want %v", tc.list, ok, tc.fast)
+		}
+		if want := parseAddressList(tc.list); ok && !reflect.DeepEqual(got, want) {
+			t.Errorf("fastAddressList(%q) = %+v, want %+v", tc.list, got, want)
+		}
+	}
+}
+
+// FuzzFastAddressList: whenever fastAddressList takes a list, it answers
+// what parseAddressList does.
+func FuzzFastAddressList(f *testing.F) {
+	for _, tc := range addressLists {
+		f.Add(tc.list)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, ok := fastAddressList(s); ok {
+			if want := parseAddressList(s); !reflect.DeepEqual(got, want) {
+				t.Fatalf("fastAddressList(%q) = %+v, want %+v", s, got, want)
+			}
+		}
+	})
+}
