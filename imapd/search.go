@@ -272,6 +272,11 @@ func (c *candidate) matchText(text string, withHeader bool) bool {
 	if withHeader && matchField(c.parsedHeader().Fields(), text) {
 		return true
 	}
+	if !c.textsMade && isASCII(text) {
+		if t, ok := plainText(c.body); ok {
+			return containsFold(t, text)
+		}
+	}
 	if !c.textsMade {
 		c.texts, c.textsMade = parseMIME(c.body).appendTexts(c.body, nil), true
 	}
