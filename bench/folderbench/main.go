@@ -96,7 +96,10 @@ func maildir(args []string) error {
 	for i := range *n {
 		b := message(i, *size)
 		at := base.Add(time.Duration(i) * time.Second)
-		name := filepath.Join(*dir, "cur", fmt.Sprintf("%d.M%dP1.bench,S=%d:2,", at.Unix(), i, len(b)))
+		// S= and W= (the size, and the size with CRLF line ends, which
+		// these files have already) as Dovecot's own delivery names them,
+		// so that it needs no file to learn either.
+		name := filepath.Join(*dir, "cur", fmt.Sprintf("%d.M%dP1.bench,S=%d,W=%d:2,", at.Unix(), i, len(b), len(b)))
 		if err := os.WriteFile(name, b, 0o600); err != nil {
 			return err
 		}
