@@ -241,6 +241,9 @@ func bodySection(body []byte, bs *imap.FetchItemBodySection, mime func() *mimePa
 	if len(bs.Part) > 0 {
 		return mime().section(body, bs)
 	}
+	if b, ok := fastHeaderFields(body, bs); ok {
+		return partial(b, bs.Partial)
+	}
 	if bs.Specifier != imap.PartSpecifierNone {
 		// HEADER, TEXT: the message's own header is all it takes.
 		return parseTop(body).section(body, bs)

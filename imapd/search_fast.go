@@ -136,3 +136,57 @@ func addressListText(l []imap.Address) string {
 	}
 	return b.String()
 }
+
+// fastHeaderFields is BODY[HEADER.FIELDS (...)] of a message's own header
+// (appendHeader of the parsed header, before any partial) for a plain
+// header: every line ended by CRLF, of printable ASCII, space and tab,
+// with a colon after a name without spaces, the first not a continuation.
+// ok is false for any other header, for the parser; and for an item that
+// is not HEADER.FIELDS of the whole message.
+func fastHeaderFields(msg []byte, item *imap.FetchItemBodySection) (b []byte, ok bool) {
+	if len(item.Part) > 0 || item.Specifier != imap.PartSpecifierHeader || len(item.HeaderFields) == 0 || len(item.HeaderFieldsNot) > 0 {
+		return nil, false
+	}
+	keep := false // the field being read is one item names
+	for pos := 0; ; {
+		eol := bytes.Index(msg[pos:], []byte("\r\n"))
+		if eol < 0 {
+			return nil, false
+		}
+		line := msg[pos : pos+eol+2]
+		pos += eol + 2
+		if len(line) == 2 {
+			return append(b, '\r', '\n'), true
+		}
+		if !printable(line[:len(line)-2]) {
+			return nil, false
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if pos == len(line) {
+				return nil, false
+			}
+			if keep {
+				b = append(b, line...)
+			}
+			continue
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 {
+			return nil, false
+		}
+		name := bytes.TrimRight(line[:colon], " \t")
+		if len(name) == 0 || bytes.ContainsAny(name, " \t") {
+			return nil, false
+		}
+		keep = false
+		for _, k := range item.HeaderFields {
+			if bytes.EqualFold(name, []byte(k)) {
+				keep = true
+				break
+			}
+		}
+		if keep {
+			b = append(b, line...)
+		}
+	}
+}

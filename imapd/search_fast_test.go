@@ -3,6 +3,8 @@ package imapd
 import (
 	"testing"
 
+	"github.com/emersion/go-imap/v2"
+
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -61,6 +63,56 @@ func FuzzFastHeaderMatch(f *testing.F) {
 		c := &candidate{body: h}
 		if want := matchField(c.parsedHeader().FieldsByKey(key), value); got != want {
 			t.Fatalf("fastHeaderMatch(%q, %q, %q) = %v, want %v", h, key, value, got, want)
+		}
+	})
+}
+
+// TestFastHeaderFields: where fastHeaderFields answers, it answers what
+// the parser's section does, on messages and on their summaries.
+func TestFastHeaderFields(t *testing.T) {
+	headers := []string{
+		"Date: Mon, 02 Nov 2026 10:00:00 +0000\r\nFrom: Bob <bob@example.org>\r\nReceived: x\r\nTo: a@example.com,\r\n\tb@example.com\r\nSubject: hello\r\nsubject: again\r\nX-Priority: 1\r\nReferences: <a@b>\r\n <c@d>\r\n\r\nbody\r\n",
+		"Subject : spaced\r\nFrom:x@example.org\r\n\r\n",
+		"From: a@example.org\nSubject: lf\n\n",
+		"\r\nbody only",
+		"X-Only: other\r\n\r\n",
+		" folded first\r\nFrom: a@b\r\n\r\n",
+		"no colon\r\nFrom: a@b\r\n\r\n",
+	}
+	taken := 0
+	for _, h := range headers {
+		for _, b := range [][]byte{[]byte(h), mailstore.HeaderSummary([]byte(h))} {
+			for _, fields := range headerFieldsCases {
+				item := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: fields}
+				got, ok := fastHeaderFields(b, item)
+				if !ok {
+					continue
+				}
+				taken++
+				if want := parseTop(b).section(b, item); string(got) != string(want) {
+					t.Errorf("fastHeaderFields(%q, %v) = %q, want %q", b, fields, got, want)
+				}
+			}
+		}
+	}
+	if taken < 20 {
+		t.Errorf("fastHeaderFields answered %d times, want the plain headers' (20 at least)", taken)
+	}
+}
+
+// FuzzFastHeaderFields: where fastHeaderFields answers, it answers what
+// the parser's section does.
+func FuzzFastHeaderFields(f *testing.F) {
+	f.Add([]byte("From: a@b\r\nTo: c@d,\r\n e@f\r\nSubject: s\r\n\r\nbody"), "to", "subject")
+	f.Add([]byte("Subject : s\r\n\r\n"), "Subject", "From")
+	f.Fuzz(func(t *testing.T, msg []byte, k1, k2 string) {
+		item := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{k1, k2}}
+		got, ok := fastHeaderFields(msg, item)
+		if !ok {
+			return
+		}
+		if want := parseTop(msg).section(msg, item); string(got) != string(want) {
+			t.Fatalf("fastHeaderFields(%q, %q) = %q, want %q", msg, item.HeaderFields, got, want)
 		}
 	})
 }
