@@ -36,6 +36,12 @@ import (
 //     not yet written): so the DONE of IDLE, an AUTHENTICATE exchange and
 //     the bytes of a literal ({n} and {n+}, RFC 9051 section 4.3 and RFC
 //     7888) are never taken for commands.
+//   - imapserver's output is passed on unchanged (but for the layer's
+//     capabilities and cmdfix.go's text), and at once, except during a
+//     batching command (FETCH, UID ..., SEARCH, STORE), whose output is
+//     gathered up to writeBatch bytes and written at its tagged response,
+//     a continuation request or a BYE; what is gathered goes out before
+//     any response of the layer (writeOwn) and at Close.
 //   - Lock order: wmu before mu.
 
 const (
