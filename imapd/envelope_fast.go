@@ -102,7 +102,8 @@ func fastEnvelope(header []byte) (env *imap.Envelope, ok bool) {
 		cur   = envelopeField(-1)
 		first = true
 	)
-	for pos := 0; ; {
+	pos := 0
+	for {
 		eol := bytes.Index(header[pos:], []byte("\r\n"))
 		if eol < 0 {
 			return nil, false
@@ -151,12 +152,15 @@ func fastEnvelope(header []byte) (env *imap.Envelope, ok bool) {
 		seen[cur] = true
 		span[cur] = [2]int{start + colon + 1, end}
 	}
+	// One string for the whole header: the fields' values are parts of
+	// it, not copies each.
+	text := string(header[:pos])
 	var s [envFields]string
 	for f := range envFields {
 		if !seen[f] {
 			continue
 		}
-		s[f] = unfold(header[span[f][0]:span[f][1]])
+		s[f] = unfoldString(text[span[f][0]:span[f][1]])
 		if strings.Contains(s[f], "=?") {
 			return nil, false
 		}
@@ -202,6 +206,15 @@ func addressesOf(present bool, v string) []imap.Address {
 		return l
 	}
 	return parseAddressList(v)
+}
+
+// unfoldString is unfold of a string: v itself, trimmed, when it is one
+// line.
+func unfoldString(v string) string {
+	if strings.IndexByte(v, '\n') < 0 {
+		return strings.Trim(v, " \t")
+	}
+	return unfold([]byte(v))
 }
 
 // unfold is a field's value as go-message's textproto reads it: each line
@@ -312,8 +325,10 @@ func fastAddressList(s string) (out []imap.Address, ok bool) {
 				}
 			case strings.ContainsAny(name, "()<>@,;:\\\".[]"):
 				return nil, false
-			default:
+			case strings.Contains(name, "  ") || strings.IndexByte(name, '\t') >= 0:
 				a.Name = strings.Join(strings.Fields(name), " ")
+			default:
+				a.Name = strings.TrimLeft(name, " ") // words already one space apart
 			}
 		}
 		at := strings.IndexByte(spec, '@')

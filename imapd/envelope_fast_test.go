@@ -132,3 +132,14 @@ func FuzzFastAddressList(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkFastEnvelope is the envelope of a typical summary.
+func BenchmarkFastEnvelope(b *testing.B) {
+	h := mailstore.HeaderSummary([]byte("Return-Path: <bob@example.org>\r\nReceived: from mx.example.org by mx.bench.test; Mon, 02 Nov 2026 10:00:00 +0000\r\n" +
+		"Date: Mon, 02 Nov 2026 10:00:07 +0000\r\nFrom: Bob Sender <bob@example.org>\r\nTo: Alice <user0@bench.test>\r\nSubject: message 7 about the weekly report\r\n" +
+		"Message-ID: <7.bench@example.org>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nbody\r\n"))
+	b.ReportAllocs()
+	for b.Loop() {
+		envelopeOf(h)
+	}
+}
