@@ -21,8 +21,9 @@ for line in open(sys.argv[1]):
     rows[key][name].append(r["ms"])
 
 servers = ["mailhost", "dovecot"]
-if any("mailhost-base" in rows[k] for k in order):
-    servers.append("mailhost-base")
+for extra in ("mailhost-pg", "mailhost-base"):
+    if any(extra in rows[k] for k in order):
+        servers.append(extra)
 
 
 def fmt(v):

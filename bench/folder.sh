@@ -13,6 +13,9 @@
 #   REPS    warm repetitions of every command [7]
 #   MAXLOAD wait before measuring until the 1-minute load average is below this [1.5]
 #   MAXWAIT ...but no longer than this many seconds [1200]
+#   MH_PG   a PostgreSQL database name: also a mailhost on PostgreSQL, as
+#           "mailhost-pg", its store in that database of 127.0.0.1:5432
+#           (user postgres, trust), dropped and made anew [none]
 #   MH_BASE a git revision to build a second mailhost from and measure
 #           beside (as "mailhost-base"), e.g. main [none]
 #
@@ -39,6 +42,10 @@ OUT=${OUT:-/tmp/mailhost-folder-$(date +%Y%m%d-%H%M%S)}
 SIZES=${SIZES:-2000 10000 100000}
 REPS=${REPS:-7}
 MH_BASE=${MH_BASE:-}
+MH_PG=${MH_PG:-}
+MHP_IMAP=127.0.0.1:32156
+MHP_HTTP=127.0.0.1:38092
+PG_URL=postgres://postgres@127.0.0.1:5432/$MH_PG
 MAXLOAD=${MAXLOAD:-1.5}
 MAXWAIT=${MAXWAIT:-1200}
 STATE=${FOLDER_STATE:-/var/lib/mailhost-folderbench}
@@ -124,7 +131,9 @@ dc_stop() { doveadm -c "$dc_conf" stop 2>/dev/null || true; for _ in $(seq 100);
 
 declare -A MH_PID
 mh_start() { # NAME BIN DATA IMAP HTTP
-	MAILHOST_DATA=$3 MAILHOST_HTTP=$5 MAILHOST_SMTP=127.0.0.1:$((${4##*:} + 10)) MAILHOST_IMAP=$4 \
+	local store=
+	[ "$1" = mailhost-pg ] && store=$PG_URL
+	MAILHOST_STORE=$store MAILHOST_DATA=$3 MAILHOST_HTTP=$5 MAILHOST_SMTP=127.0.0.1:$((${4##*:} + 10)) MAILHOST_IMAP=$4 \
 		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_HOSTNAME=mailhost.bench.local \
 		"$2" serve </dev/null >>"$3.log" 2>&1 &
 	MH_PID[$1]=$!
@@ -155,6 +164,7 @@ mh_provision() { # HTTP DATA
 # SERVERS: name, binary, data directory, IMAP address, HTTP address.
 SERVERS=("mailhost $OUT/bin/mailhost $OUT/data-mailhost $MH_IMAP $MH_HTTP")
 [ -n "$MH_BASE" ] && SERVERS+=("mailhost-base $OUT/bin/mailhost-base $OUT/data-base $MHB_IMAP $MHB_HTTP")
+[ -n "$MH_PG" ] && SERVERS+=("mailhost-pg $OUT/bin/mailhost $OUT/data-pg $MHP_IMAP $MHP_HTTP")
 mh_all() { # start|stop
 	local s
 	for s in "${SERVERS[@]}"; do
@@ -176,12 +186,17 @@ chown -R vmail:vmail "$STATE/mail"
 for s in "${SERVERS[@]}"; do
 	set -- $s
 	rm -rf "$3" "$3.log"
+	fillto=(-data "$3")
+	if [ "$1" = mailhost-pg ]; then
+		psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $MH_PG" -c "CREATE DATABASE $MH_PG"
+		fillto=(-store "$PG_URL")
+	fi
 	mh_start "$1" "$2" "$3" "$4" "$5"
 	mh_provision "$5" "$3"
 	mh_stop "$1"
 	for n in $SIZES; do
 		log "filling $1's n$n with $n messages"
-		"$FB" fill -data "$3" -email "n$n@bench.test" -n "$n"
+		"$FB" fill "${fillto[@]}" -email "n$n@bench.test" -n "$n"
 	done
 done
 du -sh "$STATE/mail" "$OUT"/data-* >>"$OUT/folder.log"
@@ -194,10 +209,12 @@ addr_of() {
 	dovecot) echo $DC_IMAP ;;
 	mailhost) echo $MH_IMAP ;;
 	mailhost-base) echo $MHB_IMAP ;;
+	mailhost-pg) echo $MHP_IMAP ;;
 	esac
 }
 NAMES=(mailhost dovecot)
 [ -n "$MH_BASE" ] && NAMES+=(mailhost-base)
+[ -n "$MH_PG" ] && NAMES+=(mailhost-pg)
 measure() { # PHASE N REPS CMD [folderbench flags...]
 	local phase=$1 n=$2 reps=$3 cmd=$4 name
 	shift 4

@@ -4,6 +4,7 @@
 //
 //	folderbench maildir -dir DIR -n N            N messages into a Maildir (Dovecot's)
 //	folderbench fill -data DIR -email E -n N      N messages into mailhost's store at DIR (server stopped)
+//	folderbench fill -store postgres://... -email E -n N   the same into a PostgreSQL store
 //	folderbench run -addr A -user U -pass P -cmd CMD [-reps R] [-label L]
 //
 // Both fills write the same messages (message i is the same bytes), of
@@ -37,6 +38,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/pgstore"
 )
 
 func main() {
@@ -113,12 +115,23 @@ func maildir(args []string) error {
 func fill(args []string) error {
 	fs := flag.NewFlagSet("fill", flag.ExitOnError)
 	data := fs.String("data", "", "mailhost's data directory (the server stopped)")
+	storeURL := fs.String("store", "", "a postgres:// URL: fill mailhost's PostgreSQL store instead")
 	email := fs.String("email", "user0@bench.test", "the mailbox")
 	n := fs.Int("n", 2000, "messages")
 	size := fs.Int("size", 4096, "bytes per message")
 	fs.Parse(args)
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, *data, mailstore.Options{})
+	var st interface {
+		MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error)
+		Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.DeliveryResult, error)
+		Close() error
+	}
+	var err error
+	if *storeURL != "" {
+		st, err = pgstore.Open(ctx, *storeURL, pgstore.Options{Node: "folderbench"})
+	} else {
+		st, err = mailstore.Open(ctx, *data, mailstore.Options{})
+	}
 	if err != nil {
 		return err
 	}

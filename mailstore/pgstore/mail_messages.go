@@ -106,26 +106,32 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 	for _, u := range uids {
 		want = append(want, int64(u))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT m.uid, m.size FROM folders f
+	// The sizes bound each chunk's bytes. One message (a FETCH n) is a
+	// chunk alone whatever its size: its body is read in one round trip,
+	// sizes is nil, and the chunk's query checks the folder.
+	var sizes map[uint32]int64
+	if len(uids) > 1 {
+		rows, err := s.pool.Query(ctx, `SELECT m.uid, m.size FROM folders f
 		LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = ANY($3)
 		WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, want)
-	if err != nil {
-		return wrap(err)
-	}
-	sizes := map[uint32]int64{}
-	folder := false
-	var uid, size *int64
-	if _, err := pgx.ForEachRow(rows, []any{&uid, &size}, func() error {
-		folder = true
-		if uid != nil {
-			sizes[uint32(*uid)] = *size
+		if err != nil {
+			return wrap(err)
 		}
-		return nil
-	}); err != nil {
-		return wrap(err)
-	}
-	if !folder {
-		return wrap(mailstore.ErrFolderNotFound)
+		sizes = map[uint32]int64{}
+		folder := false
+		var uid, size *int64
+		if _, err := pgx.ForEachRow(rows, []any{&uid, &size}, func() error {
+			folder = true
+			if uid != nil {
+				sizes[uint32(*uid)] = *size
+			}
+			return nil
+		}); err != nil {
+			return wrap(err)
+		}
+		if !folder {
+			return wrap(mailstore.ErrFolderNotFound)
+		}
 	}
 	var (
 		buf   []byte
@@ -136,7 +142,9 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 		chunk = chunk[:0]
 		var bytes int64
 		for ; next < len(uids) && len(chunk) < bodiesChunkMessages && bytes < bodiesChunkBytes; next++ {
-			if n, ok := sizes[uids[next]]; ok {
+			if sizes == nil {
+				chunk = append(chunk, int64(uids[next]))
+			} else if n, ok := sizes[uids[next]]; ok {
 				chunk = append(chunk, int64(uids[next]))
 				bytes += n
 			}
