@@ -106,32 +106,26 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 	for _, u := range uids {
 		want = append(want, int64(u))
 	}
-	// The sizes bound each chunk's bytes. One message (a FETCH n) is a
-	// chunk alone whatever its size: its body is read in one round trip,
-	// sizes is nil, and the chunk's query checks the folder.
-	var sizes map[uint32]int64
-	if len(uids) > 1 {
-		rows, err := s.pool.Query(ctx, `SELECT m.uid, m.size FROM folders f
+	rows, err := s.pool.Query(ctx, `SELECT m.uid, m.size FROM folders f
 		LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = ANY($3)
 		WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, want)
-		if err != nil {
-			return wrap(err)
+	if err != nil {
+		return wrap(err)
+	}
+	sizes := map[uint32]int64{}
+	folder := false
+	var uid, size *int64
+	if _, err := pgx.ForEachRow(rows, []any{&uid, &size}, func() error {
+		folder = true
+		if uid != nil {
+			sizes[uint32(*uid)] = *size
 		}
-		sizes = map[uint32]int64{}
-		folder := false
-		var uid, size *int64
-		if _, err := pgx.ForEachRow(rows, []any{&uid, &size}, func() error {
-			folder = true
-			if uid != nil {
-				sizes[uint32(*uid)] = *size
-			}
-			return nil
-		}); err != nil {
-			return wrap(err)
-		}
-		if !folder {
-			return wrap(mailstore.ErrFolderNotFound)
-		}
+		return nil
+	}); err != nil {
+		return wrap(err)
+	}
+	if !folder {
+		return wrap(mailstore.ErrFolderNotFound)
 	}
 	var (
 		buf   []byte
@@ -142,9 +136,7 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 		chunk = chunk[:0]
 		var bytes int64
 		for ; next < len(uids) && len(chunk) < bodiesChunkMessages && bytes < bodiesChunkBytes; next++ {
-			if sizes == nil {
-				chunk = append(chunk, int64(uids[next]))
-			} else if n, ok := sizes[uids[next]]; ok {
+			if n, ok := sizes[uids[next]]; ok {
 				chunk = append(chunk, int64(uids[next]))
 				bytes += n
 			}
