@@ -15,7 +15,9 @@
 #   MAXWAIT ...but no longer than this many seconds [1200]
 #   MH_PG   a PostgreSQL database name: also a mailhost on PostgreSQL, as
 #           "mailhost-pg", its store in that database of 127.0.0.1:5432
-#           (user postgres, trust), dropped and made anew [none]
+#           (user postgres, trust), dropped and made anew; its "cold"
+#           restarts the node and drops the page cache, not PostgreSQL's
+#           own buffers (the server is not this script's) [none]
 #   MH_BASE a git revision to build a second mailhost from and measure
 #           beside (as "mailhost-base"), e.g. main [none]
 #
