@@ -110,6 +110,9 @@ func (p *addrParser) phrase() string {
 		p.pos++
 	}
 	name := strings.Join(words, " ")
+	if !strings.Contains(name, "=?") {
+		return name // no encoded word (DecodeHeader would answer it as is)
+	}
 	if dec, err := (&mime.WordDecoder{CharsetReader: charset.Reader}).DecodeHeader(name); err == nil {
 		name = dec
 	}
@@ -260,21 +263,7 @@ func setEnvelopeAddresses(env *imap.Envelope, h textproto.Header) {
 // the comments and folding of the raw field, so that a search for
 // user@host finds "<user (comment)@ (comment) host>".
 func addressText(value string) string {
-	var b strings.Builder
-	for _, a := range parseAddressList(value) {
-		switch {
-		case a.IsGroupStart():
-			b.WriteString(a.Mailbox + ": ")
-		case a.IsGroupEnd():
-			b.WriteString("; ")
-		default:
-			if a.Name != "" {
-				b.WriteString(a.Name + " ")
-			}
-			b.WriteString("<" + a.Mailbox + "@" + a.Host + ">, ")
-		}
-	}
-	return b.String()
+	return addressListText(parseAddressList(value))
 }
 
 // isAddressField reports whether SEARCH compares field k as addresses.

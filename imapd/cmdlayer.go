@@ -36,6 +36,12 @@ import (
 //     not yet written): so the DONE of IDLE, an AUTHENTICATE exchange and
 //     the bytes of a literal ({n} and {n+}, RFC 9051 section 4.3 and RFC
 //     7888) are never taken for commands.
+//   - imapserver's output is passed on unchanged (but for the layer's
+//     capabilities and cmdfix.go's text), and at once, except during a
+//     batching command (FETCH, UID ..., SEARCH, STORE), whose output is
+//     gathered up to writeBatch bytes and written at its tagged response,
+//     a continuation request or a BYE; what is gathered goes out before
+//     any response of the layer (writeOwn) and at Close.
 //   - Lock order: wmu before mu.
 
 const (
@@ -169,7 +175,21 @@ func (c *cmdConn) conn() net.Conn {
 	return c.transport
 }
 
-func (c *cmdConn) Close() error                       { return c.conn().Close() }
+// Close closes the connection, after writing what a batching command
+// left unsent (imapserver's BYE after a failure) if no write is under
+// way: one blocked on a client that does not read must not hold it up.
+func (c *cmdConn) Close() error {
+	conn := c.conn()
+	if c.wmu.TryLock() {
+		if len(c.wbuf) > 0 {
+			conn.SetWriteDeadline(time.Now().Add(time.Second))
+			c.flushPending(conn)
+		}
+		c.wmu.Unlock()
+	}
+	return conn.Close()
+}
+
 func (c *cmdConn) LocalAddr() net.Addr                { return c.raw.LocalAddr() }
 func (c *cmdConn) RemoteAddr() net.Addr               { return c.raw.RemoteAddr() }
 func (c *cmdConn) SetDeadline(t time.Time) error      { return c.conn().SetDeadline(t) }
@@ -526,7 +546,10 @@ func (c *cmdConn) writeOwn(b []byte) error {
 	defer c.wmu.Unlock()
 	conn := c.conn()
 	conn.SetWriteDeadline(time.Now().Add(ownWriteTimeout))
-	_, err := conn.Write(b)
+	err := c.flushPending(conn)
+	if err == nil {
+		_, err = conn.Write(b)
+	}
 	conn.SetWriteDeadline(time.Time{})
 	if err != nil {
 		return fmt.Errorf("write response: %w", err)
@@ -586,7 +609,7 @@ func (c *cmdConn) Write(p []byte) (int, error) {
 	}
 	conn := c.conn()
 	o := &c.out
-	out := c.wbuf[:0]
+	out := c.wbuf // what a batching command left unsent
 	flush := func() error {
 		if len(out) == 0 {
 			return nil
@@ -596,15 +619,18 @@ func (c *cmdConn) Write(p []byte) (int, error) {
 		return err
 	}
 	rest := p
+	now := false // write out what is gathered, batching or not
 	for len(rest) > 0 {
 		switch {
 		case o.lit > 0:
 			k := int(min(int64(len(rest)), o.lit))
-			if len(out)+k > 4096 {
-				// A large literal goes out as it is, not copied.
+			if len(out)+k > writeBatch {
 				if err := flush(); err != nil {
 					return 0, err
 				}
+			}
+			if k >= writeBatch/2 {
+				// A large literal goes out as it is, not copied.
 				if _, err := conn.Write(rest[:k]); err != nil {
 					return 0, err
 				}
@@ -642,6 +668,9 @@ func (c *cmdConn) Write(p []byte) (int, error) {
 			o.held = append(o.held, rest[:i+1]...)
 			rest = rest[i+1:]
 			c.noteLine(o.held)
+			// A continuation request waits for the client (a literal of
+			// any command); imapserver closes the connection after BYE.
+			now = now || o.held[0] == '+' || bytes.HasPrefix(o.held, []byte("* BYE "))
 			out = c.appendLine(out, o.held)
 			o.lit, _, _ = literalAtEnd(o.held)
 			if cap(o.held) > lineBuffer {
@@ -650,19 +679,60 @@ func (c *cmdConn) Write(p []byte) (int, error) {
 				o.held = o.held[:0]
 			}
 		}
-		if len(out) > 4096 {
+		if len(out) >= writeBatch {
 			if err := flush(); err != nil {
 				return 0, err
 			}
 		}
 	}
-	if err := flush(); err != nil {
-		return 0, err
+	if now || !c.batching() {
+		if err := flush(); err != nil {
+			return 0, err
+		}
 	}
-	if cap(out) <= lineBuffer {
+	switch {
+	case len(out) > 0 || cap(out) <= 2*writeBatch:
 		c.wbuf = out
+	default:
+		c.wbuf = nil
 	}
 	return len(p), nil
+}
+
+// writeBatch is how much of a batching command's output (see batching)
+// the layer gathers before writing it: imapserver flushes after every
+// FETCH response, which made each message its own TLS record and write
+// system call (imapd/BENCHMARKS.md).
+const writeBatch = 32 << 10
+
+// batching reports whether the command in flight is one whose output the
+// layer gathers (up to writeBatch) until its tagged response: one that
+// does not wait for the client in its course (unlike IDLE, AUTHENTICATE
+// or APPEND; a continuation request for a literal is written at once all
+// the same) nor lasts long between two writes, so that holding its
+// responses delays no one. UID is UID FETCH, SEARCH,
+// STORE, COPY, MOVE and EXPUNGE, all of that kind. Outside such a command
+// every write goes out at once (untagged updates of IDLE, greetings,
+// continuation requests).
+func (c *cmdConn) batching() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.inFlightName {
+	case "FETCH", "UID", "SEARCH", "STORE":
+		return c.inFlight != ""
+	}
+	return false
+}
+
+// flushPending writes what a batching command's output left unsent; wmu
+// is held.
+func (c *cmdConn) flushPending(conn net.Conn) error {
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	_, err := conn.Write(c.wbuf)
+	c.wbuf = c.wbuf[:0]
+	return err
 }
 
 // noteLine records what a line of imapserver's output tells the read

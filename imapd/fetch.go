@@ -62,10 +62,11 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 		return nil
 	}
 
-	if !needsWholeBody(options) {
-		// ENVELOPE alone (a folder's listing) is answered from the stored
-		// summaries (mailstore.HeaderSummary): no body is read. The
-		// summary is a header block with every field envelope reads.
+	if inSummaryFetch(options) {
+		// ENVELOPE and the header fields a client lists a folder with
+		// are answered from the stored summaries (mailstore.HeaderSummary):
+		// no body is read. The summary is a header block with every
+		// field envelope reads, and every line of the fields it keeps.
 		return s.eachSummary(v, idx, "fetch", func(i int, header []byte) error {
 			m := v.msgs[i]
 			return writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), header, options, seen[m.UID])
@@ -129,6 +130,30 @@ func (s *session) eachRead(read func(ctx context.Context, mailboxID, folderID in
 	return nil
 }
 
+// inSummaryFetch reports whether a FETCH that reads the message asks
+// nothing its summary lacks: ENVELOPE, and BODY[HEADER.FIELDS (...)] of
+// fields the summary keeps (mailstore.SummaryField), which are the same
+// lines in the summary as in the message, in the same order. (Of a
+// message whose header has a malformed line, the message's own
+// HEADER.FIELDS stop at that line, as imapserver's parser does, and the
+// summary, which leaves such lines out, goes on: as for ENVELOPE.)
+func inSummaryFetch(o *imap.FetchOptions) bool {
+	if o.BodyStructure != nil || len(o.BinarySection) > 0 || len(o.BinarySectionSize) > 0 {
+		return false
+	}
+	for _, bs := range o.BodySection {
+		if len(bs.Part) > 0 || bs.Specifier != imap.PartSpecifierHeader || len(bs.HeaderFields) == 0 || len(bs.HeaderFieldsNot) > 0 {
+			return false
+		}
+		for _, k := range bs.HeaderFields {
+			if !mailstore.SummaryField(k) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func marksSeen(o *imap.FetchOptions) bool {
 	for _, bs := range o.BodySection {
 		if !bs.Peek {
@@ -149,8 +174,9 @@ func needsBody(o *imap.FetchOptions) bool {
 	return o.Envelope || needsWholeBody(o)
 }
 
-// needsWholeBody reports whether a FETCH reads more of the message than
-// its summary holds.
+// needsWholeBody reports whether a FETCH asks for any of the message's
+// content beyond ENVELOPE (inSummaryFetch says which of those its
+// summary answers).
 func needsWholeBody(o *imap.FetchOptions) bool {
 	return o.BodyStructure != nil || len(o.BodySection) > 0 ||
 		len(o.BinarySection) > 0 || len(o.BinarySectionSize) > 0
@@ -168,7 +194,7 @@ func writeMessage(w *imapserver.FetchResponseWriter, m mailstore.Message, body [
 		w.WriteRFC822Size(m.Size)
 	}
 	if o.Envelope {
-		w.WriteEnvelope(envelope(body))
+		w.WriteEnvelope(envelopeOf(body))
 	}
 	// The MIME structure is parsed once, for what needs it (mimetree.go).
 	var tree *mimePart
@@ -214,6 +240,9 @@ func writeMessage(w *imapserver.FetchResponseWriter, m mailstore.Message, body [
 func bodySection(body []byte, bs *imap.FetchItemBodySection, mime func() *mimePart) []byte {
 	if len(bs.Part) > 0 {
 		return mime().section(body, bs)
+	}
+	if b, ok := fastHeaderFields(body, bs); ok {
+		return partial(b, bs.Partial)
 	}
 	if bs.Specifier != imap.PartSpecifierNone {
 		// HEADER, TEXT: the message's own header is all it takes.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-imap/v2"
 )
@@ -65,6 +67,43 @@ func TestFetchMany(t *testing.T) {
 		want := fmt.Sprintf("Subject: %d\r\n\r\nbody %d\r\n", i, i)
 		if got := string(m.FindBodySection(&imap.FetchItemBodySection{})); m.SeqNum != uint32(i+1) || got != want {
 			t.Errorf("FETCH 1:* message %d: seq %d body %q, want seq %d body %q", i, m.SeqNum, got, i+1, want)
+		}
+	}
+}
+
+// TestFetchGathered: the command layer gathers FETCH output into writes
+// of up to writeBatch bytes; bodies on either side of that size, and
+// across its boundaries, come back whole and in order, and the command
+// after it is answered at once.
+func TestFetchGathered(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	at := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	sizes := []int{100, writeBatch/2 - 1, writeBatch / 2, writeBatch - 7, writeBatch + 1, 3*writeBatch + 5, 10, 200}
+	var bodies []string
+	for i, n := range sizes {
+		h := fmt.Sprintf("From: a@example.org\r\nSubject: %d\r\n\r\n", i)
+		body := h + strings.Repeat(string(rune('a'+i)), max(n-len(h), 0))
+		bodies = append(bodies, body)
+		e.deliver(body, at)
+	}
+	c := e.login(nil)
+	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
+		t.Fatalf("SELECT: %v", err)
+	}
+	var all imap.SeqSet
+	all.AddRange(1, 0)
+	for range 2 {
+		msgs, err := c.Fetch(all, &imap.FetchOptions{UID: true, Envelope: true, BodySection: []*imap.FetchItemBodySection{{Peek: true}}}).Collect()
+		if err != nil || len(msgs) != len(bodies) {
+			t.Fatalf("FETCH 1:* = %d messages, %v; want %d", len(msgs), err, len(bodies))
+		}
+		for i, m := range msgs {
+			if got := string(m.FindBodySection(&imap.FetchItemBodySection{})); got != bodies[i] {
+				t.Errorf("message %d: %d bytes, want %d (%q...)", i+1, len(got), len(bodies[i]), got[:min(len(got), 40)])
+			}
+		}
+		if err := c.Noop().Wait(); err != nil {
+			t.Fatalf("NOOP after FETCH: %v", err)
 		}
 	}
 }

@@ -216,18 +216,17 @@ func (c *candidate) match(cr *imap.SearchCriteria) bool {
 	if cr.Smaller > 0 && c.msg.Size >= cr.Smaller {
 		return false
 	}
-	if len(cr.Header) > 0 || !cr.SentSince.IsZero() || !cr.SentBefore.IsZero() {
-		h := c.parsedHeader()
-		for _, hf := range cr.Header {
-			if !matchField(h.FieldsByKey(hf.Key), hf.Value) {
-				return false
-			}
+	for _, hf := range cr.Header {
+		if m, ok := fastHeaderMatch(c.body, hf.Key, hf.Value); ok && !m {
+			return false
+		} else if !ok && !matchField(c.parsedHeader().FieldsByKey(hf.Key), hf.Value) {
+			return false
 		}
-		if !cr.SentSince.IsZero() || !cr.SentBefore.IsZero() {
-			t, err := h.Date()
-			if err != nil || !matchDate(t, cr.SentSince, cr.SentBefore) {
-				return false
-			}
+	}
+	if !cr.SentSince.IsZero() || !cr.SentBefore.IsZero() {
+		t, err := c.parsedHeader().Date()
+		if err != nil || !matchDate(t, cr.SentSince, cr.SentBefore) {
+			return false
 		}
 	}
 	for _, text := range cr.Text {
@@ -272,6 +271,11 @@ func (c *candidate) matchText(text string, withHeader bool) bool {
 	}
 	if withHeader && matchField(c.parsedHeader().Fields(), text) {
 		return true
+	}
+	if !c.textsMade && isASCII(text) {
+		if t, ok := plainText(c.body); ok {
+			return containsFold(t, text)
+		}
 	}
 	if !c.textsMade {
 		c.texts, c.textsMade = parseMIME(c.body).appendTexts(c.body, nil), true

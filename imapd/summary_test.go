@@ -132,3 +132,86 @@ func TestEnvelopeDate(t *testing.T) {
 		}
 	}
 }
+
+// headerFieldsCases are BODY[HEADER.FIELDS (...)] items a mail client
+// lists a folder with.
+var headerFieldsCases = [][]string{
+	{"From", "To", "Cc", "Bcc", "Subject", "Date", "Message-ID", "In-Reply-To", "References", "Content-Type", "Reply-To", "X-Priority"},
+	{"subject"},
+	{"LIST-ID", "List-Unsubscribe", "Sender"},
+	{"Date", "Date"},
+}
+
+// TestHeaderFieldsFromSummary: BODY[HEADER.FIELDS (...)] of fields the
+// summary keeps is the same from the summary as from the message, with
+// and without a partial.
+func TestHeaderFieldsFromSummary(t *testing.T) {
+	bodies := []string{
+		"Date: Mon, 02 Nov 2026 10:00:00 +0000\r\nFrom: Bob <bob@example.org>\r\nReceived: x\r\nTo: a@example.com,\r\n\tb@example.com\r\nSubject: hello\r\nX-Priority: 1\r\nList-Id: <l.example.org>\r\nList-Unsubscribe: <mailto:u@example.org>\r\nReferences: <a@b>\r\n <c@d>\r\nContent-Type: multipart/mixed; boundary=x\r\n\r\n--x\r\nContent-Type: text/plain\r\n\r\nhi\r\n--x--\r\n",
+		"Subject: =?utf-8?q?caf=C3=A9?=\r\nsubject: twice\r\nFrom: =?utf-8?q?J=C3=BCrgen?= <j@example.org>\r\nTo: undisclosed-recipients:;\r\n\r\nbody",
+		"From: a@example.org\nSubject: lf\nX-Other: 1\n\nbody\nFrom: not@header\n",
+		"\r\nbody only",
+		"X-Only: other\r\n\r\n",
+	}
+	for i, body := range bodies {
+		summary := mailstore.HeaderSummary([]byte(body))
+		for _, fields := range headerFieldsCases {
+			for _, partial := range []*imap.SectionPartial{nil, {Offset: 3, Size: 20}} {
+				bs := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: fields, Partial: partial}
+				if !inSummaryFetch(&imap.FetchOptions{BodySection: []*imap.FetchItemBodySection{bs}}) {
+					t.Fatalf("inSummaryFetch(HEADER.FIELDS %v) = false", fields)
+				}
+				mime := func() *mimePart { return parseMIME([]byte(body)) }
+				want := bodySection([]byte(body), bs, mime)
+				got := bodySection(summary, bs, func() *mimePart { return parseMIME(summary) })
+				if string(got) != string(want) {
+					t.Errorf("message %d, HEADER.FIELDS %v <%v>: from the summary %q, from the message %q", i, fields, partial, got, want)
+				}
+			}
+		}
+	}
+	for _, bs := range []*imap.FetchItemBodySection{
+		{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"From", "X-Tag"}},
+		{Specifier: imap.PartSpecifierHeader, HeaderFieldsNot: []string{"From"}},
+		{Specifier: imap.PartSpecifierHeader},
+		{Specifier: imap.PartSpecifierHeader, Part: []int{1}, HeaderFields: []string{"From"}},
+		{},
+	} {
+		if inSummaryFetch(&imap.FetchOptions{BodySection: []*imap.FetchItemBodySection{bs}}) {
+			t.Errorf("inSummaryFetch(%+v) = true, want false", bs)
+		}
+	}
+}
+
+// TestHeaderFieldsReadNoBody: a folder listing with HEADER.FIELDS of the
+// fields a summary keeps, as Thunderbird's without the fields it lacks,
+// reads no body, and answers the message's lines.
+func TestHeaderFieldsReadNoBody(t *testing.T) {
+	rc := &readCounter{}
+	e := newEnv(t, envOptions{wrap: func(st mailstore.Store) mailstore.Store {
+		rc.Store = st
+		return rc
+	}})
+	body := "From: bob@example.org\r\nTo: alice@example.com\r\nSubject: hello\r\nX-Tag: t\r\nMessage-ID: <1@example.org>\r\n\r\nbody\r\n"
+	e.deliver(body, time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC))
+	c := e.login(nil)
+	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
+		t.Fatalf("SELECT: %v", err)
+	}
+	bs := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"From", "Subject", "Message-ID"}, Peek: true}
+	msgs, err := c.Fetch(imap.SeqSetNum(1), &imap.FetchOptions{UID: true, Envelope: true, BodySection: []*imap.FetchItemBodySection{bs}}).Collect()
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("FETCH 1 (ENVELOPE BODY.PEEK[HEADER.FIELDS (From Subject Message-ID)]) = %d messages, %v", len(msgs), err)
+	}
+	want := "From: bob@example.org\r\nSubject: hello\r\nMessage-ID: <1@example.org>\r\n\r\n"
+	if got := string(msgs[0].FindBodySection(bs)); got != want {
+		t.Errorf("HEADER.FIELDS = %q, want %q", got, want)
+	}
+	if b, s := rc.bodies.Load(), rc.summaries.Load(); b != 0 || s != 1 {
+		t.Errorf("%d Bodies, %d Summaries calls; want 0, 1", b, s)
+	}
+	bs.HeaderFields = []string{"X-Tag"}
+	if _, err := c.Fetch(imap.SeqSetNum(1), &imap.FetchOptions{BodySection: []*imap.FetchItemBodySection{bs}}).Collect(); err != nil || rc.bodies.Load() != 1 {
+		t.Errorf("HEADER.FIELDS (X-Tag): %v, %d Bodies calls; want 1", err, rc.bodies.Load())
+	}
+}

@@ -1,6 +1,7 @@
 package mailstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -42,11 +43,11 @@ func (s *Bolt) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uin
 			if !getJSON(tx.Bucket(bFolders), id8(folderID), &f) || f.MailboxID != mailboxID {
 				return ErrFolderNotFound
 			}
-			messages, blobs := tx.Bucket(bMessages), tx.Bucket(bBlobs)
+			messages, blobs := newSeqReader(tx.Bucket(bMessages)), newSeqReader(tx.Bucket(bBlobs))
 			for ; next < len(uids) && len(refs) < bodiesChunkMessages && len(buf) < bodiesChunkBytes; next++ {
 				uid := uids[next]
 				k := msgKey(folderID, uid)
-				v := messages.Get(k)
+				v := messages.get(k)
 				if v == nil {
 					continue // not in the folder (expunged): skipped
 				}
@@ -54,7 +55,7 @@ func (s *Bolt) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uin
 				if err != nil {
 					return fmt.Errorf("message %d: %w", uid, err)
 				}
-				raw := blobs.Get(id8(m.BlobID))
+				raw := blobs.get(id8(m.BlobID))
 				if raw == nil {
 					return fmt.Errorf("message %d: blob %d missing", uid, m.BlobID)
 				}
@@ -76,4 +77,44 @@ func (s *Bolt) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uin
 		}
 	}
 	return nil
+}
+
+// seqReader reads the values of ascending keys of one bucket in one
+// transaction: from the cursor's place by Next while the key is a few
+// records ahead (a FETCH 1:* asks for every record in order, and Next
+// does not search the tree again as Get does), by Seek otherwise.
+type seqReader struct {
+	c    *bolt.Cursor
+	k, v []byte
+}
+
+// seqReaderSteps is how many records get walks by Next before it seeks.
+const seqReaderSteps = 4
+
+func newSeqReader(b *bolt.Bucket) *seqReader {
+	if b == nil {
+		return &seqReader{}
+	}
+	return &seqReader{c: b.Cursor()}
+}
+
+// get is Bucket.Get(key): the value, nil if there is none.
+func (r *seqReader) get(key []byte) []byte {
+	if r.c == nil {
+		return nil
+	}
+	for i := 0; r.k != nil && bytes.Compare(r.k, key) < 0; i++ {
+		if i == seqReaderSteps {
+			r.k = nil
+			break
+		}
+		r.k, r.v = r.c.Next()
+	}
+	if r.k == nil || bytes.Compare(r.k, key) > 0 {
+		r.k, r.v = r.c.Seek(key)
+	}
+	if r.k == nil || !bytes.Equal(r.k, key) {
+		return nil
+	}
+	return r.v
 }

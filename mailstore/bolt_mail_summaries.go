@@ -56,11 +56,11 @@ func (s *Bolt) Summaries(ctx context.Context, mailboxID, folderID int64, uids []
 			if !getJSON(tx.Bucket(bFolders), id8(folderID), &f) || f.MailboxID != mailboxID {
 				return ErrFolderNotFound
 			}
-			messages, summaries, blobs := tx.Bucket(bMessages), tx.Bucket(bSummaries), tx.Bucket(bBlobs)
+			messages, summaries, blobs := newSeqReader(tx.Bucket(bMessages)), newSeqReader(tx.Bucket(bSummaries)), tx.Bucket(bBlobs)
 			for ; next < len(uids) && len(refs) < summariesChunkMessages && len(buf) < summariesChunkBytes; next++ {
 				uid := uids[next]
 				k := msgKey(folderID, uid)
-				v := messages.Get(k)
+				v := messages.get(k)
 				if v == nil {
 					continue // not in the folder (expunged): skipped
 				}
@@ -68,10 +68,7 @@ func (s *Bolt) Summaries(ctx context.Context, mailboxID, folderID int64, uids []
 				if err != nil {
 					return fmt.Errorf("message %d: %w", uid, err)
 				}
-				var h []byte
-				if summaries != nil {
-					h = summaries.Get(id8(m.BlobID))
-				}
+				h := summaries.get(id8(m.BlobID))
 				if h == nil {
 					if h = missing[m.BlobID]; h == nil {
 						raw := blobs.Get(id8(m.BlobID))

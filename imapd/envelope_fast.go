@@ -1,0 +1,345 @@
+package imapd
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/emersion/go-imap/v2"
+)
+
+// A folder's listing asks the ENVELOPE of every message, and most
+// headers are plain: single fields of printable ASCII, no encoded word,
+// a message identifier in angle brackets. fastEnvelope reads those
+// without go-message's header parser (a map, canonical keys and a copy
+// of every field per message) and without its word decoder; anything
+// else is left to envelope, which reads every header. The two agree on
+// what fastEnvelope accepts (TestFastEnvelope, FuzzFastEnvelope).
+
+// envelopeOf is the ENVELOPE of a header block (a summary, or a message).
+func envelopeOf(header []byte) *imap.Envelope {
+	if env, ok := fastEnvelope(header); ok {
+		return env
+	}
+	return envelope(header)
+}
+
+// envelopeField numbers the fields an ENVELOPE is made of.
+type envelopeField int
+
+const (
+	envDate envelopeField = iota
+	envSubject
+	envFrom
+	envSender
+	envReplyTo
+	envTo
+	envCc
+	envBcc
+	envInReplyTo
+	envMessageID
+	envFields
+)
+
+// envelopeFieldOf is the envelopeField of a field name, -1 for another.
+func envelopeFieldOf(name []byte) envelopeField {
+	switch len(name) {
+	case 2:
+		switch {
+		case bytes.EqualFold(name, []byte("to")):
+			return envTo
+		case bytes.EqualFold(name, []byte("cc")):
+			return envCc
+		}
+	case 3:
+		if bytes.EqualFold(name, []byte("bcc")) {
+			return envBcc
+		}
+	case 4:
+		switch {
+		case bytes.EqualFold(name, []byte("date")):
+			return envDate
+		case bytes.EqualFold(name, []byte("from")):
+			return envFrom
+		}
+	case 6:
+		if bytes.EqualFold(name, []byte("sender")) {
+			return envSender
+		}
+	case 7:
+		if bytes.EqualFold(name, []byte("subject")) {
+			return envSubject
+		}
+	case 8:
+		if bytes.EqualFold(name, []byte("reply-to")) {
+			return envReplyTo
+		}
+	case 10:
+		if bytes.EqualFold(name, []byte("message-id")) {
+			return envMessageID
+		}
+	case 11:
+		if bytes.EqualFold(name, []byte("in-reply-to")) {
+			return envInReplyTo
+		}
+	}
+	return -1
+}
+
+// fastEnvelope is envelope(header) for the plain headers described
+// above; ok is false for any other, whose envelope it does not make.
+// It declines a header with: a line not ended by CRLF before the empty
+// line; a byte other than printable ASCII, space and tab; a first line
+// that continues nothing; a line without a colon, or a field name that
+// is not printable ASCII; an ENVELOPE field given twice; "=?" in a field
+// it reads (RFC 2047 encoded words are for the word decoder); a
+// Message-ID or In-Reply-To other than one plain "<left@right>".
+func fastEnvelope(header []byte) (env *imap.Envelope, ok bool) {
+	var (
+		// span[f] is where field f's value lies in header, continuation
+		// lines (and the CRLFs before them) included.
+		span  [envFields][2]int
+		seen  [envFields]bool
+		cur   = envelopeField(-1)
+		first = true
+	)
+	pos := 0
+	for {
+		eol := bytes.Index(header[pos:], []byte("\r\n"))
+		if eol < 0 {
+			return nil, false
+		}
+		start, end := pos, pos+eol
+		line := header[start:end]
+		pos = end + 2
+		if len(line) == 0 {
+			break
+		}
+		for _, ch := range line {
+			if (ch < ' ' && ch != '\t') || ch > '~' {
+				return nil, false
+			}
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if first {
+				return nil, false
+			}
+			if cur >= 0 {
+				span[cur][1] = end
+			}
+			continue
+		}
+		first = false
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 {
+			return nil, false
+		}
+		name := bytes.TrimRight(line[:colon], " \t")
+		if len(name) == 0 {
+			return nil, false
+		}
+		for _, ch := range name {
+			if ch <= ' ' || ch > '~' {
+				return nil, false
+			}
+		}
+		cur = envelopeFieldOf(name)
+		if cur < 0 {
+			continue
+		}
+		if seen[cur] {
+			return nil, false
+		}
+		seen[cur] = true
+		span[cur] = [2]int{start + colon + 1, end}
+	}
+	// One string for the whole header: the fields' values are parts of
+	// it, not copies each.
+	text := string(header[:pos])
+	var s [envFields]string
+	for f := range envFields {
+		if !seen[f] {
+			continue
+		}
+		s[f] = unfoldString(text[span[f][0]:span[f][1]])
+		if strings.Contains(s[f], "=?") {
+			return nil, false
+		}
+	}
+	env = &imap.Envelope{
+		Date:    envelopeDate(s[envDate]),
+		Subject: s[envSubject],
+	}
+	if seen[envMessageID] && s[envMessageID] != "" {
+		id, ok := plainMsgID(s[envMessageID])
+		if !ok {
+			return nil, false
+		}
+		env.MessageID = id
+	}
+	if seen[envInReplyTo] && s[envInReplyTo] != "" {
+		id, ok := plainMsgID(s[envInReplyTo])
+		if !ok {
+			return nil, false
+		}
+		env.InReplyTo = []string{id}
+	}
+	env.From = addressesOf(seen[envFrom], s[envFrom])
+	env.Sender = addressesOf(seen[envSender], s[envSender])
+	env.ReplyTo = addressesOf(seen[envReplyTo], s[envReplyTo])
+	env.To = addressesOf(seen[envTo], s[envTo])
+	env.Cc = addressesOf(seen[envCc], s[envCc])
+	env.Bcc = addressesOf(seen[envBcc], s[envBcc])
+	if len(env.Sender) == 0 {
+		env.Sender = env.From
+	}
+	if len(env.ReplyTo) == 0 {
+		env.ReplyTo = env.From
+	}
+	return env, true
+}
+
+func addressesOf(present bool, v string) []imap.Address {
+	if !present {
+		return nil
+	}
+	if l, ok := fastAddressList(v); ok {
+		return l
+	}
+	return parseAddressList(v)
+}
+
+// unfoldString is unfold of a string: v itself, trimmed, when it is one
+// line.
+func unfoldString(v string) string {
+	if strings.IndexByte(v, '\n') < 0 {
+		return strings.Trim(v, " \t")
+	}
+	return unfold([]byte(v))
+}
+
+// unfold is a field's value as go-message's textproto reads it: each line
+// trimmed of spaces and tabs, the non-empty ones joined by one space.
+func unfold(v []byte) string {
+	if bytes.IndexByte(v, '\n') < 0 {
+		return string(bytes.Trim(v, " \t"))
+	}
+	var b strings.Builder
+	for _, l := range bytes.Split(v, []byte("\r\n")) {
+		l = bytes.Trim(l, " \t")
+		if len(l) == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.Write(l)
+	}
+	return b.String()
+}
+
+// plainMsgID is the identifier of a msg-id written "<left@right>" with
+// atext and dots on both sides (RFC 5322 section 3.6.4), nothing around
+// it; ok is false for any other form, for go-message's parser.
+func plainMsgID(v string) (string, bool) {
+	if len(v) < 5 || v[0] != '<' || v[len(v)-1] != '>' {
+		return "", false
+	}
+	id := v[1 : len(v)-1]
+	at := strings.IndexByte(id, '@')
+	if at <= 0 || at == len(id)-1 || strings.IndexByte(id[at+1:], '@') >= 0 {
+		return "", false
+	}
+	for _, part := range []string{id[:at], id[at+1:]} {
+		if part[0] == '.' || part[len(part)-1] == '.' || strings.Contains(part, "..") {
+			return "", false
+		}
+		for i := 0; i < len(part); i++ {
+			if !isAtext(part[i]) && part[i] != '.' {
+				return "", false
+			}
+		}
+	}
+	return id, true
+}
+
+// isAtext: atext of RFC 5322 section 3.2.3.
+func isAtext(ch byte) bool {
+	switch {
+	case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-/=?^_`{|}~", ch) >= 0
+}
+
+// fastAddressList is parseAddressList(s) for the usual lists: entries
+// separated by commas, each "local@host", or "<local@host>" after a
+// display name of plain words or one quoted string without escapes; ok
+// is false for anything else (comments, groups, routes, escapes, encoded
+// words, whitespace inside an address, bytes other than printable ASCII,
+// space and tab), for parseAddressList.
+func fastAddressList(s string) (out []imap.Address, ok bool) {
+	for i := 0; i < len(s); i++ {
+		if ch := s[i]; (ch < ' ' && ch != '\t') || ch > '~' {
+			return nil, false
+		}
+	}
+	for len(s) > 0 {
+		// The entry runs to the next comma outside a quoted string.
+		end, inQuote := len(s), false
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '"':
+				inQuote = !inQuote
+			case ',':
+				if !inQuote {
+					end = i
+					i = len(s)
+				}
+			}
+		}
+		if inQuote {
+			return nil, false
+		}
+		entry := strings.Trim(s[:end], " \t")
+		if end < len(s) {
+			s = s[end+1:]
+		} else {
+			s = ""
+		}
+		if entry == "" {
+			continue // an empty entry (RFC 5322 section 4.4)
+		}
+		var a imap.Address
+		spec := entry
+		if lt := strings.IndexByte(entry, '<'); lt >= 0 {
+			if entry[len(entry)-1] != '>' {
+				return nil, false
+			}
+			spec = entry[lt+1 : len(entry)-1]
+			name := strings.TrimRight(entry[:lt], " \t")
+			switch {
+			case len(name) >= 2 && name[0] == '"' && name[len(name)-1] == '"':
+				a.Name = name[1 : len(name)-1]
+				if strings.ContainsAny(a.Name, "\"\\") {
+					return nil, false
+				}
+			case strings.ContainsAny(name, "()<>@,;:\\\".[]"):
+				return nil, false
+			case strings.Contains(name, "  ") || strings.IndexByte(name, '\t') >= 0:
+				a.Name = strings.Join(strings.Fields(name), " ")
+			default:
+				a.Name = strings.TrimLeft(name, " ") // words already one space apart
+			}
+		}
+		at := strings.IndexByte(spec, '@')
+		if at <= 0 || at == len(spec)-1 || strings.ContainsAny(spec, " \t()<>,;:\\\"[]") || strings.IndexByte(spec[at+1:], '@') >= 0 {
+			return nil, false
+		}
+		if spec[0] == '.' {
+			return nil, false
+		}
+		a.Mailbox, a.Host = spec[:at], spec[at+1:]
+		out = append(out, a)
+	}
+	return out, true
+}
