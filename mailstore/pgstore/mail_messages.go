@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -57,7 +58,9 @@ func (s *Store) Messages(ctx context.Context, mailboxID, folderID int64) ([]mail
 // that is not the account's from a UID that is not in it.
 func (s *Store) Body(ctx context.Context, mailboxID, folderID int64, uid uint32) ([]byte, error) {
 	var body []byte
-	err := s.read(ctx, func(tx pgx.Tx) error {
+	// One statement, one snapshot: no BEGIN and COMMIT around it (a
+	// client fetching one message at a time pays each round trip).
+	err := s.one(ctx, func(tx querier) error {
 		var found bool
 		err := tx.QueryRow(ctx, `SELECT m.uid IS NOT NULL, b.body FROM folders f
 			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = $3
@@ -113,6 +116,17 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 		return err
 	}
 	wrap := func(err error) error { return fmt.Errorf("bodies of folder %d: %w", folderID, err) }
+	if len(uids) == 1 {
+		// FETCH n: one statement, not the sizes and then the chunk.
+		body, err := s.Body(ctx, mailboxID, folderID, uids[0])
+		switch {
+		case errors.Is(err, mailstore.ErrMessageNotFound):
+			return nil
+		case err != nil:
+			return wrap(err)
+		}
+		return fn(uids[0], body)
+	}
 	want := make([]int64, 0, len(uids))
 	for _, u := range uids {
 		want = append(want, int64(u))

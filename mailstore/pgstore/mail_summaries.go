@@ -24,7 +24,6 @@ func (s *Store) Summaries(ctx context.Context, mailboxID, folderID int64, uids [
 	var (
 		buf     []byte
 		chunk   []int64
-		ends    []int // end of each summary of chunk in buf; -1: not there
 		missing []uint32
 		blobOf  map[uint32]int64
 	)
@@ -37,45 +36,51 @@ func (s *Store) Summaries(ctx context.Context, mailboxID, folderID int64, uids [
 			chunk = append(chunk, int64(u))
 		}
 		next += len(chunk)
-		buf, ends, missing, blobOf = buf[:0], ends[:0], missing[:0], nil
-		rows, err := s.pool.Query(ctx, `SELECT m.uid IS NOT NULL, m.blob_id, b.header FROM folders f
-			CROSS JOIN unnest($3::bigint[]) WITH ORDINALITY AS u(uid, ord)
-			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = u.uid
-			LEFT JOIN blobs b ON b.id = m.blob_id
-			WHERE f.id = $1 AND f.mailbox_id = $2 ORDER BY u.ord`, folderID, mailboxID, chunk)
+		buf, missing, blobOf = buf[:0], missing[:0], nil
+		// Each UID is one descent of the messages key (a join with
+		// unnest let the planner read the whole folder for every chunk);
+		// the rows come in key order and are put back in the chunk's.
+		rows, err := s.pool.Query(ctx, `SELECT m.uid, m.blob_id, b.header FROM messages m JOIN blobs b ON b.id = m.blob_id
+			WHERE m.folder_id = $1 AND m.uid = ANY($2::bigint[])
+			AND EXISTS (SELECT 1 FROM folders f WHERE f.id = $1 AND f.mailbox_id = $3)`, folderID, chunk, mailboxID)
 		if err != nil {
 			return wrap(err)
 		}
 		var (
-			there  bool
-			blob   *int64
+			uid    int64
+			blob   int64
 			header pgtype.DriverBytes // the driver's memory, copied at once
+			spans  = make(map[int64][2]int, len(chunk))
 		)
-		if _, err := pgx.ForEachRow(rows, []any{&there, &blob, &header}, func() error {
-			i := len(ends)
-			switch {
-			case !there:
-				ends = append(ends, -1) // not in the folder: skipped
-			case header == nil:
-				ends = append(ends, -1) // filled in below
+		if _, err := pgx.ForEachRow(rows, []any{&uid, &blob, &header}, func() error {
+			if header == nil {
+				spans[uid] = [2]int{-1, -1} // made below
 				if blobOf == nil {
 					blobOf = map[uint32]int64{}
 				}
-				uid := uint32(chunk[i])
-				if _, ok := blobOf[uid]; !ok {
-					missing = append(missing, uid)
-					blobOf[uid] = *blob
+				if _, ok := blobOf[uint32(uid)]; !ok {
+					missing = append(missing, uint32(uid))
+					blobOf[uint32(uid)] = blob
 				}
-			default:
-				buf = append(buf, header...)
-				ends = append(ends, len(buf))
+				return nil
 			}
+			start := len(buf)
+			buf = append(buf, header...)
+			spans[uid] = [2]int{start, len(buf)}
 			return nil
 		}); err != nil {
 			return wrap(err)
 		}
-		if len(ends) == 0 {
-			return wrap(mailstore.ErrFolderNotFound)
+		if len(spans) == 0 {
+			// None of the chunk: expunged, or not the account's folder.
+			var ok bool
+			if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM folders WHERE id = $1 AND mailbox_id = $2)`,
+				folderID, mailboxID).Scan(&ok); err != nil {
+				return wrap(err)
+			}
+			if !ok {
+				return wrap(mailstore.ErrFolderNotFound)
+			}
 		}
 		var made map[uint32][]byte
 		if len(missing) > 0 {
@@ -83,23 +88,25 @@ func (s *Store) Summaries(ctx context.Context, mailboxID, folderID int64, uids [
 				return err
 			}
 		}
-		start := 0
-		for i, end := range ends {
-			uid := uint32(chunk[i])
-			if end < 0 {
+		for _, u := range chunk {
+			uid := uint32(u)
+			sp, ok := spans[u]
+			switch {
+			case !ok:
+				// Not in the folder: skipped.
+			case sp[0] < 0:
 				if h, ok := made[uid]; ok {
 					if err := fn(uid, h); err != nil {
 						return err
 					}
 				}
-				continue
+			default:
+				// The full slice expression keeps fn from appending into
+				// the next summary.
+				if err := fn(uid, buf[sp[0]:sp[1]:sp[1]]); err != nil {
+					return err
+				}
 			}
-			// The full slice expression keeps fn from appending into the
-			// next summary.
-			if err := fn(uid, buf[start:end:end]); err != nil {
-				return err
-			}
-			start = end
 		}
 	}
 	return nil
