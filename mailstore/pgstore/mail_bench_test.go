@@ -211,3 +211,42 @@ func BenchmarkBodies(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(uids))/time.Since(start).Seconds(), "msgs/s")
 }
+
+// BenchmarkSummaries is the read of a folder's listing or a SEARCH of
+// header fields: every summary of a folder of 10,000 messages (made and
+// stored by the first call, as for bodies stored before migration 008).
+func BenchmarkSummaries(b *testing.B) {
+	s, ids := mailFixture(b, 1)
+	fillMessages(b, s, 10000, 4096, benchMailNow)
+	ctx := context.Background()
+	if _, err := s.pool.Exec(ctx, `ANALYZE`); err != nil {
+		b.Fatal(err)
+	}
+	var folder int64
+	if err := s.pool.QueryRow(ctx, `SELECT id FROM folders WHERE mailbox_id = $1 AND name = 'INBOX'`, ids[0]).Scan(&folder); err != nil {
+		b.Fatal(err)
+	}
+	uids := make([]uint32, 10000)
+	for i := range uids {
+		uids[i] = uint32(i + 1)
+	}
+	read := func() {
+		n := 0
+		if err := s.Summaries(ctx, ids[0], folder, uids, func(uid uint32, h []byte) error {
+			n++
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if n != len(uids) {
+			b.Fatalf("Summaries gave %d, want %d", n, len(uids))
+		}
+	}
+	read() // the summaries made and stored
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		read()
+	}
+	b.ReportMetric(float64(b.N*len(uids))/time.Since(start).Seconds(), "msgs/s")
+}
