@@ -179,19 +179,7 @@ func BenchmarkBodies(b *testing.B) {
 	s, ids := mailFixture(b, 1)
 	fillMessages(b, s, 10000, 4096, benchMailNow)
 	ctx := context.Background()
-	// With statistics, as autovacuum soon gives a real table: before
-	// them the planner chose differently.
-	if _, err := s.pool.Exec(ctx, `ANALYZE`); err != nil {
-		b.Fatal(err)
-	}
-	var folder int64
-	if err := s.pool.QueryRow(ctx, `SELECT id FROM folders WHERE mailbox_id = $1 AND name = 'INBOX'`, ids[0]).Scan(&folder); err != nil {
-		b.Fatal(err)
-	}
-	uids := make([]uint32, 10000)
-	for i := range uids {
-		uids[i] = uint32(i + 1)
-	}
+	folder, uids := benchInbox(b, s, ids[0], 10000)
 	out := make([]byte, 0, 8192)
 	b.SetBytes(10000 * 4096)
 	b.ResetTimer()
@@ -219,17 +207,7 @@ func BenchmarkSummaries(b *testing.B) {
 	s, ids := mailFixture(b, 1)
 	fillMessages(b, s, 10000, 4096, benchMailNow)
 	ctx := context.Background()
-	if _, err := s.pool.Exec(ctx, `ANALYZE`); err != nil {
-		b.Fatal(err)
-	}
-	var folder int64
-	if err := s.pool.QueryRow(ctx, `SELECT id FROM folders WHERE mailbox_id = $1 AND name = 'INBOX'`, ids[0]).Scan(&folder); err != nil {
-		b.Fatal(err)
-	}
-	uids := make([]uint32, 10000)
-	for i := range uids {
-		uids[i] = uint32(i + 1)
-	}
+	folder, uids := benchInbox(b, s, ids[0], 10000)
 	read := func() {
 		n := 0
 		if err := s.Summaries(ctx, ids[0], folder, uids, func(uid uint32, h []byte) error {
@@ -249,4 +227,24 @@ func BenchmarkSummaries(b *testing.B) {
 		read()
 	}
 	b.ReportMetric(float64(b.N*len(uids))/time.Since(start).Seconds(), "msgs/s")
+}
+
+// benchInbox analyzes the tables (with statistics, as autovacuum soon
+// gives a real table: before them the planner chooses differently) and
+// answers the INBOX of mailbox and its UIDs 1..n.
+func benchInbox(b *testing.B, s *Store, mailbox int64, n int) (int64, []uint32) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := s.pool.Exec(ctx, `ANALYZE`); err != nil {
+		b.Fatal(err)
+	}
+	var folder int64
+	if err := s.pool.QueryRow(ctx, `SELECT id FROM folders WHERE mailbox_id = $1 AND name = 'INBOX'`, mailbox).Scan(&folder); err != nil {
+		b.Fatal(err)
+	}
+	uids := make([]uint32, n)
+	for i := range uids {
+		uids[i] = uint32(i + 1)
+	}
+	return folder, uids
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -319,20 +318,9 @@ func (p *pipeline) send(ctx context.Context, b *pgx.Batch, last bool) error {
 }
 
 // deliverBatch runs deliverTx for calls in a pipeline, retrying a
-// serialization failure or deadlock as Store.tx does.
+// serialization failure or deadlock as Store.tx does (retry).
 func (s *Store) deliverBatch(ctx context.Context, calls []*delivery, slot int) error {
-	for attempt := 0; ; attempt++ {
-		err := s.deliverOnce(ctx, calls, slot)
-		if err == nil || !retryable(err) || attempt >= maxRetries {
-			return noSpace(err)
-		}
-		d := time.Duration(1+rand.IntN(1<<min(attempt, 6))) * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
-		}
-	}
+	return retry(ctx, func() error { return s.deliverOnce(ctx, calls, slot) })
 }
 
 func (s *Store) deliverOnce(ctx context.Context, calls []*delivery, slot int) (err error) {

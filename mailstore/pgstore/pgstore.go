@@ -174,8 +174,14 @@ func (s *Store) tx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return retry(ctx, func() error { return pgx.BeginTxFunc(ctx, s.pool, opts, fn) })
+}
+
+// retry runs try, a whole transaction, again (up to maxRetries times)
+// while PostgreSQL aborts it for a serialization failure or a deadlock.
+func retry(ctx context.Context, try func() error) error {
 	for attempt := 0; ; attempt++ {
-		err := pgx.BeginTxFunc(ctx, s.pool, opts, fn)
+		err := try()
 		if err == nil || !retryable(err) || attempt >= maxRetries {
 			return noSpace(err)
 		}
