@@ -18,13 +18,15 @@ import (
 // Deliver is the hot path: every SMTP session's DATA ends in one. It runs
 // as a group commit, as bbolt's db.Batch does, so that 20 sessions cost
 // one commit (one WAL flush) per batch rather than one per message, and
-// lock a busy domain's counter row once per batch. One loop (per Store)
-// runs the batches one at a time, each of every call pending when it
-// starts: a call that finds the loop idle goes at once, and under load a
-// batch gathers the calls that came during the one before, so the batch
-// grows with the load without a fixed delay. (Batches one at a time lose
-// nothing: those of one domain would wait for each other's lock of the
-// domain row anyway.)
+// add to the node's counter rows once per batch. One loop (per Store)
+// runs the batches, by default one at a time (Options.DeliverDepth),
+// each of every call pending when it starts: a call that finds the loop
+// idle goes at once, and under load a batch gathers the calls that came
+// during the one before, so the batch grows with the load without a
+// fixed delay. A batch skips the recipients' rows another transaction
+// holds (another node's batch, or this node's other one in flight) and
+// defers those calls to its next batch, which waits for them, so that
+// batches of several nodes do not queue behind each other's commits.
 //
 // One batch is one transaction of two round trips, whatever its size,
 // BEGIN going with the first and COMMIT with the second (pipeline):
