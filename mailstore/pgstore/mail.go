@@ -181,8 +181,9 @@ type newMessage struct {
 // lock order) and its UIDs at once, uid_next .. uid_next+n-1, and as many
 // modseqs. r has one row per message with k, its place among its
 // folder's messages of this statement. It answers each folder's first
-// UID.
-const sqlAddMessages = `
+// UID. sqlAddMessagesCTEs is it without its final SELECT, for
+// statements that do more (sqlDeliverWrites).
+const sqlAddMessagesCTEs = `
 WITH c AS (
 	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS c(id, n, unseen, bytes)
 ), f AS (
@@ -206,7 +207,9 @@ WITH c AS (
 ), p AS (
 	DELETE FROM changes x USING f
 	WHERE x.folder_id = f.id AND f.mod1 / $13 > f.mod0 / $13 AND x.modseq <= f.mod1 - $14
-)
+)`
+
+const sqlAddMessages = sqlAddMessagesCTEs + `
 SELECT id, uid0 FROM f`
 
 // addBatch gathers the arguments of sqlAddMessages.
@@ -399,59 +402,37 @@ func (u usage) add(id, msgs, bytes int64) {
 	u[id] = [2]int64{v[0] + msgs, v[1] + bytes}
 }
 
-// queueUsage queues the UPDATE of table's counters (mailboxes or
-// domains) by u. With lock, and several rows, it first locks them in id
-// order; a caller that locked them already (Deliver) passes false.
-func queueUsage(b *pgx.Batch, table string, u usage, lock bool) {
-	if len(u) == 0 {
-		return
-	}
-	ids := make([]int64, 0, len(u))
+// arrays answers u's rows that change something, by id, as the columns
+// of an unnest: ids (sorted, so that writers take the rows in one
+// order), message counts, bytes.
+func (u usage) arrays() (ids, msgs, bytes []int64) {
 	for id, v := range u {
 		if v != [2]int64{} {
 			ids = append(ids, id)
 		}
 	}
-	if len(ids) == 0 {
-		return
-	}
 	slices.Sort(ids)
-	msgs := make([]int64, len(ids))
-	bytes := make([]int64, len(ids))
+	msgs = make([]int64, len(ids))
+	bytes = make([]int64, len(ids))
 	for i, id := range ids {
 		msgs[i], bytes[i] = u[id][0], u[id][1]
+	}
+	return ids, msgs, bytes
+}
+
+// queueUsage queues the UPDATE of table's counters (mailboxes or
+// domains) by u. With lock, and several rows, it first locks them in id
+// order; a caller that locked them already passes false.
+func queueUsage(b *pgx.Batch, table string, u usage, lock bool) {
+	ids, msgs, bytes := u.arrays()
+	if len(ids) == 0 {
+		return
 	}
 	if lock && len(ids) > 1 {
 		b.Queue(`SELECT 1 FROM `+table+` WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, ids)
 	}
 	b.Queue(`UPDATE `+table+` t SET message_count = t.message_count + u.n, used_bytes = t.used_bytes + u.b
 		FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(id, n, b) WHERE t.id = u.id`, ids, msgs, bytes)
-}
-
-// queueDomainUsage queues the upsert of what a batch of deliveries adds
-// to each domain's counts, in the node's shard of domain_usage, the rows
-// in domain order so that concurrent batches take them in one order.
-func queueDomainUsage(b *pgx.Batch, u usage, shard int) {
-	var ids []int64
-	for id, v := range u {
-		if v != [2]int64{} {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) == 0 {
-		return
-	}
-	slices.Sort(ids)
-	msgs := make([]int64, len(ids))
-	bytes := make([]int64, len(ids))
-	for i, id := range ids {
-		msgs[i], bytes[i] = u[id][0], u[id][1]
-	}
-	b.Queue(`INSERT INTO domain_usage (domain_id, shard, message_count, used_bytes)
-		SELECT u.id, $4::int, u.n, u.b FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(id, n, b)
-		ON CONFLICT (domain_id, shard) DO UPDATE
-		SET message_count = domain_usage.message_count + EXCLUDED.message_count,
-			used_bytes = domain_usage.used_bytes + EXCLUDED.used_bytes`, ids, msgs, bytes, shard)
 }
 
 // sendBatch runs a batch's statements in one round trip and answers the

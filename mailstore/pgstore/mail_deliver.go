@@ -354,6 +354,36 @@ type domainMonth struct {
 // inbox is a recipient's INBOX, locked.
 type inbox struct{ folder, domain int64 }
 
+// sqlDeliverWrites is a delivery batch's writes but the queue entries and
+// the events, in one statement (each statement costs the database its
+// own start, run and end, and a batch used to be six): the messages
+// (sqlAddMessagesCTEs, $1-$14), then the bodies ($15-$18), the
+// mailboxes' counters ($19-$21), the node's shard ($25) of its domains'
+// counters ($22-$24) and of their transfer ($26-$29), and the quota_full
+// marks the deliveries rearm ($30). The messages' references to the new
+// bodies are checked at the end of the statement, once all are in.
+const sqlDeliverWrites = sqlAddMessagesCTEs + `, bodies AS (
+	INSERT INTO blobs (id, refs, body, header)
+	SELECT * FROM unnest($15::bigint[], $16::bigint[], $17::bytea[], $18::bytea[])
+), mbu AS (
+	UPDATE mailboxes t SET message_count = t.message_count + x.n, used_bytes = t.used_bytes + x.b
+	FROM unnest($19::bigint[], $20::bigint[], $21::bigint[]) AS x(id, n, b) WHERE t.id = x.id
+), du AS (
+	INSERT INTO domain_usage (domain_id, shard, message_count, used_bytes)
+	SELECT x.id, $25::int, x.n, x.b FROM unnest($22::bigint[], $23::bigint[], $24::bigint[]) AS x(id, n, b)
+	ON CONFLICT (domain_id, shard) DO UPDATE
+	SET message_count = domain_usage.message_count + EXCLUDED.message_count,
+		used_bytes = domain_usage.used_bytes + EXCLUDED.used_bytes
+), tr AS (
+	INSERT INTO transfer (domain_id, month, in_bytes, out_bytes, shard)
+	SELECT x.d, x.m, x.i, x.o, $25::int FROM unnest($26::bigint[], $27::text[], $28::bigint[], $29::bigint[]) AS x(d, m, i, o)
+	ON CONFLICT (domain_id, month, shard) DO UPDATE
+	SET in_bytes = transfer.in_bytes + EXCLUDED.in_bytes, out_bytes = transfer.out_bytes + EXCLUDED.out_bytes
+), marks AS (
+	DELETE FROM event_marks WHERE mark = ANY($30::text[])
+)
+SELECT 1`
+
 // deliverTx runs a batch of deliveries in tx (see Deliver). It sets each
 // call's result, or its refusal; an error fails the whole batch. It
 // starts from scratch, as s.tx may run it again.
@@ -705,12 +735,8 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 
 	// Round trip 2: the writes, set-based.
 	b = &pgx.Batch{}
-	b.Queue(`INSERT INTO blobs (id, refs, body, header) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[], $4::bytea[])`, bIDs, bRefs, bBodies, bHeaders)
-	if len(add.msgs) > 0 {
-		b.Queue(sqlAddMessages, add.args()...)
-	}
-	queueUsage(b, "mailboxes", mbUse, false)
-	queueDomainUsage(b, domUse, shard)
+	var td, ti, to []int64
+	var tm []string
 	if len(transfer) > 0 {
 		keys := make([]domainMonth, 0, len(transfer))
 		for k := range transfer {
@@ -723,26 +749,23 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 			}
 			return strings.Compare(a.month, b.month)
 		})
-		td, tm := make([]int64, len(keys)), make([]string, len(keys))
-		ti, to := make([]int64, len(keys)), make([]int64, len(keys))
+		td, tm = make([]int64, len(keys)), make([]string, len(keys))
+		ti, to = make([]int64, len(keys)), make([]int64, len(keys))
 		for i, k := range keys {
 			td[i], tm[i], ti[i], to[i] = k.domain, k.month, transfer[k][0], transfer[k][1]
 		}
-		b.Queue(`INSERT INTO transfer (domain_id, month, in_bytes, out_bytes, shard)
-			SELECT *, $5::int FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])
-			ON CONFLICT (domain_id, month, shard) DO UPDATE
-			SET in_bytes = transfer.in_bytes + EXCLUDED.in_bytes, out_bytes = transfer.out_bytes + EXCLUDED.out_bytes`,
-			td, tm, ti, to, shard)
 	}
+	mIDs, mMsgs, mBytes := mbUse.arrays()
+	dIDs, dMsgs, dBytes := domUse.arrays()
+	args := append(add.args(), bIDs, bRefs, bBodies, bHeaders, mIDs, mMsgs, mBytes,
+		dIDs, dMsgs, dBytes, shard, td, tm, ti, to, rearm)
+	b.Queue(sqlDeliverWrites, args...)
 	if len(qRows.id) > 0 {
 		b.Queue(`INSERT INTO queue (id, kind, domain_id, from_addr, destination, recipients, blob_id, size, queued_at, next_attempt, held)
 			SELECT q.id, q.kind, q.domain_id, q.from_addr, q.destination, q.recipients::jsonb, q.blob_id, q.size, q.at, q.at, q.held
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::timestamptz[], $10::bool[])
 			AS q(id, kind, domain_id, from_addr, destination, recipients, blob_id, size, at, held)`,
 			qRows.id, qRows.kind, qRows.domain, qRows.from, qRows.dest, qRows.rcpts, qRows.blob, qRows.size, qRows.at, qRows.held)
-	}
-	if len(rearm) > 0 {
-		b.Queue(`DELETE FROM event_marks WHERE mark = ANY($1)`, rearm)
 	}
 	if len(events) > 0 {
 		var r eventRows
