@@ -475,17 +475,10 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 			skipIDs = append(skipIDs, id)
 		}
 	}
-	for k, ids := range [][]int64{waitIDs, skipIDs} {
-		if len(ids) == 0 {
-			continue
-		}
-		skip := ""
-		if k == 1 {
-			skip = " SKIP LOCKED"
-		}
+	if ids := waitIDs; len(ids) > 0 {
 		b.Queue(`SELECT f.id, f.mailbox_id, m.domain_id, f.name = 'INBOX' FROM folders f JOIN mailboxes m ON m.id = f.mailbox_id
 			WHERE f.mailbox_id = ANY($1) AND (f.name = 'INBOX' OR f.mailbox_id = ANY($2) AND f.special_use = '\Junk')
-			ORDER BY f.id FOR NO KEY UPDATE OF f`+skip, ids, junkIDs).Query(func(rows pgx.Rows) error {
+			ORDER BY f.id FOR NO KEY UPDATE OF f`, ids, junkIDs).Query(func(rows pgx.Rows) error {
 			var fid, mid, did int64
 			var isInbox bool
 			_, err := pgx.ForEachRow(rows, []any{&fid, &mid, &did, &isInbox}, func() error {
@@ -498,9 +491,29 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 			})
 			return err
 		})
-		b.Queue(`SELECT id, domain_id, partner_id, email, quota_mb, used_bytes FROM mailboxes WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`+skip, ids).Query(func(rows pgx.Rows) error {
+		b.Queue(`SELECT id, domain_id, partner_id, email, quota_mb, used_bytes FROM mailboxes WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, ids).Query(func(rows pgx.Rows) error {
 			var m mailstore.Mailbox
 			_, err := pgx.ForEachRow(rows, []any{&m.ID, &m.DomainID, &m.PartnerID, &m.Email, &m.QuotaMB, &m.UsedBytes}, func() error {
+				exists[m.ID] = true
+				mb := m
+				mbInfo[m.ID] = &mb
+				return nil
+			})
+			return err
+		})
+	}
+	if len(skipIDs) > 0 {
+		// One statement for both rows of each: it never waits, so the
+		// order it takes them in does not matter. (Calls to a Junk
+		// folder wait, above.)
+		b.Queue(`SELECT f.id, f.mailbox_id, m.domain_id, m.partner_id, m.email, m.quota_mb, m.used_bytes
+			FROM folders f JOIN mailboxes m ON m.id = f.mailbox_id
+			WHERE f.mailbox_id = ANY($1) AND f.name = 'INBOX'
+			FOR NO KEY UPDATE OF f, m SKIP LOCKED`, skipIDs).Query(func(rows pgx.Rows) error {
+			var fid int64
+			var m mailstore.Mailbox
+			_, err := pgx.ForEachRow(rows, []any{&fid, &m.ID, &m.DomainID, &m.PartnerID, &m.Email, &m.QuotaMB, &m.UsedBytes}, func() error {
+				inboxes[m.ID] = inbox{fid, m.DomainID}
 				exists[m.ID] = true
 				mb := m
 				mbInfo[m.ID] = &mb
