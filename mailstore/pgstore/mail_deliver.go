@@ -72,7 +72,6 @@ type deliveries struct {
 	running bool                  // deliverLoop is running
 	depth   int                   // Options.DeliverDepth; 0 is taken as 1
 	slots   [maxDeliverDepth]bool // the batches in flight, by slot
-	busy    int                   // how many slots are taken
 	kick    chan struct{}         // wakes deliverLoop: a call came, or a batch ended
 }
 
@@ -178,7 +177,7 @@ func (s *Store) deliverLoop() {
 	q := &s.deliveries
 	for {
 		q.mu.Lock()
-		if len(q.pending) == 0 && q.busy == 0 {
+		if len(q.pending) == 0 && !slices.Contains(q.slots[:], true) {
 			q.running = false
 			q.mu.Unlock()
 			return
@@ -196,7 +195,6 @@ func (s *Store) deliverLoop() {
 		batch := slices.Clone(q.pending[:n])
 		q.pending = append(q.pending[:0], q.pending[n:]...)
 		q.slots[slot] = true
-		q.busy++
 		q.mu.Unlock()
 		go func() {
 			deferred := s.runDeliveries(batch, slot)
@@ -204,7 +202,6 @@ func (s *Store) deliverLoop() {
 			// Deferred calls go first in the next batch.
 			q.pending = append(deferred, q.pending...)
 			q.slots[slot] = false
-			q.busy--
 			q.wakeLocked(s)
 			q.mu.Unlock()
 		}()
