@@ -32,6 +32,29 @@ type bodyRef struct {
 // transaction with the folder checked once, copies them into a buffer it
 // reuses, and calls fn once the transaction is over.
 func (s *Bolt) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error {
+	return s.readChunks(ctx, "bodies", mailboxID, folderID, uids, bodiesChunkMessages, bodiesChunkBytes,
+		func(tx *bolt.Tx) func(uid uint32, blobID int64) ([]byte, error) {
+			blobs := newSeqReader(tx.Bucket(bBlobs))
+			return func(uid uint32, blobID int64) ([]byte, error) {
+				raw := blobs.get(id8(blobID))
+				if raw == nil {
+					return nil, fmt.Errorf("message %d: blob %d missing", uid, blobID)
+				}
+				return raw, nil
+			}
+		}, nil, fn)
+}
+
+// readChunks is the walk of Bodies and Summaries: uids in chunks bounded
+// by count and bytes, each in one read transaction with the folder
+// checked once and the messages read by cursor (seqReader). For each
+// message there, the function open makes for the transaction answers
+// the bytes to copy out (the body, the summary), read from its body's
+// id; done, when not nil, runs after each chunk's transaction and before
+// fn sees the chunk, which it does outside any transaction. An error of
+// fn is answered as it is, the others as what's ("bodies", "summaries").
+func (s *Bolt) readChunks(ctx context.Context, what string, mailboxID, folderID int64, uids []uint32, maxMessages, maxBytes int,
+	open func(tx *bolt.Tx) func(uid uint32, blobID int64) ([]byte, error), done func(), fn func(uid uint32, b []byte) error) error {
 	var (
 		buf  []byte
 		refs []bodyRef
@@ -43,8 +66,8 @@ func (s *Bolt) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uin
 			if !getJSON(tx.Bucket(bFolders), id8(folderID), &f) || f.MailboxID != mailboxID {
 				return ErrFolderNotFound
 			}
-			messages, blobs := newSeqReader(tx.Bucket(bMessages)), newSeqReader(tx.Bucket(bBlobs))
-			for ; next < len(uids) && len(refs) < bodiesChunkMessages && len(buf) < bodiesChunkBytes; next++ {
+			messages, value := newSeqReader(tx.Bucket(bMessages)), open(tx)
+			for ; next < len(uids) && len(refs) < maxMessages && len(buf) < maxBytes; next++ {
 				uid := uids[next]
 				k := msgKey(folderID, uid)
 				v := messages.get(k)
@@ -55,22 +78,25 @@ func (s *Bolt) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uin
 				if err != nil {
 					return fmt.Errorf("message %d: %w", uid, err)
 				}
-				raw := blobs.get(id8(m.BlobID))
-				if raw == nil {
-					return fmt.Errorf("message %d: blob %d missing", uid, m.BlobID)
+				b, err := value(uid, m.BlobID)
+				if err != nil {
+					return err
 				}
 				start := len(buf)
-				buf = append(buf, raw...)
+				buf = append(buf, b...)
 				refs = append(refs, bodyRef{uid: uid, start: start, end: len(buf)})
 			}
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("bodies of folder %d: %w", folderID, err)
+			return fmt.Errorf("%s of folder %d: %w", what, folderID, err)
+		}
+		if done != nil {
+			done()
 		}
 		for _, r := range refs {
 			// The full slice expression keeps fn from appending into the
-			// next body.
+			// next value.
 			if err := fn(r.uid, buf[r.start:r.end:r.end]); err != nil {
 				return err
 			}

@@ -44,63 +44,34 @@ func (t *mailTx) deleteSummary(blobID int64) error {
 // the body in that transaction and, once it is over, stored in one write
 // transaction for the chunk.
 func (s *Bolt) Summaries(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, header []byte) error) error {
-	var (
-		buf     []byte
-		refs    []bodyRef
-		missing map[int64][]byte // blobID -> summary made from the body
-	)
-	for next := 0; next < len(uids); {
-		buf, refs, missing = buf[:0], refs[:0], nil
-		err := s.view(ctx, func(tx *bolt.Tx) error {
-			var f Folder
-			if !getJSON(tx.Bucket(bFolders), id8(folderID), &f) || f.MailboxID != mailboxID {
-				return ErrFolderNotFound
-			}
-			messages, summaries, blobs := newSeqReader(tx.Bucket(bMessages)), newSeqReader(tx.Bucket(bSummaries)), tx.Bucket(bBlobs)
-			for ; next < len(uids) && len(refs) < summariesChunkMessages && len(buf) < summariesChunkBytes; next++ {
-				uid := uids[next]
-				k := msgKey(folderID, uid)
-				v := messages.get(k)
-				if v == nil {
-					continue // not in the folder (expunged): skipped
+	var missing map[int64][]byte // blobID -> summary made from the body
+	return s.readChunks(ctx, "summaries", mailboxID, folderID, uids, summariesChunkMessages, summariesChunkBytes,
+		func(tx *bolt.Tx) func(uid uint32, blobID int64) ([]byte, error) {
+			summaries, blobs := newSeqReader(tx.Bucket(bSummaries)), tx.Bucket(bBlobs)
+			return func(uid uint32, blobID int64) ([]byte, error) {
+				if h := summaries.get(id8(blobID)); h != nil {
+					return h, nil
 				}
-				m, err := decodeMessage(k, v)
-				if err != nil {
-					return fmt.Errorf("message %d: %w", uid, err)
+				if h := missing[blobID]; h != nil {
+					return h, nil
 				}
-				h := summaries.get(id8(m.BlobID))
-				if h == nil {
-					if h = missing[m.BlobID]; h == nil {
-						raw := blobs.Get(id8(m.BlobID))
-						if raw == nil {
-							return fmt.Errorf("message %d: blob %d missing", uid, m.BlobID)
-						}
-						h = HeaderSummary(raw)
-						if missing == nil {
-							missing = map[int64][]byte{}
-						}
-						missing[m.BlobID] = h
-					}
+				raw := blobs.Get(id8(blobID))
+				if raw == nil {
+					return nil, fmt.Errorf("message %d: blob %d missing", uid, blobID)
 				}
-				start := len(buf)
-				buf = append(buf, h...)
-				refs = append(refs, bodyRef{uid: uid, start: start, end: len(buf)})
+				if missing == nil {
+					missing = map[int64][]byte{}
+				}
+				missing[blobID] = HeaderSummary(raw)
+				return missing[blobID], nil
 			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("summaries of folder %d: %w", folderID, err)
-		}
-		if len(missing) > 0 {
-			s.storeSummaries(ctx, missing)
-		}
-		for _, r := range refs {
-			if err := fn(r.uid, buf[r.start:r.end:r.end]); err != nil {
-				return err
+		},
+		func() {
+			if len(missing) > 0 {
+				s.storeSummaries(ctx, missing)
+				missing = nil
 			}
-		}
-	}
-	return nil
+		}, fn)
 }
 
 // storeSummaries stores summaries made from bodies stored without one,
