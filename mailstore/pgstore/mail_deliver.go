@@ -385,12 +385,13 @@ SELECT 1`
 // each recipient's domain ($1: the recipients) and of each domain a cap is
 // decided for ($2), with its figures of the batch's months ($3), a row per
 // month (one row of NULLs for a domain without figures). The same query is
-// in sqlLockSkipping.
+// in sqlLockSkipping. One list of ids, so that the domains are read by
+// their key: "IN (subquery) OR id = ANY" could only be a scan of them all.
 const sqlDomainFigures = `SELECT d.id, d.partner_id, d.name, d.transfer_monthly_mb, t.month, t.in_bytes, t.out_bytes
 	FROM domains d LEFT JOIN LATERAL (
 		SELECT t.month, sum(t.in_bytes)::bigint AS in_bytes, sum(t.out_bytes)::bigint AS out_bytes
 		FROM transfer t WHERE t.domain_id = d.id AND t.month = ANY($3::text[]) GROUP BY t.month) t ON true
-	WHERE d.id IN (SELECT domain_id FROM mailboxes WHERE id = ANY($1)) OR d.id = ANY($2::bigint[])`
+	WHERE d.id = ANY(ARRAY(SELECT domain_id FROM mailboxes WHERE id = ANY($1)) || $2::bigint[])`
 
 // sqlLockSkipping takes the INBOX and mailbox rows of the recipients $1,
 // skipping those another transaction holds, and reads sqlDomainFigures
@@ -406,7 +407,7 @@ const sqlLockSkipping = `WITH r AS (
 	FROM domains d LEFT JOIN LATERAL (
 		SELECT t.month, sum(t.in_bytes)::bigint AS in_bytes, sum(t.out_bytes)::bigint AS out_bytes
 		FROM transfer t WHERE t.domain_id = d.id AND t.month = ANY($4::text[]) GROUP BY t.month) t ON true
-	WHERE d.id IN (SELECT domain_id FROM mailboxes WHERE id = ANY($2)) OR d.id = ANY($3::bigint[])
+	WHERE d.id = ANY(ARRAY(SELECT domain_id FROM mailboxes WHERE id = ANY($2)) || $3::bigint[])
 )
 SELECT 0, r.fid, r.mailbox_id, r.domain_id, r.partner_id, r.email, r.quota_mb, r.used_bytes,
 	NULL::text, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint FROM r
@@ -488,6 +489,13 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 	caps := map[int64]int64{} // domain -> transfer_monthly_mb
 	var blobIDs, queueIDs []int64
 	b := &pgx.Batch{}
+	// Generic plans for the batch's statements: PostgreSQL kept planning
+	// the first round trip's statement anew for every batch (custom plans,
+	// which it judged cheaper on tables this size), and its planning cost
+	// more than twice its run: 0.47 against 0.13 ms, where the generic
+	// plan, the same index scans, runs in 0.17 ms. The writes statement
+	// goes generic by itself after five runs.
+	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	// The recipients' rows: first, in one id order each, the INBOX (and
 	// for the calls that deliver to Junk, the \Junk) rows and the mailbox
 	// rows of the calls that wait (mail.go's lock order); then the others',
