@@ -94,89 +94,22 @@ func envelopeFieldOf(name []byte) envelopeField {
 // it reads (RFC 2047 encoded words are for the word decoder); a
 // Message-ID or In-Reply-To other than one plain "<left@right>".
 func fastEnvelope(header []byte) (env *imap.Envelope, ok bool) {
-	var (
-		// span[f] is where field f's value lies in header, continuation
-		// lines (and the CRLFs before them) included.
-		span  [envFields][2]int
-		seen  [envFields]bool
-		cur   = envelopeField(-1)
-		first = true
-	)
-	pos := 0
-	for {
-		eol := bytes.Index(header[pos:], []byte("\r\n"))
-		if eol < 0 {
-			return nil, false
-		}
-		start, end := pos, pos+eol
-		line := header[start:end]
-		pos = end + 2
-		if len(line) == 0 {
-			break
-		}
-		for _, ch := range line {
-			if (ch < ' ' && ch != '\t') || ch > '~' {
-				return nil, false
-			}
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			if first {
-				return nil, false
-			}
-			if cur >= 0 {
-				span[cur][1] = end
-			}
-			continue
-		}
-		first = false
-		colon := bytes.IndexByte(line, ':')
-		if colon < 0 {
-			return nil, false
-		}
-		name := bytes.TrimRight(line[:colon], " \t")
-		if len(name) == 0 {
-			return nil, false
-		}
-		for _, ch := range name {
-			if ch <= ' ' || ch > '~' {
-				return nil, false
-			}
-		}
-		cur = envelopeFieldOf(name)
-		if cur < 0 {
-			continue
-		}
-		if seen[cur] {
-			return nil, false
-		}
-		seen[cur] = true
-		span[cur] = [2]int{start + colon + 1, end}
-	}
-	// One string for the whole header: the fields' values are parts of
-	// it, not copies each.
-	text := string(header[:pos])
-	var s [envFields]string
-	for f := range envFields {
-		if !seen[f] {
-			continue
-		}
-		s[f] = unfoldString(text[span[f][0]:span[f][1]])
-		if strings.Contains(s[f], "=?") {
-			return nil, false
-		}
+	s, seen, ok := fastEnvelopeFields(header)
+	if !ok {
+		return nil, false
 	}
 	env = &imap.Envelope{
 		Date:    envelopeDate(s[envDate]),
 		Subject: s[envSubject],
 	}
-	if seen[envMessageID] && s[envMessageID] != "" {
+	if s[envMessageID] != "" {
 		id, ok := plainMsgID(s[envMessageID])
 		if !ok {
 			return nil, false
 		}
 		env.MessageID = id
 	}
-	if seen[envInReplyTo] && s[envInReplyTo] != "" {
+	if s[envInReplyTo] != "" {
 		id, ok := plainMsgID(s[envInReplyTo])
 		if !ok {
 			return nil, false
@@ -196,6 +129,83 @@ func fastEnvelope(header []byte) (env *imap.Envelope, ok bool) {
 		env.ReplyTo = env.From
 	}
 	return env, true
+}
+
+// fastEnvelopeFields is the part of fastEnvelope that reads the header:
+// the value of each ENVELOPE field, unfolded, and whether the field is
+// there; ok is false for a header that is not plain (see fastEnvelope),
+// and for "=?" in a value. The values come from one string of the
+// header, not a copy each. A Message-ID or In-Reply-To is as written:
+// the caller checks its form (plainMsgID).
+func fastEnvelopeFields(header []byte) (s [envFields]string, seen [envFields]bool, ok bool) {
+	var (
+		// span[f] is where field f's value lies in header, continuation
+		// lines (and the CRLFs before them) included.
+		span  [envFields][2]int
+		cur   = envelopeField(-1)
+		first = true
+	)
+	pos := 0
+	for {
+		eol := bytes.Index(header[pos:], []byte("\r\n"))
+		if eol < 0 {
+			return s, seen, false
+		}
+		start, end := pos, pos+eol
+		line := header[start:end]
+		pos = end + 2
+		if len(line) == 0 {
+			break
+		}
+		for _, ch := range line {
+			if (ch < ' ' && ch != '\t') || ch > '~' {
+				return s, seen, false
+			}
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if first {
+				return s, seen, false
+			}
+			if cur >= 0 {
+				span[cur][1] = end
+			}
+			continue
+		}
+		first = false
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 {
+			return s, seen, false
+		}
+		name := bytes.TrimRight(line[:colon], " \t")
+		if len(name) == 0 {
+			return s, seen, false
+		}
+		for _, ch := range name {
+			if ch <= ' ' || ch > '~' {
+				return s, seen, false
+			}
+		}
+		cur = envelopeFieldOf(name)
+		if cur < 0 {
+			continue
+		}
+		if seen[cur] {
+			return s, seen, false
+		}
+		seen[cur] = true
+		span[cur] = [2]int{start + colon + 1, end}
+	}
+	text := string(header[:pos])
+	for f := range envFields {
+		if !seen[f] {
+			continue
+		}
+		s[f] = unfoldString(text[span[f][0]:span[f][1]])
+		if strings.Contains(s[f], "=?") {
+			return s, seen, false
+		}
+	}
+	return s, seen, true
 }
 
 func addressesOf(present bool, v string) []imap.Address {
