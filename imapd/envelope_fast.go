@@ -288,6 +288,12 @@ func isAtext(ch byte) bool {
 // words, whitespace inside an address, bytes other than printable ASCII,
 // space and tab), for parseAddressList.
 func fastAddressList(s string) (out []imap.Address, ok bool) {
+	return fastAddressListAppend(nil, s)
+}
+
+// fastAddressListAppend is fastAddressList appending to out, which it
+// answers cut to its length when ok is false.
+func fastAddressListAppend(out []imap.Address, s string) (_ []imap.Address, ok bool) {
 	for i := 0; i < len(s); i++ {
 		if ch := s[i]; (ch < ' ' && ch != '\t') || ch > '~' {
 			return nil, false

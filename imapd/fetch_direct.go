@@ -1,8 +1,8 @@
 package imapd
 
 import (
-	"mime"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -46,6 +46,8 @@ type directFetch struct {
 	w    *imapserver.FetchWriter
 	o    *imap.FetchOptions
 	buf  []byte
+	// addrs is reused for every address list.
+	addrs []imap.Address
 }
 
 // newDirectFetch is a directFetch for s's connection, or nil when the
@@ -65,7 +67,7 @@ func (s *session) newDirectFetch(w *imapserver.FetchWriter, o *imap.FetchOptions
 // summary (nil when o asks no ENVELOPE).
 func (d *directFetch) message(seq uint32, m mailstore.Message, header []byte, flagsChanged bool) error {
 	n := len(d.buf)
-	if buf, ok := appendFetchResponse(d.buf, seq, m, header, d.o, flagsChanged); ok {
+	if buf, ok := appendFetchResponse(d.buf, seq, m, header, d.o, flagsChanged, &d.addrs); ok {
 		d.buf = buf
 		if len(d.buf) >= writeBatch {
 			return d.flush()
@@ -94,7 +96,7 @@ func (d *directFetch) flush() error {
 // appendFetchResponse appends to buf what writeMessage has imapserver
 // write for m, without BODY sections; ok is false when it cannot say
 // the same (buf is then to be cut back by the caller).
-func appendFetchResponse(buf []byte, seq uint32, m mailstore.Message, header []byte, o *imap.FetchOptions, flagsChanged bool) (_ []byte, ok bool) {
+func appendFetchResponse(buf []byte, seq uint32, m mailstore.Message, header []byte, o *imap.FetchOptions, flagsChanged bool, scratch *[]imap.Address) (_ []byte, ok bool) {
 	buf = append(buf, "* "...)
 	buf = strconv.AppendUint(buf, uint64(seq), 10)
 	buf = append(buf, " FETCH (UID "...)
@@ -122,7 +124,7 @@ func appendFetchResponse(buf []byte, seq uint32, m mailstore.Message, header []b
 	}
 	if o.Envelope {
 		buf = append(buf, " ENVELOPE "...)
-		if buf, ok = appendEnvelope(buf, header); !ok {
+		if buf, ok = appendEnvelope(buf, header, scratch); !ok {
 			return buf, false
 		}
 	}
@@ -185,39 +187,40 @@ const envelopeDateLayout = "Mon, 02 Jan 2006 15:04:05 -0700"
 // writes fastEnvelope(header); ok is false when fastEnvelope declines
 // the header or imapserver would write one of its strings otherwise than
 // quoted as it is.
-func appendEnvelope(buf, header []byte) (_ []byte, ok bool) {
+// scratch is a slice for the address lists to reuse.
+func appendEnvelope(buf, header []byte, scratch *[]imap.Address) (_ []byte, ok bool) {
 	s, seen, ok := fastEnvelopeFields(header)
 	if !ok {
 		return buf, false
 	}
 	buf = append(buf, '(')
-	if t := envelopeDate(s[envDate]); t.IsZero() {
-		buf = append(buf, "NIL"...)
-	} else {
-		buf = append(buf, '"')
-		buf = t.AppendFormat(buf, envelopeDateLayout)
-		buf = append(buf, '"')
-	}
+	buf = appendEnvelopeDate(buf, s[envDate])
 	buf = append(buf, ' ')
 	if buf, ok = appendNString(buf, s[envSubject]); !ok {
 		return buf, false
 	}
-	from := addressesOf(seen[envFrom], s[envFrom])
-	lists := [...][]imap.Address{
-		from,
-		addressesOf(seen[envSender], s[envSender]),
-		addressesOf(seen[envReplyTo], s[envReplyTo]),
-		addressesOf(seen[envTo], s[envTo]),
-		addressesOf(seen[envCc], s[envCc]),
-		addressesOf(seen[envBcc], s[envBcc]),
-	}
-	for i, l := range lists {
-		if (i == 1 || i == 2) && len(l) == 0 {
-			l = from // Sender and Reply-To default to From
-		}
+	// Sender and Reply-To default to From: its bytes are written again.
+	var from []byte
+	for _, f := range [...]envelopeField{envFrom, envSender, envReplyTo, envTo, envCc, envBcc} {
 		buf = append(buf, ' ')
+		var l []imap.Address
+		if seen[f] {
+			if l, ok = fastAddressListAppend((*scratch)[:0], s[f]); ok {
+				*scratch = l
+			} else {
+				l = parseAddressList(s[f])
+			}
+		}
+		if len(l) == 0 && (f == envSender || f == envReplyTo) {
+			buf = append(buf, from...)
+			continue
+		}
+		start := len(buf)
 		if buf, ok = appendAddressList(buf, l); !ok {
 			return buf, false
+		}
+		if f == envFrom {
+			from = buf[start:len(buf):len(buf)]
 		}
 	}
 	// Both are written "<" + id + ">": the value itself, once plainMsgID
@@ -274,15 +277,116 @@ func appendNString(buf []byte, s string) (_ []byte, ok bool) {
 	}
 	// mime.QEncoding.Encode leaves s as it is exactly when it is printable
 	// ASCII and tabs, which imapwire quotes if it is at most 4,096 bytes.
-	if len(s) > 4096 || mime.QEncoding.Encode("utf-8", s) != s {
+	if len(s) > 4096 {
 		return buf, false
 	}
-	buf = append(buf, '"')
+	escapes := 0
 	for i := 0; i < len(s); i++ {
-		if ch := s[i]; ch == '"' || ch == '\\' {
-			buf = append(buf, '\\')
+		switch ch := s[i]; {
+		case (ch < ' ' && ch != '\t') || ch > '~':
+			return buf, false
+		case ch == '"' || ch == '\\':
+			escapes++
 		}
-		buf = append(buf, s[i])
+	}
+	buf = append(buf, '"')
+	if escapes == 0 {
+		buf = append(buf, s...)
+	} else {
+		for i := 0; i < len(s); i++ {
+			if ch := s[i]; ch == '"' || ch == '\\' {
+				buf = append(buf, '\\')
+			}
+			buf = append(buf, s[i])
+		}
 	}
 	return append(buf, '"'), true
 }
+
+// appendEnvelopeDate appends the date of an ENVELOPE as imapserver writes
+// envelopeDate(v): NIL for none, else quoted in envelopeDateLayout. A
+// date of the form most mail has, "Mon, 2 Jan 2006 15:04:05 -0700" with
+// single spaces, is read and written here, without time.Parse and
+// time.Format, which were a sixth of a folder open; any other goes
+// through them.
+func appendEnvelopeDate(buf []byte, v string) []byte {
+	if b, ok := appendPlainDate(buf, v); ok {
+		return b
+	}
+	t := envelopeDate(v)
+	if t.IsZero() {
+		return append(buf, "NIL"...)
+	}
+	buf = append(buf, '"')
+	buf = t.AppendFormat(buf, envelopeDateLayout)
+	return append(buf, '"')
+}
+
+// appendPlainDate is appendEnvelopeDate for a date of the usual form;
+// ok is false for any other, or one time.Parse refuses or that could
+// read otherwise than here.
+func appendPlainDate(buf []byte, v string) (_ []byte, ok bool) {
+	// "Mon, 02 Jan 2006 15:04:05 -0700", 31 bytes, in a; a day of one
+	// digit is given its 0.
+	var a [31]byte
+	switch len(v) {
+	case 31:
+		copy(a[:], v)
+	case 30:
+		copy(a[:5], v)
+		a[5] = '0'
+		copy(a[6:], v[5:])
+	default:
+		return buf, false
+	}
+	if a[3] != ',' || a[4] != ' ' || a[7] != ' ' || a[11] != ' ' || a[16] != ' ' ||
+		a[19] != ':' || a[22] != ':' || a[25] != ' ' || (a[26] != '+' && a[26] != '-') {
+		return buf, false
+	}
+	if !slices.Contains(shortDays[:], string(a[:3])) {
+		return buf, false
+	}
+	num := func(s []byte) int {
+		n := 0
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return -1
+			}
+			n = n*10 + int(s[i]-'0')
+		}
+		return n
+	}
+	month := slices.Index(shortMonths[:], string(a[8:11])) + 1
+	day, year := num(a[5:7]), num(a[12:16])
+	hour, min, sec := num(a[17:19]), num(a[20:22]), num(a[23:25])
+	zh, zm := num(a[27:29]), num(a[29:31])
+	if month == 0 || day < 1 || year < 0 || hour < 0 || hour > 23 || min < 0 || min > 59 ||
+		sec < 0 || sec > 59 || zh < 0 || zh > 23 || zm < 0 || zm > 59 {
+		return buf, false
+	}
+	t := time.Date(year, time.Month(month), day, hour, min, sec, 0, time.UTC)
+	if t.Day() != day {
+		return buf, false // beyond the month's end: time.Parse refuses it
+	}
+	offset := zh*60 + zm
+	if a[26] == '-' {
+		offset = -offset
+	}
+	if t.Add(-time.Duration(offset) * time.Minute).IsZero() {
+		return append(buf, "NIL"...), true
+	}
+	buf = append(buf, '"')
+	buf = append(buf, shortDays[t.Weekday()]...)
+	buf = append(buf, ", "...)
+	buf = append(buf, a[5:26]...) // "02 Jan 2006 15:04:05 ", as Format writes it
+	sign := byte('+')
+	if offset < 0 {
+		sign = '-' // and "-0000" is written "+0000", as Format does
+	}
+	return append(buf, sign, a[27], a[28], a[29], a[30], '"'), true
+}
+
+var (
+	shortDays   = [...]string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
+	shortMonths = [...]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
+)

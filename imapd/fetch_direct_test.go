@@ -156,7 +156,7 @@ func TestDirectFetch(t *testing.T) {
 		h := []byte(tc.header)
 		p.st.header.Store(&h)
 		check(tc.name)
-		if _, ok := appendEnvelope(nil, h); ok != tc.fast {
+		if _, ok := appendEnvelope(nil, h, new([]imap.Address)); ok != tc.fast {
 			t.Errorf("%s: appendEnvelope ok = %v, want %v", tc.name, ok, tc.fast)
 		}
 	}
@@ -222,11 +222,83 @@ func BenchmarkAppendFetchResponse(b *testing.B) {
 	m := mailstore.Message{UID: 7, Flags: []string{`\Seen`}, Size: 4096, ReceivedAt: time.Date(2026, 11, 2, 10, 0, 7, 0, time.UTC)}
 	o := &imap.FetchOptions{UID: true, Flags: true, RFC822Size: true, InternalDate: true, Envelope: true}
 	buf := make([]byte, 0, 1024)
+	var addrs []imap.Address
 	b.ReportAllocs()
 	for b.Loop() {
 		var ok bool
-		if buf, ok = appendFetchResponse(buf[:0], 7, m, h, o, false); !ok {
+		if buf, ok = appendFetchResponse(buf[:0], 7, m, h, o, false, &addrs); !ok {
 			b.Fatal("appendFetchResponse declined a plain summary")
 		}
 	}
+}
+
+// envelopeDates are cases of TestAppendEnvelopeDate and seeds of
+// FuzzAppendEnvelopeDate; plain says whether appendPlainDate takes them.
+var envelopeDates = []struct {
+	v     string
+	plain bool
+}{
+	{"Mon, 2 Nov 2026 10:00:00 +0000", true},
+	{"Tue, 03 Nov 2026 08:01:02 -0500", true},
+	{"Sun, 03 Nov 2026 08:01:02 -0500", true}, // the wrong day of the week
+	{"Thu, 29 Feb 2024 23:59:59 +1345", true},
+	{"Thu, 29 Feb 2023 23:59:59 +0000", false},
+	{"Mon, 31 Apr 2026 10:00:00 +0000", false},
+	{"Mon, 01 Jan 0001 00:00:00 +0000", true}, // the zero time: NIL
+	{"Mon, 01 Jan 0001 01:30:00 +0130", true},
+	{"Mon, 01 Jan 0000 00:00:00 -0000", true},
+	{"Mon, 2 Nov 2026 10:00:00 -0000", true},
+	{"mon, 2 Nov 2026 10:00:00 +0000", false},
+	{"Mon, 2 nov 2026 10:00:00 +0000", false},
+	{"Mon,  2 Nov 2026 10:00:00 +0000", false},
+	{"Mon, 2 Nov 2026 24:00:00 +0000", false},
+	{"Mon, 2 Nov 2026 10:60:00 +0000", false},
+	{"Mon, 2 Nov 2026 10:00:60 +0000", false},
+	{"Mon, 2 Nov 2026 10:00:00 +2400", false},
+	{"Mon, 2 Nov 2026 10:00:00 +0060", false},
+	{"Mon, 2 Nov 2026 10:00:00 GMT", false},
+	{"Mon, 2 Nov 2026 10:00:00 +00000", false},
+	{"Mon, 00 Nov 2026 10:00:00 +0000", false},
+	{"2 Nov 2026 10:00:00 +0000", false},
+	{"Mon, 2 Nov 2026 10:00 +0000", false},
+	{"Mon, 2 Nov 2026 1:00:00 +00000", false},
+	{"", false},
+}
+
+// wantEnvelopeDate is the date of an ENVELOPE as imapserver writes
+// envelopeDate(v).
+func wantEnvelopeDate(v string) string {
+	t := envelopeDate(v)
+	if t.IsZero() {
+		return "NIL"
+	}
+	return `"` + t.Format(envelopeDateLayout) + `"`
+}
+
+// TestAppendEnvelopeDate: appendEnvelopeDate writes what imapserver
+// writes, and reads the usual form itself.
+func TestAppendEnvelopeDate(t *testing.T) {
+	for _, tc := range envelopeDates {
+		if _, ok := appendPlainDate(nil, tc.v); ok != tc.plain {
+			t.Errorf("appendPlainDate(%q) ok = %v, want %v", tc.v, ok, tc.plain)
+		}
+		if got, want := string(appendEnvelopeDate(nil, tc.v)), wantEnvelopeDate(tc.v); got != want {
+			t.Errorf("appendEnvelopeDate(%q) = %s, want %s", tc.v, got, want)
+		}
+	}
+}
+
+// FuzzAppendEnvelopeDate: whenever appendPlainDate takes a date, it
+// writes what imapserver writes.
+func FuzzAppendEnvelopeDate(f *testing.F) {
+	for _, tc := range envelopeDates {
+		f.Add(tc.v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if got, ok := appendPlainDate(nil, v); ok {
+			if want := wantEnvelopeDate(v); string(got) != want {
+				t.Fatalf("appendPlainDate(%q) = %s, want %s", v, got, want)
+			}
+		}
+	})
 }
