@@ -145,22 +145,23 @@ func fastEnvelopeFields(header []byte) (s [envFields]string, seen [envFields]boo
 		cur   = envelopeField(-1)
 		first = true
 	)
+	var folded [envFields]bool
 	pos := 0
 	for {
-		eol := bytes.Index(header[pos:], []byte("\r\n"))
-		if eol < 0 {
+		// The line runs to the first byte that is not header text, which
+		// must be the CR of a CRLF.
+		end := pos
+		for end < len(header) && headerText[header[end]] {
+			end++
+		}
+		if end+1 >= len(header) || header[end] != '\r' || header[end+1] != '\n' {
 			return s, seen, false
 		}
-		start, end := pos, pos+eol
+		start := pos
 		line := header[start:end]
 		pos = end + 2
 		if len(line) == 0 {
 			break
-		}
-		for _, ch := range line {
-			if (ch < ' ' && ch != '\t') || ch > '~' {
-				return s, seen, false
-			}
 		}
 		if line[0] == ' ' || line[0] == '\t' {
 			if first {
@@ -168,6 +169,7 @@ func fastEnvelopeFields(header []byte) (s [envFields]string, seen [envFields]boo
 			}
 			if cur >= 0 {
 				span[cur][1] = end
+				folded[cur] = true
 			}
 			continue
 		}
@@ -176,7 +178,7 @@ func fastEnvelopeFields(header []byte) (s [envFields]string, seen [envFields]boo
 		if colon < 0 {
 			return s, seen, false
 		}
-		name := bytes.TrimRight(line[:colon], " \t")
+		name := trimRightSpace(line[:colon])
 		if len(name) == 0 {
 			return s, seen, false
 		}
@@ -200,7 +202,11 @@ func fastEnvelopeFields(header []byte) (s [envFields]string, seen [envFields]boo
 		if !seen[f] {
 			continue
 		}
-		s[f] = unfoldString(text[span[f][0]:span[f][1]])
+		if v := text[span[f][0]:span[f][1]]; folded[f] {
+			s[f] = unfold([]byte(v))
+		} else {
+			s[f] = trimSpace(v)
+		}
 		if strings.Contains(s[f], "=?") {
 			return s, seen, false
 		}
@@ -218,13 +224,53 @@ func addressesOf(present bool, v string) []imap.Address {
 	return parseAddressList(v)
 }
 
-// unfoldString is unfold of a string: v itself, trimmed, when it is one
-// line.
-func unfoldString(v string) string {
-	if strings.IndexByte(v, '\n') < 0 {
-		return strings.Trim(v, " \t")
+// headerText is what fastEnvelope reads in a line: printable ASCII,
+// space and tab.
+var headerText = byteSet(func(ch byte) bool { return ch == '\t' || ch >= ' ' && ch <= '~' })
+
+// byteSet is the set of the bytes in for which in is true.
+func byteSet(in func(byte) bool) (set [256]bool) {
+	for i := range set {
+		set[i] = in(byte(i))
 	}
-	return unfold([]byte(v))
+	return set
+}
+
+// byteSetOf is the set of the bytes of chars.
+func byteSetOf(chars string) [256]bool {
+	return byteSet(func(ch byte) bool { return strings.IndexByte(chars, ch) >= 0 })
+}
+
+// containsByte is strings.ContainsAny(s, the bytes of set), for a set made
+// once rather than at each call.
+func containsByte(s string, set *[256]bool) bool {
+	for i := 0; i < len(s); i++ {
+		if set[s[i]] {
+			return true
+		}
+	}
+	return false
+}
+
+// trimSpace is strings.Trim(v, " \t").
+func trimSpace(v string) string {
+	i, j := 0, len(v)
+	for i < j && (v[i] == ' ' || v[i] == '\t') {
+		i++
+	}
+	for j > i && (v[j-1] == ' ' || v[j-1] == '\t') {
+		j--
+	}
+	return v[i:j]
+}
+
+// trimRightSpace is bytes.TrimRight(v, " \t").
+func trimRightSpace(v []byte) []byte {
+	j := len(v)
+	for j > 0 && (v[j-1] == ' ' || v[j-1] == '\t') {
+		j--
+	}
+	return v[:j]
 }
 
 // unfold is a field's value as go-message's textproto reads it: each line
@@ -259,27 +305,39 @@ func plainMsgID(v string) (string, bool) {
 	if at <= 0 || at == len(id)-1 || strings.IndexByte(id[at+1:], '@') >= 0 {
 		return "", false
 	}
-	for _, part := range []string{id[:at], id[at+1:]} {
-		if part[0] == '.' || part[len(part)-1] == '.' || strings.Contains(part, "..") {
-			return "", false
-		}
-		for i := 0; i < len(part); i++ {
-			if !isAtext(part[i]) && part[i] != '.' {
-				return "", false
-			}
-		}
+	if !dotAtomText(id[:at]) || !dotAtomText(id[at+1:]) {
+		return "", false
 	}
 	return id, true
 }
 
-// isAtext: atext of RFC 5322 section 3.2.3.
-func isAtext(ch byte) bool {
+// dotAtomText reports whether s is dot-atom-text (RFC 5322 section
+// 3.2.3): atext, dots between.
+func dotAtomText(s string) bool {
+	if s[0] == '.' || s[len(s)-1] == '.' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '.':
+			if s[i-1] == '.' {
+				return false
+			}
+		case !atext[s[i]]:
+			return false
+		}
+	}
+	return true
+}
+
+// atext: atext of RFC 5322 section 3.2.3.
+var atext = byteSet(func(ch byte) bool {
 	switch {
 	case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9':
 		return true
 	}
 	return strings.IndexByte("!#$%&'*+-/=?^_`{|}~", ch) >= 0
-}
+})
 
 // fastAddressList is parseAddressList(s) for the usual lists: entries
 // separated by commas, each "local@host", or "<local@host>" after a
@@ -295,7 +353,7 @@ func fastAddressList(s string) (out []imap.Address, ok bool) {
 // answers cut to its length when ok is false.
 func fastAddressListAppend(out []imap.Address, s string) (_ []imap.Address, ok bool) {
 	for i := 0; i < len(s); i++ {
-		if ch := s[i]; (ch < ' ' && ch != '\t') || ch > '~' {
+		if !headerText[s[i]] {
 			return nil, false
 		}
 	}
@@ -316,7 +374,7 @@ func fastAddressListAppend(out []imap.Address, s string) (_ []imap.Address, ok b
 		if inQuote {
 			return nil, false
 		}
-		entry := strings.Trim(s[:end], " \t")
+		entry := trimSpace(s[:end])
 		if end < len(s) {
 			s = s[end+1:]
 		} else {
@@ -336,10 +394,10 @@ func fastAddressListAppend(out []imap.Address, s string) (_ []imap.Address, ok b
 			switch {
 			case len(name) >= 2 && name[0] == '"' && name[len(name)-1] == '"':
 				a.Name = name[1 : len(name)-1]
-				if strings.ContainsAny(a.Name, "\"\\") {
+				if containsByte(a.Name, &quoteOrBackslash) {
 					return nil, false
 				}
-			case strings.ContainsAny(name, "()<>@,;:\\\".[]"):
+			case containsByte(name, &nameSpecials):
 				return nil, false
 			case strings.Contains(name, "  ") || strings.IndexByte(name, '\t') >= 0:
 				a.Name = strings.Join(strings.Fields(name), " ")
@@ -348,7 +406,7 @@ func fastAddressListAppend(out []imap.Address, s string) (_ []imap.Address, ok b
 			}
 		}
 		at := strings.IndexByte(spec, '@')
-		if at <= 0 || at == len(spec)-1 || strings.ContainsAny(spec, " \t()<>,;:\\\"[]") || strings.IndexByte(spec[at+1:], '@') >= 0 {
+		if at <= 0 || at == len(spec)-1 || containsByte(spec, &specSpecials) || strings.IndexByte(spec[at+1:], '@') >= 0 {
 			return nil, false
 		}
 		if spec[0] == '.' {
@@ -359,3 +417,11 @@ func fastAddressListAppend(out []imap.Address, s string) (_ []imap.Address, ok b
 	}
 	return out, true
 }
+
+// The bytes fastAddressList declines in a quoted display name, in a
+// display name of words, and in an address.
+var (
+	quoteOrBackslash = byteSetOf("\"\\")
+	nameSpecials     = byteSetOf("()<>@,;:\\\".[]")
+	specSpecials     = byteSetOf(" \t()<>,;:\\\"[]")
+)
