@@ -60,7 +60,7 @@ func (s *session) newDirectFetch(w *imapserver.FetchWriter, o *imap.FetchOptions
 	if !ok {
 		return nil
 	}
-	return &directFetch{conn: cc, w: w, o: o, buf: make([]byte, 0, writeBatch+4096)}
+	return &directFetch{conn: cc, w: w, o: o}
 }
 
 // message writes the response for message seq, m, with header its
