@@ -142,9 +142,10 @@ for r in $(seq "$REPS"); do
 done
 stop
 if [ -n "${PGSTATS:-}" ]; then
-	# PGSTATS=1 PGOPTS="-c shared_preload_libraries=pg_stat_statements":
-	# the statements the runs sent, by total time.
-	psqlc "SELECT calls, round(total_exec_time::numeric, 1) AS ms, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+	# PGSTATS=1 PGOPTS="-c shared_preload_libraries=pg_stat_statements
+	# -c pg_stat_statements.track_planning=on": the statements the runs
+	# sent, by total time (planning, then running, in ms).
+	psqlc "SELECT calls, round(total_plan_time::numeric, 1) AS plan_ms, round(total_exec_time::numeric, 1) AS ms, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 160)
 		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" >"$OUT/pg_stat_statements.txt"
 fi
 log "results in $OUT"

@@ -118,16 +118,18 @@ func BenchmarkDeliverNodes(b *testing.B) {
 	// One node with 10 callers has batches as small as two nodes' with 10
 	// each, without a second writer: it tells the cost of a batch from
 	// the cost of two writers at once.
-	for _, c := range []struct{ nodes, callers int }{{1, 20}, {2, 20}, {1, 10}} {
+	// One node with two batches in flight (DeliverDepth 2) has two
+	// writers at once without a second handle.
+	for _, c := range []struct{ nodes, callers, depth int }{{1, 20, 1}, {2, 20, 1}, {1, 10, 1}, {1, 20, 2}} {
 		nodes := c.nodes
-		b.Run(fmt.Sprintf("nodes=%d/callers=%d", nodes, c.callers), func(b *testing.B) {
+		b.Run(fmt.Sprintf("nodes=%d/callers=%d/depth=%d", nodes, c.callers, c.depth), func(b *testing.B) {
 			_, ids, u := mailFixtureURL(b, 100)
 			// The handles measured are opened anew with a name of their own
 			// (application_name), by which their backends are found.
 			u += "&application_name=" + benchApp
 			stores := []*Store{}
 			for i := range nodes {
-				o, err := Open(context.Background(), u, Options{Node: fmt.Sprintf("bench%d", i), MaxConns: 32})
+				o, err := Open(context.Background(), u, Options{Node: fmt.Sprintf("bench%d", i), MaxConns: 32, DeliverDepth: c.depth})
 				if err != nil {
 					b.Fatalf("Open() = %v", err)
 				}
