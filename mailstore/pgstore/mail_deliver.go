@@ -31,7 +31,8 @@ import (
 // One batch is one transaction of two round trips, whatever its size,
 // BEGIN going with the first and COMMIT with the second (pipeline):
 //
-//  1. lock the recipients' INBOX rows, then their mailbox rows, then the
+//  1. set the transaction's plans (sqlBatchSettings); lock the
+//     recipients' INBOX rows, then their mailbox rows, then the
 //     rows of the domains a cap is decided for (sender's and relays'),
 //     each sorted by id (the lock order of mail.go); read the transfer
 //     figures the caps are decided on (under the domain locks, so they
