@@ -91,6 +91,7 @@ func (s *Store) Body(ctx context.Context, mailboxID, folderID int64, uid uint32)
 const (
 	bodiesChunkMessages = 64
 	bodiesChunkBytes    = 4 << 20
+	bodiesAhead         = 1
 )
 
 // Bodies implements mailstore.Store. A first query reads the sizes of the
@@ -162,7 +163,7 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 		}
 		return n
 	}
-	return readAhead(ctx, uids, cut, func(ctx context.Context, c *readChunk) error {
+	return readAhead(ctx, uids, bodiesAhead, cut, func(ctx context.Context, c *readChunk) error {
 		return s.readBodies(ctx, folderID, c)
 	}, wrap, fn)
 }

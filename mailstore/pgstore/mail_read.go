@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"slices"
+	"sync"
 )
 
 // The read path of Bodies and Summaries: a folder's messages in chunks,
@@ -19,6 +20,7 @@ type readChunk struct {
 	// after, when not nil, runs on the reader once fn has the chunk:
 	// a cache fill that need not delay the caller. It owns its data.
 	after func(ctx context.Context)
+	done  chan struct{} // closed once read has filled it
 }
 
 // put copies uid's value into the chunk.
@@ -60,21 +62,25 @@ func uidRange(uids []int64, spread int64) (lo, hi int64, ok bool) {
 // skipping those no chunk has. cut fills a chunk's uids from the start
 // of rest and answers how many of rest it took (at least one while rest
 // is not empty; it may leave out UIDs known to be gone); read fills the
-// chunk with values. A reader goroutine runs cut and read one chunk
-// ahead of fn; at most two chunks exist, their buffers reused in turn.
-// fn runs outside any transaction; an error of fn comes back as it is,
-// one of read through wrap.
-func readAhead(ctx context.Context, uids []uint32, cut func(rest []uint32, c *readChunk) int,
+// chunk with values. ahead chunks are read at once, each on its own
+// connection, while fn has the one before them: ahead+1 chunks exist,
+// their buffers reused in turn. fn runs outside any transaction; an
+// error of fn comes back as it is, one of read through wrap.
+func readAhead(ctx context.Context, uids []uint32, ahead int, cut func(rest []uint32, c *readChunk) int,
 	read func(ctx context.Context, c *readChunk) error, wrap func(error) error, fn func(uid uint32, b []byte) error) error {
-	// Cancelling rctx (on return) stops the reader.
+	// Cancelling rctx (on return) stops the readers; readAhead returns
+	// once none is left.
 	rctx, cancel := context.WithCancel(ctx)
+	var readers sync.WaitGroup
+	defer readers.Wait()
 	defer cancel()
-	free := make(chan *readChunk, 2)
-	full := make(chan *readChunk, 1)
-	free <- &readChunk{spans: map[int64][2]int{}}
-	free <- &readChunk{spans: map[int64][2]int{}}
-	go func() {
-		defer close(full)
+	free := make(chan *readChunk, ahead+1)
+	order := make(chan *readChunk, ahead) // the chunks being read, in order
+	for range ahead + 1 {
+		free <- &readChunk{spans: map[int64][2]int{}}
+	}
+	readers.Go(func() {
+		defer close(order)
 		for next := 0; next < len(uids); {
 			var c *readChunk
 			select {
@@ -89,28 +95,35 @@ func readAhead(ctx context.Context, uids []uint32, cut func(rest []uint32, c *re
 				free <- c
 				continue
 			}
-			err := read(rctx, c)
-			c.err = err
-			after := c.after
-			full <- c // buffered, and the consumer drains until closed
-			if err != nil {
-				return
-			}
-			if after != nil {
-				after(rctx)
-			}
+			c.done = make(chan struct{})
+			readers.Go(func() {
+				err := read(rctx, c)
+				c.err = err
+				after := c.after
+				close(c.done) // c is fn's from here
+				if after != nil && err == nil {
+					// ctx, not rctx: the return of readAhead cancels
+					// rctx, and waits for this fill.
+					after(ctx)
+				}
+			})
+			order <- c // buffered: at most ahead are being read
 		}
-	}()
+	})
 	var fnErr error
-	for c := range full {
+	for c := range order {
+		<-c.done
 		if fnErr != nil {
-			continue // draining, so that the reader can end
+			continue // draining, so that the dispatcher can end
 		}
 		if c.err != nil {
+			cancel()
 			if ctx.Err() != nil {
-				return ctx.Err()
+				fnErr = ctx.Err()
+			} else {
+				fnErr = wrap(c.err)
 			}
-			return wrap(c.err)
+			continue
 		}
 		for _, uid := range c.uids {
 			sp, ok := c.spans[uid]

@@ -13,7 +13,10 @@ import (
 
 // summariesChunkMessages bounds the messages of one Summaries query:
 // summaries are a few hundred bytes, so a chunk holds well under a MiB.
-const summariesChunkMessages = 1000
+const (
+	summariesChunkMessages = 1000
+	summariesAhead         = 1
+)
 
 // Summaries implements mailstore.Mail: the summaries stored in the
 // messages' rows (messages.header, 010), in chunks read one ahead of fn
@@ -37,7 +40,7 @@ func (s *Store) Summaries(ctx context.Context, mailboxID, folderID int64, uids [
 		}
 		return n
 	}
-	return readAhead(ctx, uids, cut, func(ctx context.Context, c *readChunk) error {
+	return readAhead(ctx, uids, summariesAhead, cut, func(ctx context.Context, c *readChunk) error {
 		return s.readSummaries(ctx, mailboxID, folderID, c)
 	}, wrap, fn)
 }
