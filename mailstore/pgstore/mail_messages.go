@@ -94,9 +94,10 @@ const (
 	bodiesAhead         = 1
 )
 
-// Bodies implements mailstore.Store. A first query reads the sizes of the
-// messages asked for (and checks the folder); the bodies then come in
-// chunks bounded by count and bytes (readAhead).
+// Bodies implements mailstore.Store. A first query reads the sizes and
+// body ids of the messages asked for (and checks the folder); the bodies
+// then come in chunks bounded by count and bytes (readAhead), from the
+// node's cache (bodyCache) or the database.
 func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error {
 	if len(uids) == 0 {
 		return nil
@@ -124,24 +125,25 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 	var err error
 	lo, hi, ranged := uidRange(want, 2)
 	if ranged {
-		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.size FROM folders f
+		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.size, m.blob_id FROM folders f
 			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid BETWEEN $3 AND $4
 			WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, lo, hi)
 	} else {
-		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.size FROM folders f
+		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.size, m.blob_id FROM folders f
 			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = ANY($3)
 			WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, want)
 	}
 	if err != nil {
 		return wrap(err)
 	}
-	sizes := make(map[uint32]int64, len(uids))
+	type stored struct{ size, blob int64 }
+	msgs := make(map[uint32]stored, len(uids))
 	folder := false
-	var uid, size *int64
-	if _, err := pgx.ForEachRow(rows, []any{&uid, &size}, func() error {
+	var uid, size, blob *int64
+	if _, err := pgx.ForEachRow(rows, []any{&uid, &size, &blob}, func() error {
 		folder = true
 		if uid != nil {
-			sizes[uint32(*uid)] = *size
+			msgs[uint32(*uid)] = stored{*size, *blob}
 		}
 		return nil
 	}); err != nil {
@@ -154,51 +156,66 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 		var bytes int64
 		n := 0
 		for ; n < len(rest) && len(c.uids) < bodiesChunkMessages && bytes < bodiesChunkBytes; n++ {
-			// A UID the sizes have not is not in the folder: left out
-			// (and so are those a range read beyond the ones asked).
-			if sz, ok := sizes[rest[n]]; ok {
+			// A UID not read above is not in the folder: left out (and
+			// so are those a range read beyond the ones asked).
+			if m, ok := msgs[rest[n]]; ok {
 				c.uids = append(c.uids, int64(rest[n]))
-				bytes += sz
+				bytes += m.size
 			}
 		}
 		return n
 	}
 	return readAhead(ctx, uids, bodiesAhead, cut, func(ctx context.Context, c *readChunk) error {
-		return s.readBodies(ctx, folderID, c)
+		// The bodies this node keeps (bodyCache) are not read again.
+		var read []int64
+		for _, u := range c.uids {
+			if body, ok := s.bodies.get(msgs[uint32(u)].blob); ok {
+				c.put(u, body)
+			} else {
+				read = append(read, u)
+			}
+		}
+		if len(read) == 0 {
+			return nil
+		}
+		return s.readBodies(ctx, folderID, read, c)
 	}, wrap, fn)
 }
 
-// readBodies reads the bodies of c.uids into c. The folder's ownership
-// was checked by Bodies (folder ids are never reused). A chunk of
-// consecutive UIDs is one range of the messages key; any other, one
-// descent of it per UID (a join with unnest here let the planner scan
-// the whole folder for every chunk, which made a FETCH quadratic in the
-// folder's size). Bodies are the bulk of the work, so a range here
-// reads no row that is not asked for.
-func (s *Store) readBodies(ctx context.Context, folderID int64, c *readChunk) error {
+// readBodies reads the bodies of uids (of c's) into c, and keeps them
+// (bodyCache). The folder's ownership was checked by Bodies (folder ids
+// are never reused). Consecutive UIDs are one range of the messages
+// key; any others, one descent of it per UID (a join with unnest here
+// let the planner scan the whole folder for every chunk, which made a
+// FETCH quadratic in the folder's size). Bodies are the bulk of the
+// work, so a range here reads no row that is not asked for.
+func (s *Store) readBodies(ctx context.Context, folderID int64, uids []int64, c *readChunk) error {
 	var rows pgx.Rows
 	var err error
-	if lo, hi, ok := uidRange(c.uids, 1); ok {
-		rows, err = s.pool.Query(ctx, `SELECT m.uid, b.body FROM messages m JOIN blobs b ON b.id = m.blob_id
+	if lo, hi, ok := uidRange(uids, 1); ok {
+		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.blob_id, b.body FROM messages m JOIN blobs b ON b.id = m.blob_id
 			WHERE m.folder_id = $1 AND m.uid BETWEEN $2 AND $3`, folderID, lo, hi)
 	} else {
-		rows, err = s.pool.Query(ctx, `SELECT m.uid, b.body FROM messages m JOIN blobs b ON b.id = m.blob_id
-			WHERE m.folder_id = $1 AND m.uid = ANY($2::bigint[])`, folderID, c.uids)
+		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.blob_id, b.body FROM messages m JOIN blobs b ON b.id = m.blob_id
+			WHERE m.folder_id = $1 AND m.uid = ANY($2::bigint[])`, folderID, uids)
 	}
 	if err != nil {
 		return err
 	}
-	var uid int64
+	var uid, blob int64
 	var body pgtype.DriverBytes // the driver's memory, copied at once
-	if _, err := pgx.ForEachRow(rows, []any{&uid, &body}, func() error {
+	found := 0
+	if _, err := pgx.ForEachRow(rows, []any{&uid, &blob, &body}, func() error {
+		found++
 		c.put(uid, body)
+		s.bodies.put(blob, body)
 		return nil
 	}); err != nil {
 		return err
 	}
-	if len(c.spans) == 0 {
-		// None of the chunk is left: expunged, or the folder deleted
-		// (its messages go with it, at once).
+	if found == 0 {
+		// None of them is left: expunged, or the folder deleted (its
+		// messages go with it, at once).
 		var ok bool
 		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM folders WHERE id = $1)`, folderID).Scan(&ok); err != nil {
 			return err
