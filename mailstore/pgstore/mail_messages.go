@@ -85,9 +85,11 @@ func (s *Store) Body(ctx context.Context, mailboxID, folderID int64, uid uint32)
 }
 
 // Bounds on one query of Bodies: 64 bodies make the statement's cost
-// small per message; 4 MiB bounds a chunk. A session holds at most two
-// chunks (the one fn reads and the next, read meanwhile), each plus at
-// most one message beyond the bound.
+// small per message; 4 MiB bounds a chunk. A session holds at most
+// bodiesAhead+1 chunks (the one fn reads and those read meanwhile), each
+// plus at most one message beyond the bound. One chunk ahead: more
+// would take a session more connections and more of the database's CPU
+// at once, where several sessions already share it.
 const (
 	bodiesChunkMessages = 64
 	bodiesChunkBytes    = 4 << 20

@@ -13,6 +13,9 @@ import (
 
 // summariesChunkMessages bounds the messages of one Summaries query:
 // summaries are a few hundred bytes, so a chunk holds well under a MiB.
+// One chunk is read ahead: a chunk costs the database less than the
+// session's work on it (ENVELOPE, a SEARCH's match), so more would not
+// be waited for.
 const (
 	summariesChunkMessages = 1000
 	summariesAhead         = 1
