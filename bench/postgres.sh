@@ -53,6 +53,17 @@ psqlc() { psql "$PGBASE" -qtAX -c "$1" 2>/dev/null; }
 pgpid() { head -1 "$(psqlc 'SHOW data_directory')/postmaster.pid"; }
 wal() { psqlc "SELECT pg_current_wal_insert_lsn()"; }
 waldiff() { psqlc "SELECT pg_wal_lsn_diff('$2', '$1')::bigint"; }
+# cputicks PID...: the CPU ticks (1/100 s) of those processes' trees,
+# reaped children included.
+cputicks() {
+	python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import procstat
+p = procstat.read_all(); t = procstat.tree(p, [int(x) for x in sys.argv[2:]])
+print(sum(p[i][2] + p[i][3] for i in t))' bench "$@"
+}
+# batches: the delivery batches so far: each adds to its node's row of
+# domain_usage once per recipients' domain (one domain here). Statistics
+# reach the view within a second of the transaction.
+batches() { sleep 1.2; psqlc "SELECT n_tup_upd + n_tup_ins FROM pg_stat_user_tables WHERE schemaname = 'mhbench' AND relname = 'domain_usage'"; }
 
 # serve NAME STORE API MX IMAP: a node, in the background.
 serve() {
@@ -93,6 +104,10 @@ for r in $(seq "$REPS"); do
 		# message), not the nodes'.
 		if [ "${DBCPU:-0}" = 1 ] && [ "$b" != bbolt ]; then tree=$(pgpid); dbtree=; fi
 		w0=; [ "$b" != bbolt ] && w0=$(wal)
+		# Per-message CPU of the nodes and of the database, and the batch
+		# size (deliveries per commit), whatever the backend.
+		n0=$(cputicks "${PIDS[@]}"); d0=0; x0=0
+		[ "$b" != bbolt ] && d0=$(cputicks "$(pgpid)") && x0=$(batches)
 		log "rep $r $b: load $(cut -d' ' -f1-3 /proc/loadavg)"
 		start=$(date +%s.%N)
 		if [ "$b" = pg2 ]; then
@@ -110,8 +125,13 @@ for r in $(seq "$REPS"); do
 		end=$(date +%s.%N)
 		rate=$(awk -v n="$N" -v s="$start" -v e="$end" 'BEGIN{printf "%.0f", n/(e-s)}')
 		line="rep $r $b: $N deliveries in $(awk -v s="$start" -v e="$end" 'BEGIN{printf "%.2f", e-s}') s: $rate msg/s (wall clock, load tools included)"
+		n1=$(cputicks "${PIDS[@]}")
+		line="$line; node CPU $(awk -v a="$n0" -v b="$n1" -v n="$N" 'BEGIN{printf "%.3f", (b-a)*10/n}') ms/message"
 		if [ "$b" != bbolt ]; then
 			w1=$(wal)
+			d1=$(cputicks "$(pgpid)"); x1=$(batches)
+			line="$line; database CPU $(awk -v a="$d0" -v b="$d1" -v n="$N" 'BEGIN{printf "%.3f", (b-a)*10/n}') ms/message"
+			line="$line; $(awk -v a="$x0" -v b="$x1" -v n="$N" 'BEGIN{printf "%.1f", n/(b-a)}') messages/batch"
 			line="$line; WAL $(( $(waldiff "$w0" "$w1") / N )) bytes/message"
 		fi
 		log "$line"

@@ -42,6 +42,11 @@ import (
 //     gathered up to writeBatch bytes and written at its tagged response,
 //     a continuation request or a BYE; what is gathered goes out before
 //     any response of the layer (writeOwn) and at Close.
+//   - During a FETCH, the session may write whole FETCH responses of its
+//     own through Write (fetch_direct.go), between two of imapserver's:
+//     imapserver flushes at the end of each response, so nothing of its
+//     is left in its buffer then, and Write takes them as it takes
+//     imapserver's output.
 //   - Lock order: wmu before mu.
 
 const (

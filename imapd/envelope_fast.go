@@ -94,89 +94,22 @@ func envelopeFieldOf(name []byte) envelopeField {
 // it reads (RFC 2047 encoded words are for the word decoder); a
 // Message-ID or In-Reply-To other than one plain "<left@right>".
 func fastEnvelope(header []byte) (env *imap.Envelope, ok bool) {
-	var (
-		// span[f] is where field f's value lies in header, continuation
-		// lines (and the CRLFs before them) included.
-		span  [envFields][2]int
-		seen  [envFields]bool
-		cur   = envelopeField(-1)
-		first = true
-	)
-	pos := 0
-	for {
-		eol := bytes.Index(header[pos:], []byte("\r\n"))
-		if eol < 0 {
-			return nil, false
-		}
-		start, end := pos, pos+eol
-		line := header[start:end]
-		pos = end + 2
-		if len(line) == 0 {
-			break
-		}
-		for _, ch := range line {
-			if (ch < ' ' && ch != '\t') || ch > '~' {
-				return nil, false
-			}
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			if first {
-				return nil, false
-			}
-			if cur >= 0 {
-				span[cur][1] = end
-			}
-			continue
-		}
-		first = false
-		colon := bytes.IndexByte(line, ':')
-		if colon < 0 {
-			return nil, false
-		}
-		name := bytes.TrimRight(line[:colon], " \t")
-		if len(name) == 0 {
-			return nil, false
-		}
-		for _, ch := range name {
-			if ch <= ' ' || ch > '~' {
-				return nil, false
-			}
-		}
-		cur = envelopeFieldOf(name)
-		if cur < 0 {
-			continue
-		}
-		if seen[cur] {
-			return nil, false
-		}
-		seen[cur] = true
-		span[cur] = [2]int{start + colon + 1, end}
-	}
-	// One string for the whole header: the fields' values are parts of
-	// it, not copies each.
-	text := string(header[:pos])
-	var s [envFields]string
-	for f := range envFields {
-		if !seen[f] {
-			continue
-		}
-		s[f] = unfoldString(text[span[f][0]:span[f][1]])
-		if strings.Contains(s[f], "=?") {
-			return nil, false
-		}
+	s, seen, ok := fastEnvelopeFields(header)
+	if !ok {
+		return nil, false
 	}
 	env = &imap.Envelope{
 		Date:    envelopeDate(s[envDate]),
 		Subject: s[envSubject],
 	}
-	if seen[envMessageID] && s[envMessageID] != "" {
+	if s[envMessageID] != "" {
 		id, ok := plainMsgID(s[envMessageID])
 		if !ok {
 			return nil, false
 		}
 		env.MessageID = id
 	}
-	if seen[envInReplyTo] && s[envInReplyTo] != "" {
+	if s[envInReplyTo] != "" {
 		id, ok := plainMsgID(s[envInReplyTo])
 		if !ok {
 			return nil, false
@@ -198,6 +131,89 @@ func fastEnvelope(header []byte) (env *imap.Envelope, ok bool) {
 	return env, true
 }
 
+// fastEnvelopeFields is the part of fastEnvelope that reads the header:
+// the value of each ENVELOPE field, unfolded, and whether the field is
+// there; ok is false for a header that is not plain (see fastEnvelope),
+// and for "=?" in a value. The values come from one string of the
+// header, not a copy each. A Message-ID or In-Reply-To is as written:
+// the caller checks its form (plainMsgID).
+func fastEnvelopeFields(header []byte) (s [envFields]string, seen [envFields]bool, ok bool) {
+	var (
+		// span[f] is where field f's value lies in header, continuation
+		// lines (and the CRLFs before them) included.
+		span  [envFields][2]int
+		cur   = envelopeField(-1)
+		first = true
+	)
+	var folded [envFields]bool
+	pos := 0
+	for {
+		// The line runs to the first byte that is not header text, which
+		// must be the CR of a CRLF.
+		end := pos
+		for end < len(header) && headerText[header[end]] {
+			end++
+		}
+		if end+1 >= len(header) || header[end] != '\r' || header[end+1] != '\n' {
+			return s, seen, false
+		}
+		start := pos
+		line := header[start:end]
+		pos = end + 2
+		if len(line) == 0 {
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if first {
+				return s, seen, false
+			}
+			if cur >= 0 {
+				span[cur][1] = end
+				folded[cur] = true
+			}
+			continue
+		}
+		first = false
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 {
+			return s, seen, false
+		}
+		name := trimRightSpace(line[:colon])
+		if len(name) == 0 {
+			return s, seen, false
+		}
+		for _, ch := range name {
+			if ch <= ' ' || ch > '~' {
+				return s, seen, false
+			}
+		}
+		cur = envelopeFieldOf(name)
+		if cur < 0 {
+			continue
+		}
+		if seen[cur] {
+			return s, seen, false
+		}
+		seen[cur] = true
+		span[cur] = [2]int{start + colon + 1, end}
+	}
+	text := string(header[:pos])
+	for f := range envFields {
+		if !seen[f] {
+			continue
+		}
+		if v := text[span[f][0]:span[f][1]]; folded[f] {
+			s[f] = unfold([]byte(v))
+		} else {
+			s[f] = trimSpace(v)
+		}
+		if strings.Contains(s[f], "=?") {
+			return s, seen, false
+		}
+	}
+	return s, seen, true
+}
+
 func addressesOf(present bool, v string) []imap.Address {
 	if !present {
 		return nil
@@ -208,13 +224,53 @@ func addressesOf(present bool, v string) []imap.Address {
 	return parseAddressList(v)
 }
 
-// unfoldString is unfold of a string: v itself, trimmed, when it is one
-// line.
-func unfoldString(v string) string {
-	if strings.IndexByte(v, '\n') < 0 {
-		return strings.Trim(v, " \t")
+// headerText is what fastEnvelope reads in a line: printable ASCII,
+// space and tab.
+var headerText = byteSet(func(ch byte) bool { return ch == '\t' || ch >= ' ' && ch <= '~' })
+
+// byteSet is the set of the bytes in for which in is true.
+func byteSet(in func(byte) bool) (set [256]bool) {
+	for i := range set {
+		set[i] = in(byte(i))
 	}
-	return unfold([]byte(v))
+	return set
+}
+
+// byteSetOf is the set of the bytes of chars.
+func byteSetOf(chars string) [256]bool {
+	return byteSet(func(ch byte) bool { return strings.IndexByte(chars, ch) >= 0 })
+}
+
+// containsByte is strings.ContainsAny(s, the bytes of set), for a set made
+// once rather than at each call.
+func containsByte(s string, set *[256]bool) bool {
+	for i := 0; i < len(s); i++ {
+		if set[s[i]] {
+			return true
+		}
+	}
+	return false
+}
+
+// trimSpace is strings.Trim(v, " \t").
+func trimSpace(v string) string {
+	i, j := 0, len(v)
+	for i < j && (v[i] == ' ' || v[i] == '\t') {
+		i++
+	}
+	for j > i && (v[j-1] == ' ' || v[j-1] == '\t') {
+		j--
+	}
+	return v[i:j]
+}
+
+// trimRightSpace is bytes.TrimRight(v, " \t").
+func trimRightSpace(v []byte) []byte {
+	j := len(v)
+	for j > 0 && (v[j-1] == ' ' || v[j-1] == '\t') {
+		j--
+	}
+	return v[:j]
 }
 
 // unfold is a field's value as go-message's textproto reads it: each line
@@ -249,27 +305,39 @@ func plainMsgID(v string) (string, bool) {
 	if at <= 0 || at == len(id)-1 || strings.IndexByte(id[at+1:], '@') >= 0 {
 		return "", false
 	}
-	for _, part := range []string{id[:at], id[at+1:]} {
-		if part[0] == '.' || part[len(part)-1] == '.' || strings.Contains(part, "..") {
-			return "", false
-		}
-		for i := 0; i < len(part); i++ {
-			if !isAtext(part[i]) && part[i] != '.' {
-				return "", false
-			}
-		}
+	if !dotAtomText(id[:at]) || !dotAtomText(id[at+1:]) {
+		return "", false
 	}
 	return id, true
 }
 
-// isAtext: atext of RFC 5322 section 3.2.3.
-func isAtext(ch byte) bool {
+// dotAtomText reports whether s is dot-atom-text (RFC 5322 section
+// 3.2.3): atext, dots between.
+func dotAtomText(s string) bool {
+	if s[0] == '.' || s[len(s)-1] == '.' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '.':
+			if s[i-1] == '.' {
+				return false
+			}
+		case !atext[s[i]]:
+			return false
+		}
+	}
+	return true
+}
+
+// atext: atext of RFC 5322 section 3.2.3.
+var atext = byteSet(func(ch byte) bool {
 	switch {
 	case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9':
 		return true
 	}
 	return strings.IndexByte("!#$%&'*+-/=?^_`{|}~", ch) >= 0
-}
+})
 
 // fastAddressList is parseAddressList(s) for the usual lists: entries
 // separated by commas, each "local@host", or "<local@host>" after a
@@ -278,8 +346,14 @@ func isAtext(ch byte) bool {
 // words, whitespace inside an address, bytes other than printable ASCII,
 // space and tab), for parseAddressList.
 func fastAddressList(s string) (out []imap.Address, ok bool) {
+	return fastAddressListAppend(nil, s)
+}
+
+// fastAddressListAppend is fastAddressList appending to out, which it
+// answers cut to its length when ok is false.
+func fastAddressListAppend(out []imap.Address, s string) (_ []imap.Address, ok bool) {
 	for i := 0; i < len(s); i++ {
-		if ch := s[i]; (ch < ' ' && ch != '\t') || ch > '~' {
+		if !headerText[s[i]] {
 			return nil, false
 		}
 	}
@@ -300,7 +374,7 @@ func fastAddressList(s string) (out []imap.Address, ok bool) {
 		if inQuote {
 			return nil, false
 		}
-		entry := strings.Trim(s[:end], " \t")
+		entry := trimSpace(s[:end])
 		if end < len(s) {
 			s = s[end+1:]
 		} else {
@@ -320,10 +394,10 @@ func fastAddressList(s string) (out []imap.Address, ok bool) {
 			switch {
 			case len(name) >= 2 && name[0] == '"' && name[len(name)-1] == '"':
 				a.Name = name[1 : len(name)-1]
-				if strings.ContainsAny(a.Name, "\"\\") {
+				if containsByte(a.Name, &quoteOrBackslash) {
 					return nil, false
 				}
-			case strings.ContainsAny(name, "()<>@,;:\\\".[]"):
+			case containsByte(name, &nameSpecials):
 				return nil, false
 			case strings.Contains(name, "  ") || strings.IndexByte(name, '\t') >= 0:
 				a.Name = strings.Join(strings.Fields(name), " ")
@@ -332,7 +406,7 @@ func fastAddressList(s string) (out []imap.Address, ok bool) {
 			}
 		}
 		at := strings.IndexByte(spec, '@')
-		if at <= 0 || at == len(spec)-1 || strings.ContainsAny(spec, " \t()<>,;:\\\"[]") || strings.IndexByte(spec[at+1:], '@') >= 0 {
+		if at <= 0 || at == len(spec)-1 || containsByte(spec, &specSpecials) || strings.IndexByte(spec[at+1:], '@') >= 0 {
 			return nil, false
 		}
 		if spec[0] == '.' {
@@ -343,3 +417,11 @@ func fastAddressList(s string) (out []imap.Address, ok bool) {
 	}
 	return out, true
 }
+
+// The bytes fastAddressList declines in a quoted display name, in a
+// display name of words, and in an address.
+var (
+	quoteOrBackslash = byteSetOf("\"\\")
+	nameSpecials     = byteSetOf("()<>@,;:\\\".[]")
+	specSpecials     = byteSetOf(" \t()<>,;:\\\"[]")
+)

@@ -49,6 +49,10 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 		}
 	}
 
+	if d := s.newDirectFetch(w, options); d != nil && !needsWholeBody(options) {
+		return s.fetchDirect(d, v, idx, seen)
+	}
+
 	if !needsBody(options) {
 		for _, i := range idx {
 			m := v.msgs[i]
@@ -78,6 +82,31 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 		// writeMessage is done with body when it returns, as it must be.
 		return writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), body, options, seen[m.UID])
 	})
+}
+
+// fetchDirect is Fetch when d writes the responses: those of the items
+// a message's record holds, and its ENVELOPE from its summary.
+func (s *session) fetchDirect(d *directFetch, v *view, idx []int, seen map[uint32]bool) error {
+	if !d.o.Envelope {
+		for _, i := range idx {
+			m := v.msgs[i]
+			if m.gone {
+				continue // RFC 2180 section 4.1.2: say nothing of it
+			}
+			if err := d.message(uint32(i+1), v.withRecent(m.Message), nil, seen[m.UID]); err != nil {
+				return err
+			}
+		}
+		return d.flush()
+	}
+	err := s.eachSummary(v, idx, "fetch", func(i int, header []byte) error {
+		m := v.msgs[i]
+		return d.message(uint32(i+1), v.withRecent(m.Message), header, seen[m.UID])
+	})
+	if ferr := d.flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // eachBody calls fn with the index in v.msgs and the body of each message

@@ -131,6 +131,8 @@ type Bolt struct {
 	changeLogKeep uint64
 	// now is Options.Now with its default.
 	now func() time.Time
+	// readAround is how bulk reads of bodies have the file read ahead.
+	readAround readAround
 }
 
 var _ Store = (*Bolt)(nil)

@@ -32,7 +32,7 @@ type bodyRef struct {
 // transaction with the folder checked once, copies them into a buffer it
 // reuses, and calls fn once the transaction is over.
 func (s *Bolt) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error {
-	return s.readChunks(ctx, "bodies", mailboxID, folderID, uids, bodiesChunkMessages, bodiesChunkBytes,
+	return s.readChunks(ctx, "bodies", mailboxID, folderID, uids, bodiesChunkMessages, bodiesChunkBytes, true,
 		func(tx *bolt.Tx) func(uid uint32, blobID int64) ([]byte, error) {
 			blobs := newSeqReader(tx.Bucket(bBlobs))
 			return func(uid uint32, blobID int64) ([]byte, error) {
@@ -53,7 +53,9 @@ func (s *Bolt) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uin
 // id; done, when not nil, runs after each chunk's transaction and before
 // fn sees the chunk, which it does outside any transaction. An error of
 // fn is answered as it is, the others as what's ("bodies", "summaries").
-func (s *Bolt) readChunks(ctx context.Context, what string, mailboxID, folderID int64, uids []uint32, maxMessages, maxBytes int,
+// A bulk read has the kernel read the file around each page it faults in
+// (readAround).
+func (s *Bolt) readChunks(ctx context.Context, what string, mailboxID, folderID int64, uids []uint32, maxMessages, maxBytes int, bulk bool,
 	open func(tx *bolt.Tx) func(uid uint32, blobID int64) ([]byte, error), done func(), fn func(uid uint32, b []byte) error) error {
 	var (
 		buf  []byte
@@ -65,6 +67,10 @@ func (s *Bolt) readChunks(ctx context.Context, what string, mailboxID, folderID 
 			var f Folder
 			if !getJSON(tx.Bucket(bFolders), id8(folderID), &f) || f.MailboxID != mailboxID {
 				return ErrFolderNotFound
+			}
+			if bulk && len(uids)-next > 1 {
+				s.readAround.begin(tx)
+				defer s.readAround.end(tx)
 			}
 			messages, value := newSeqReader(tx.Bucket(bMessages)), open(tx)
 			for ; next < len(uids) && len(refs) < maxMessages && len(buf) < maxBytes; next++ {

@@ -45,7 +45,7 @@ func (t *mailTx) deleteSummary(blobID int64) error {
 // transaction for the chunk.
 func (s *Bolt) Summaries(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, header []byte) error) error {
 	var missing map[int64][]byte // blobID -> summary made from the body
-	return s.readChunks(ctx, "summaries", mailboxID, folderID, uids, summariesChunkMessages, summariesChunkBytes,
+	return s.readChunks(ctx, "summaries", mailboxID, folderID, uids, summariesChunkMessages, summariesChunkBytes, false,
 		func(tx *bolt.Tx) func(uid uint32, blobID int64) ([]byte, error) {
 			summaries, blobs := newSeqReader(tx.Bucket(bSummaries)), tx.Bucket(bBlobs)
 			return func(uid uint32, blobID int64) ([]byte, error) {

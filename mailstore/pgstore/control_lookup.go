@@ -13,19 +13,21 @@ import (
 // The mail plane's look-ups of the control plane: by address or id,
 // whoever the owner, for the protocol servers and the queue.
 
+// sqlMailboxByEmail is MailboxByEmail's statement, made once: it runs for
+// every recipient and every login.
+var sqlMailboxByEmail = `SELECT ` + qualified("m", mailboxColumns) + `, ` + domainCols("d") + `,
+	EXISTS (SELECT 1 FROM autoreplies a WHERE a.mailbox_id = m.id)
+	FROM mailboxes m JOIN domains d ON d.id = m.domain_id
+	WHERE m.email = $1`
+
 // MailboxByEmail implements mailstore.Store.
 func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error) {
 	var m mailstore.Mailbox
 	var d mailstore.Domain
 	err := s.one(ctx, func(tx querier) error {
-		// One statement: this runs for every recipient and every login.
 		var ms mailboxScan
 		var ds domainScan
-		err := tx.QueryRow(ctx, `
-			SELECT `+qualified("m", mailboxColumns)+`, `+domainCols("d")+`,
-				EXISTS (SELECT 1 FROM autoreplies a WHERE a.mailbox_id = m.id)
-			FROM mailboxes m JOIN domains d ON d.id = m.domain_id
-			WHERE m.email = $1`, email).Scan(append(append(ms.dest(), ds.dest()...), &ms.m.HasAutoReply)...)
+		err := tx.QueryRow(ctx, sqlMailboxByEmail, email).Scan(append(append(ms.dest(), ds.dest()...), &ms.m.HasAutoReply)...)
 		if err != nil {
 			return mailboxNotFound(err)
 		}

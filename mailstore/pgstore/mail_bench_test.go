@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,9 +30,17 @@ var benchMailNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 // mailboxes, each with its default folders, made with SQL (so that the
 // mail plane can be measured and tested without the control plane).
 func mailFixture(tb testing.TB, n int) (*Store, []int64) {
+	s, ids, _ := mailFixtureURL(tb, n)
+	return s, ids
+}
+
+// mailFixtureURL is mailFixture, and the URL of its schema (for a second
+// node).
+func mailFixtureURL(tb testing.TB, n int) (*Store, []int64, string) {
 	tb.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, pgtest.URL(tb), Options{Node: "bench", MaxConns: 32})
+	u := pgtest.URL(tb)
+	s, err := Open(ctx, u, Options{Node: "bench", MaxConns: 32})
 	if err != nil {
 		tb.Fatalf("Open() = %v", err)
 	}
@@ -65,7 +78,7 @@ func mailFixture(tb testing.TB, n int) (*Store, []int64) {
 	if err != nil {
 		tb.Fatalf("fixture: %v", err)
 	}
-	return s, ids
+	return s, ids, u
 }
 
 // BenchmarkDeliver is 20 concurrent deliveries of 4 KB messages, each to
@@ -92,6 +105,153 @@ func BenchmarkDeliver(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
+
+// BenchmarkDeliverNodes is BenchmarkDeliver's load (20 concurrent callers,
+// 4 KB, 100 mailboxes) on one store handle, and split over two handles on
+// one schema (two nodes, 10 callers each), without SMTP: what a second
+// node costs the database. Besides msgs/s it reports the CPU per message
+// of the database backends of the handles' connections (db-ms/msg, read
+// from /proc: the database must run on this machine), of this process
+// (go-ms/msg), and the messages per batch (from domain_usage's updates).
+func BenchmarkDeliverNodes(b *testing.B) {
+	// One node with 10 callers has batches as small as two nodes' with 10
+	// each, without a second writer: it tells the cost of a batch from
+	// the cost of two writers at once.
+	for _, c := range []struct{ nodes, callers int }{{1, 20}, {2, 20}, {1, 10}} {
+		nodes := c.nodes
+		b.Run(fmt.Sprintf("nodes=%d/callers=%d", nodes, c.callers), func(b *testing.B) {
+			_, ids, u := mailFixtureURL(b, 100)
+			// The handles measured are opened anew with a name of their own
+			// (application_name), by which their backends are found.
+			u += "&application_name=" + benchApp
+			stores := []*Store{}
+			for i := range nodes {
+				o, err := Open(context.Background(), u, Options{Node: fmt.Sprintf("bench%d", i), MaxConns: 32})
+				if err != nil {
+					b.Fatalf("Open() = %v", err)
+				}
+				b.Cleanup(func() { o.Close() })
+				stores = append(stores, o)
+			}
+			body := bytes.Repeat([]byte{'x'}, 4096)
+			ctx := context.Background()
+			// Warm every handle's connections, so that their backends exist
+			// before the first reading of their CPU.
+			var wg sync.WaitGroup
+			for _, st := range stores {
+				for i := range 20 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						st.Deliver(ctx, mailstore.Delivery{Body: body, ReceivedAt: benchMailNow, MailboxIDs: []int64{ids[i]}})
+					}()
+				}
+			}
+			wg.Wait()
+			s := stores[0]
+			db0, go0, batches0 := backendCPU(b, s), processCPU(), domainUsageWrites(b, s)
+			b.SetBytes(int64(len(body)))
+			b.ResetTimer()
+			start := time.Now()
+			var next atomic.Int64
+			var done atomic.Int64
+			per := c.callers / nodes
+			for n := range nodes {
+				for range per {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							i := next.Add(1)
+							if i > int64(b.N) {
+								return
+							}
+							id := ids[i%int64(len(ids))]
+							if _, err := stores[n].Deliver(ctx, mailstore.Delivery{Body: body, ReceivedAt: benchMailNow, MailboxIDs: []int64{id}}); err != nil {
+								b.Error(err)
+								return
+							}
+							done.Add(1)
+						}
+					}()
+				}
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			n := float64(done.Load())
+			b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
+			b.ReportMetric((backendCPU(b, s)-db0).Seconds()*1000/n, "db-ms/msg")
+			b.ReportMetric((processCPU()-go0).Seconds()*1000/n, "go-ms/msg")
+			if w := domainUsageWrites(b, s) - batches0; w > 0 {
+				b.ReportMetric(n/float64(w), "msgs/batch")
+			}
+		})
+	}
+}
+
+// benchApp names the connections BenchmarkDeliverNodes measures.
+const benchApp = "mhbench_nodes"
+
+// backendCPU is the CPU time so far of the database backends of the
+// connections named benchApp (those still open; the benchmark's pools
+// keep theirs), from /proc.
+func backendCPU(tb testing.TB, s *Store) time.Duration {
+	tb.Helper()
+	rows, err := s.pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`, benchApp)
+	if err != nil {
+		tb.Fatalf("backends: %v", err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		tb.Fatalf("backends: %v", err)
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		total += procCPU(int(pid))
+	}
+	return total
+}
+
+// procCPU is the user and system CPU time of a process so far; zero if
+// it cannot be read (gone, or not on this machine).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces): utime
+	// and stime are the 12th and 13th, in clock ticks (100 a second).
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+// processCPU is this process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// domainUsageWrites is how many times rows of domain_usage were written:
+// a delivery batch writes its node's row of its recipients' domain once.
+func domainUsageWrites(tb testing.TB, s *Store) int64 {
+	tb.Helper()
+	// The statistics reach the view within a second of the transaction.
+	time.Sleep(1100 * time.Millisecond)
+	var n int64
+	err := s.pool.QueryRow(context.Background(), `SELECT n_tup_ins + n_tup_upd FROM pg_stat_user_tables
+		WHERE relid = 'domain_usage'::regclass`).Scan(&n)
+	if err != nil {
+		tb.Fatalf("domain_usage statistics: %v", err)
+	}
+	return n
 }
 
 // fillMessages files n messages of size bytes each, one body each,

@@ -27,8 +27,13 @@ import (
 // row per folder (its highest_modseq).
 
 // notifyDelay is how long rings gather before they are sent: short enough
-// for IDLE on another node to show new mail well within a second.
-const notifyDelay = 5 * time.Millisecond
+// for IDLE on another node to show new mail well within a second, long
+// enough that under load one NOTIFY carries several delivery batches.
+// Each NOTIFY is a transaction of its own and wakes every node's
+// listening connection; at 5 ms there was one per batch, and with two
+// nodes the notifications were a measurable part of the database's work
+// per batch (bench/README.md, "Two nodes").
+const notifyDelay = 25 * time.Millisecond
 
 // maxPayload keeps each NOTIFY under PostgreSQL's 8,000-byte limit.
 const maxPayload = 7000
