@@ -173,6 +173,7 @@ type newMessage struct {
 	blobID, size                  int64
 	received                      time.Time
 	flags                         []string
+	header                        []byte // its summary; nil: its body's
 }
 
 // sqlAddMessages files messages in their folders, and logs them. c has
@@ -180,10 +181,15 @@ type newMessage struct {
 // takes the folder's lock (held already by a writer that follows the
 // lock order) and its UIDs at once, uid_next .. uid_next+n-1, and as many
 // modseqs. r has one row per message with k, its place among its
-// folder's messages of this statement. It answers each folder's first
-// UID. sqlAddMessagesCTEs is it without its final SELECT, for
-// statements that do more (sqlDeliverWrites).
-const sqlAddMessagesCTEs = `
+// folder's messages of this statement, and its summary (010), or NULL
+// for the one its body has (Copy and Move). It answers each folder's
+// first UID. sqlAddMessagesCTEs is it without its final SELECT, for
+// statements that do more (sqlDeliverWrites); the summaries are the
+// statement's last parameter, so those statements build it from
+// sqlAddMessagesHead and sqlAddMessagesTail around their own number for
+// it (mail_deliver.go).
+const (
+	sqlAddMessagesHead = `
 WITH c AS (
 	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS c(id, n, unseen, bytes)
 ), f AS (
@@ -194,11 +200,13 @@ WITH c AS (
 	RETURNING f.id, f.uid_next - c.n AS uid0, f.highest_modseq - c.n AS mod0, f.highest_modseq AS mod1
 ), r AS (
 	SELECT * FROM unnest($5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[],
-		$10::bigint[], $11::timestamptz[], $12::text[])
-		AS r(folder_id, k, mailbox_id, domain_id, blob_id, size, received_at, flags)
+		$10::bigint[], $11::timestamptz[], $12::text[], `
+	sqlAddMessagesTail = `::bytea[])
+		AS r(folder_id, k, mailbox_id, domain_id, blob_id, size, received_at, flags, header)
 ), m AS (
-	INSERT INTO messages (folder_id, uid, mailbox_id, domain_id, blob_id, size, received_at, flags)
-	SELECT r.folder_id, f.uid0 + r.k, r.mailbox_id, r.domain_id, r.blob_id, r.size, r.received_at, ` + sqlFlags + `
+	INSERT INTO messages (folder_id, uid, mailbox_id, domain_id, blob_id, size, received_at, flags, header)
+	SELECT r.folder_id, f.uid0 + r.k, r.mailbox_id, r.domain_id, r.blob_id, r.size, r.received_at, ` + sqlFlags + `,
+		coalesce(r.header, (SELECT b.header FROM blobs b WHERE b.id = r.blob_id))
 	FROM r JOIN f ON f.id = r.folder_id
 ), l AS (
 	INSERT INTO changes (folder_id, modseq, kind, uid, blob_id, size, received_at, flags)
@@ -208,6 +216,8 @@ WITH c AS (
 	DELETE FROM changes x USING f
 	WHERE x.folder_id = f.id AND f.mod1 / $13 > f.mod0 / $13 AND x.modseq <= f.mod1 - $14
 )`
+	sqlAddMessagesCTEs = sqlAddMessagesHead + `$15` + sqlAddMessagesTail
+)
 
 const sqlAddMessages = sqlAddMessagesCTEs + `
 SELECT id, uid0 FROM f`
@@ -220,6 +230,7 @@ type addBatch struct {
 	rDomain, rBlob, rSize    []int64
 	rReceived                []time.Time
 	rFlags                   []string
+	rHeader                  [][]byte
 	msgs                     []newMessage
 }
 
@@ -250,10 +261,13 @@ func (b *addBatch) add(m newMessage) (k int64) {
 	b.rSize = append(b.rSize, m.size)
 	b.rReceived = append(b.rReceived, m.received)
 	b.rFlags = append(b.rFlags, flagsJSON(m.flags))
+	b.rHeader = append(b.rHeader, m.header)
 	b.msgs = append(b.msgs, m)
 	return k
 }
 
+// args are the arguments of sqlAddMessagesCTEs but the last, the
+// summaries (headers), which statements that do more pass last.
 func (b *addBatch) args() []any {
 	return []any{b.cID, b.cN, b.cUnseen, b.cBytes, b.rFolder, b.rK, b.rMailbox, b.rDomain,
 		b.rBlob, b.rSize, b.rReceived, b.rFlags, int64(pruneEvery), int64(changeLogKeep)}
@@ -265,7 +279,7 @@ func addMessages(ctx context.Context, tx pgx.Tx, b *addBatch) ([]mailstore.Messa
 	if len(b.msgs) == 0 {
 		return []mailstore.Message{}, nil
 	}
-	rows, err := tx.Query(ctx, sqlAddMessages, b.args()...)
+	rows, err := tx.Query(ctx, sqlAddMessages, append(b.args(), b.rHeader)...)
 	if err != nil {
 		return nil, fmt.Errorf("add messages: %w", err)
 	}

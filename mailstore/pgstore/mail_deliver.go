@@ -358,9 +358,10 @@ type inbox struct{ folder, domain int64 }
 // (sqlAddMessagesCTEs, $1-$14), then the bodies ($15-$18), the
 // mailboxes' counters ($19-$21), the node's shard ($25) of its domains'
 // counters ($22-$24) and of their transfer ($26-$29), and the quota_full
-// marks the deliveries rearm ($30). The messages' references to the new
+// marks the deliveries rearm ($30); the messages' summaries are last
+// ($31, 010). The messages' references to the new
 // bodies are checked at the end of the statement, once all are in.
-const sqlDeliverWrites = sqlAddMessagesCTEs + `, bodies AS (
+const sqlDeliverWrites = sqlAddMessagesHead + `$31` + sqlAddMessagesTail + `, bodies AS (
 	INSERT INTO blobs (id, refs, body, header)
 	SELECT * FROM unnest($15::bigint[], $16::bigint[], $17::bytea[], $18::bytea[])
 ), mbu AS (
@@ -755,7 +756,7 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 			if j, ok := junks[id]; ok && slices.Contains(c.junk, id) {
 				in = j
 			}
-			add.add(newMessage{folderID: in.folder, mailboxID: id, domainID: in.domain, blobID: blob, size: c.size, received: c.received})
+			add.add(newMessage{folderID: in.folder, mailboxID: id, domainID: in.domain, blobID: blob, size: c.size, received: c.received, header: c.summary})
 			mbUse.add(id, 1, c.size)
 			domUse.add(in.domain, 1, c.size)
 			if m := mbInfo[id]; m != nil {
@@ -823,7 +824,7 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 	mIDs, mMsgs, mBytes := mbUse.arrays()
 	dIDs, dMsgs, dBytes := domUse.arrays()
 	args := append(add.args(), bIDs, bRefs, bBodies, bHeaders, mIDs, mMsgs, mBytes,
-		dIDs, dMsgs, dBytes, shard, td, tm, ti, to, rearm)
+		dIDs, dMsgs, dBytes, shard, td, tm, ti, to, rearm, add.rHeader)
 	b.Queue(sqlDeliverWrites, args...)
 	if len(qRows.id) > 0 {
 		b.Queue(`INSERT INTO queue (id, kind, domain_id, from_addr, destination, recipients, blob_id, size, queued_at, next_attempt, held)

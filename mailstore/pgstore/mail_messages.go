@@ -85,29 +85,21 @@ func (s *Store) Body(ctx context.Context, mailboxID, folderID int64, uid uint32)
 }
 
 // Bounds on one query of Bodies: 64 bodies make the statement's cost
-// small per message; 4 MiB bounds a chunk. A session holds at most two
-// chunks (the one fn reads and the next, read meanwhile), each plus at
-// most one message beyond the bound.
+// small per message; 4 MiB bounds a chunk. A session holds at most
+// bodiesAhead+1 chunks (the one fn reads and those read meanwhile), each
+// plus at most one message beyond the bound. One chunk ahead: more
+// would take a session more connections and more of the database's CPU
+// at once, where several sessions already share it.
 const (
 	bodiesChunkMessages = 64
 	bodiesChunkBytes    = 4 << 20
+	bodiesAhead         = 1
 )
 
-// bodiesChunk is one query's worth of Bodies: its UIDs in the order
-// asked, and their bodies in buf.
-type bodiesChunk struct {
-	uids  []int64
-	buf   []byte
-	spans map[int64][2]int // uid -> its body's start and end in buf
-	err   error
-}
-
-// Bodies implements mailstore.Store. A first query reads the sizes of the
-// messages asked for (and checks the folder); the bodies then come in
-// chunks bounded by count and bytes, each one statement (one snapshot).
-// The next chunk is read while fn consumes one, so that the database and
-// the client's writes overlap; the two chunks' buffers are reused in
-// turn. fn runs outside any transaction.
+// Bodies implements mailstore.Store. A first query reads the sizes and
+// body ids of the messages asked for (and checks the folder); the bodies
+// then come in chunks bounded by count and bytes (readAhead), from the
+// node's cache (bodyCache) or the database.
 func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error {
 	if len(uids) == 0 {
 		return nil
@@ -131,19 +123,29 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 	for _, u := range uids {
 		want = append(want, int64(u))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT m.uid, m.size FROM folders f
-		LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = ANY($3)
-		WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, want)
+	var rows pgx.Rows
+	var err error
+	lo, hi, ranged := uidRange(want, 2)
+	if ranged {
+		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.size, m.blob_id FROM folders f
+			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid BETWEEN $3 AND $4
+			WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, lo, hi)
+	} else {
+		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.size, m.blob_id FROM folders f
+			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = ANY($3)
+			WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, want)
+	}
 	if err != nil {
 		return wrap(err)
 	}
-	sizes := map[uint32]int64{}
+	type stored struct{ size, blob int64 }
+	msgs := make(map[uint32]stored, len(uids))
 	folder := false
-	var uid, size *int64
-	if _, err := pgx.ForEachRow(rows, []any{&uid, &size}, func() error {
+	var uid, size, blob *int64
+	if _, err := pgx.ForEachRow(rows, []any{&uid, &size, &blob}, func() error {
 		folder = true
 		if uid != nil {
-			sizes[uint32(*uid)] = *size
+			msgs[uint32(*uid)] = stored{*size, *blob}
 		}
 		return nil
 	}); err != nil {
@@ -152,99 +154,70 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 	if !folder {
 		return wrap(mailstore.ErrFolderNotFound)
 	}
-
-	// The reader fills chunks from free and hands them over on full; at
-	// most two exist. Cancelling rctx (on return) stops it.
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	free := make(chan *bodiesChunk, 2)
-	full := make(chan *bodiesChunk, 1)
-	free <- &bodiesChunk{spans: map[int64][2]int{}}
-	free <- &bodiesChunk{spans: map[int64][2]int{}}
-	go func() {
-		defer close(full)
-		for next := 0; next < len(uids); {
-			var c *bodiesChunk
-			select {
-			case c = <-free:
-			case <-rctx.Done():
-				return
-			}
-			c.uids, c.buf, c.err = c.uids[:0], c.buf[:0], nil
-			clear(c.spans)
-			var bytes int64
-			for ; next < len(uids) && len(c.uids) < bodiesChunkMessages && bytes < bodiesChunkBytes; next++ {
-				if n, ok := sizes[uids[next]]; ok {
-					c.uids = append(c.uids, int64(uids[next]))
-					bytes += n
-				}
-			}
-			if len(c.uids) == 0 {
-				return
-			}
-			c.err = s.readChunk(rctx, folderID, c)
-			full <- c // buffered, and the consumer drains until closed
-			if c.err != nil {
-				return
+	cut := func(rest []uint32, c *readChunk) int {
+		var bytes int64
+		n := 0
+		for ; n < len(rest) && len(c.uids) < bodiesChunkMessages && bytes < bodiesChunkBytes; n++ {
+			// A UID not read above is not in the folder: left out (and
+			// so are those a range read beyond the ones asked).
+			if m, ok := msgs[rest[n]]; ok {
+				c.uids = append(c.uids, int64(rest[n]))
+				bytes += m.size
 			}
 		}
-	}()
-	var fnErr error
-	for c := range full {
-		if fnErr != nil {
-			continue // draining, so that the reader can end
-		}
-		if c.err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return wrap(c.err)
-		}
-		for _, uid := range c.uids {
-			sp, ok := c.spans[uid]
-			if !ok {
-				continue // expunged meanwhile: skipped
-			}
-			// The full slice expression keeps fn from appending into the
-			// next body.
-			if err := fn(uint32(uid), c.buf[sp[0]:sp[1]:sp[1]]); err != nil {
-				fnErr = err
-				cancel()
-				break
-			}
-		}
-		free <- c
+		return n
 	}
-	if fnErr != nil {
-		return fnErr
-	}
-	return ctx.Err()
+	return readAhead(ctx, uids, bodiesAhead, cut, func(ctx context.Context, c *readChunk) error {
+		// The bodies this node keeps (bodyCache) are not read again.
+		var read []int64
+		for _, u := range c.uids {
+			if body, ok := s.bodies.get(msgs[uint32(u)].blob); ok {
+				c.put(u, body)
+			} else {
+				read = append(read, u)
+			}
+		}
+		if len(read) == 0 {
+			return nil
+		}
+		return s.readBodies(ctx, folderID, read, c)
+	}, wrap, fn)
 }
 
-// readChunk reads the bodies of c.uids into c. The folder's ownership was
-// checked by Bodies (folder ids are never reused). Each UID is one descent
-// of the messages key: a join with unnest here let the planner scan the
-// whole folder for every chunk, which made a FETCH quadratic in the
-// folder's size.
-func (s *Store) readChunk(ctx context.Context, folderID int64, c *bodiesChunk) error {
-	rows, err := s.pool.Query(ctx, `SELECT m.uid, b.body FROM messages m JOIN blobs b ON b.id = m.blob_id
-		WHERE m.folder_id = $1 AND m.uid = ANY($2::bigint[])`, folderID, c.uids)
+// readBodies reads the bodies of uids (of c's) into c, and keeps them
+// (bodyCache). The folder's ownership was checked by Bodies (folder ids
+// are never reused). Consecutive UIDs are one range of the messages
+// key; any others, one descent of it per UID (a join with unnest here
+// let the planner scan the whole folder for every chunk, which made a
+// FETCH quadratic in the folder's size). Bodies are the bulk of the
+// work, so a range here reads no row that is not asked for.
+func (s *Store) readBodies(ctx context.Context, folderID int64, uids []int64, c *readChunk) error {
+	var rows pgx.Rows
+	var err error
+	if lo, hi, ok := uidRange(uids, 1); ok {
+		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.blob_id, b.body FROM messages m JOIN blobs b ON b.id = m.blob_id
+			WHERE m.folder_id = $1 AND m.uid BETWEEN $2 AND $3`, folderID, lo, hi)
+	} else {
+		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.blob_id, b.body FROM messages m JOIN blobs b ON b.id = m.blob_id
+			WHERE m.folder_id = $1 AND m.uid = ANY($2::bigint[])`, folderID, uids)
+	}
 	if err != nil {
 		return err
 	}
-	var uid int64
+	var uid, blob int64
 	var body pgtype.DriverBytes // the driver's memory, copied at once
-	if _, err := pgx.ForEachRow(rows, []any{&uid, &body}, func() error {
-		start := len(c.buf)
-		c.buf = append(c.buf, body...)
-		c.spans[uid] = [2]int{start, len(c.buf)}
+	found := 0
+	if _, err := pgx.ForEachRow(rows, []any{&uid, &blob, &body}, func() error {
+		found++
+		c.put(uid, body)
+		s.bodies.put(blob, body)
 		return nil
 	}); err != nil {
 		return err
 	}
-	if len(c.spans) == 0 {
-		// None of the chunk is left: expunged, or the folder deleted
-		// (its messages go with it, at once).
+	if found == 0 {
+		// None of them is left: expunged, or the folder deleted (its
+		// messages go with it, at once).
 		var ok bool
 		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM folders WHERE id = $1)`, folderID).Scan(&ok); err != nil {
 			return err
@@ -283,7 +256,7 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 		}
 		var add addBatch
 		add.add(newMessage{folderID: folderID, mailboxID: mailboxID, domainID: fs[folderID].domainID,
-			blobID: blob, size: size, received: utc(receivedAt), flags: flags})
+			blobID: blob, size: size, received: utc(receivedAt), flags: flags, header: summary})
 		msgs, err := addMessages(ctx, tx, &add)
 		if err != nil {
 			return err

@@ -13,103 +13,140 @@ import (
 
 // summariesChunkMessages bounds the messages of one Summaries query:
 // summaries are a few hundred bytes, so a chunk holds well under a MiB.
-const summariesChunkMessages = 1000
+// One chunk is read ahead: a chunk costs the database less than the
+// session's work on it (ENVELOPE, a SEARCH's match), so more would not
+// be waited for.
+const (
+	summariesChunkMessages = 1000
+	summariesAhead         = 1
+)
 
-// Summaries implements mailstore.Mail: one query per chunk of uids for
-// the summaries stored beside the bodies (blobs.header, 008). A body
-// stored without one (before 008, or by an older binary) is read through
-// Bodies, its summary made and stored for the next call.
+// Summaries implements mailstore.Mail: the summaries stored in the
+// messages' rows (messages.header, 010), in chunks read one ahead of fn
+// (readAhead), each one statement that checks the folder too. A message
+// stored without one (before 010, or by an older binary) has its body's
+// (blobs.header, 008), which the chunk's reader then copies into its
+// row; a body stored without one either (before 008) is read through
+// Bodies, its summary made and stored in both.
 func (s *Store) Summaries(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, header []byte) error) error {
+	if len(uids) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	wrap := func(err error) error { return fmt.Errorf("summaries of folder %d: %w", folderID, err) }
+	cut := func(rest []uint32, c *readChunk) int {
+		n := min(len(rest), summariesChunkMessages)
+		for _, u := range rest[:n] {
+			c.uids = append(c.uids, int64(u))
+		}
+		return n
+	}
+	return readAhead(ctx, uids, summariesAhead, cut, func(ctx context.Context, c *readChunk) error {
+		return s.readSummaries(ctx, mailboxID, folderID, c)
+	}, wrap, fn)
+}
+
+// readSummaries reads the summaries of c.uids into c: by one range of
+// the messages key when the chunk is ascending and dense (uidRange; the
+// rows between that were not asked for are dropped), else by a descent
+// per UID. The body's summary is read only for a row without its own.
+func (s *Store) readSummaries(ctx context.Context, mailboxID, folderID int64, c *readChunk) error {
+	const columns = `SELECT m.uid, m.blob_id, m.header IS NULL,
+		coalesce(m.header, (SELECT b.header FROM blobs b WHERE b.id = m.blob_id)) FROM messages m`
+	const folder = ` AND EXISTS (SELECT 1 FROM folders f WHERE f.id = $1 AND f.mailbox_id = $2)`
+	var rows pgx.Rows
+	var err error
+	lo, hi, ranged := uidRange(c.uids, 2)
+	if ranged {
+		rows, err = s.pool.Query(ctx, columns+` WHERE m.folder_id = $1 AND m.uid BETWEEN $3 AND $4`+folder,
+			folderID, mailboxID, lo, hi)
+	} else {
+		rows, err = s.pool.Query(ctx, columns+` WHERE m.folder_id = $1 AND m.uid = ANY($3::bigint[])`+folder,
+			folderID, mailboxID, c.uids)
+	}
+	if err != nil {
+		return err
+	}
 	var (
-		buf     []byte
-		chunk   []int64
-		missing []uint32
-		blobOf  map[uint32]int64
+		uid, blob int64
+		lacks     bool               // the row has no summary of its own
+		header    pgtype.DriverBytes // the driver's memory, copied at once
+		missing   []uint32           // neither the row nor the body has one
+		blobOf    map[uint32]int64
+		fillUIDs  []int64 // rows to give their body's summary
+		fillHdrs  [][]byte
+		seen      bool
 	)
-	for next := 0; next < len(uids); {
-		if err := ctx.Err(); err != nil {
+	if _, err := pgx.ForEachRow(rows, []any{&uid, &blob, &lacks, &header}, func() error {
+		seen = true
+		if !c.want(uid, ranged) {
+			return nil
+		}
+		switch {
+		case header == nil:
+			if blobOf == nil {
+				blobOf = map[uint32]int64{}
+			}
+			if _, ok := blobOf[uint32(uid)]; !ok {
+				missing = append(missing, uint32(uid))
+				blobOf[uint32(uid)] = blob
+			}
+			return nil
+		case lacks:
+			fillUIDs = append(fillUIDs, uid)
+			fillHdrs = append(fillHdrs, slices.Clone([]byte(header)))
+		}
+		c.put(uid, header)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if !seen {
+		// No row in the range: expunged, or not the account's folder.
+		var ok bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM folders WHERE id = $1 AND mailbox_id = $2)`,
+			folderID, mailboxID).Scan(&ok); err != nil {
 			return err
 		}
-		chunk = chunk[:0]
-		for _, u := range uids[next:min(next+summariesChunkMessages, len(uids))] {
-			chunk = append(chunk, int64(u))
+		if !ok {
+			return mailstore.ErrFolderNotFound
 		}
-		next += len(chunk)
-		buf, missing, blobOf = buf[:0], missing[:0], nil
-		// Each UID is one descent of the messages key (a join with
-		// unnest let the planner read the whole folder for every chunk);
-		// the rows come in key order and are put back in the chunk's.
-		rows, err := s.pool.Query(ctx, `SELECT m.uid, m.blob_id, b.header FROM messages m JOIN blobs b ON b.id = m.blob_id
-			WHERE m.folder_id = $1 AND m.uid = ANY($2::bigint[])
-			AND EXISTS (SELECT 1 FROM folders f WHERE f.id = $1 AND f.mailbox_id = $3)`, folderID, chunk, mailboxID)
+		return nil
+	}
+	if len(missing) > 0 {
+		made, err := s.makeSummaries(ctx, mailboxID, folderID, missing, blobOf)
 		if err != nil {
-			return wrap(err)
+			return err
 		}
-		var (
-			uid    int64
-			blob   int64
-			header pgtype.DriverBytes // the driver's memory, copied at once
-			spans  = make(map[int64][2]int, len(chunk))
-		)
-		if _, err := pgx.ForEachRow(rows, []any{&uid, &blob, &header}, func() error {
-			if header == nil {
-				spans[uid] = [2]int{-1, -1} // made below
-				if blobOf == nil {
-					blobOf = map[uint32]int64{}
-				}
-				if _, ok := blobOf[uint32(uid)]; !ok {
-					missing = append(missing, uint32(uid))
-					blobOf[uint32(uid)] = blob
-				}
-				return nil
-			}
-			start := len(buf)
-			buf = append(buf, header...)
-			spans[uid] = [2]int{start, len(buf)}
-			return nil
-		}); err != nil {
-			return wrap(err)
-		}
-		if len(spans) == 0 {
-			// None of the chunk: expunged, or not the account's folder.
-			var ok bool
-			if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM folders WHERE id = $1 AND mailbox_id = $2)`,
-				folderID, mailboxID).Scan(&ok); err != nil {
-				return wrap(err)
-			}
-			if !ok {
-				return wrap(mailstore.ErrFolderNotFound)
-			}
-		}
-		var made map[uint32][]byte
-		if len(missing) > 0 {
-			if made, err = s.makeSummaries(ctx, mailboxID, folderID, missing, blobOf); err != nil {
-				return err
-			}
-		}
-		for _, u := range chunk {
-			uid := uint32(u)
-			sp, ok := spans[u]
-			switch {
-			case !ok:
-				// Not in the folder: skipped.
-			case sp[0] < 0:
-				if h, ok := made[uid]; ok {
-					if err := fn(uid, h); err != nil {
-						return err
-					}
-				}
-			default:
-				// The full slice expression keeps fn from appending into
-				// the next summary.
-				if err := fn(uid, buf[sp[0]:sp[1]:sp[1]]); err != nil {
-					return err
-				}
+		for _, u := range missing {
+			if h, ok := made[u]; ok {
+				c.put(int64(u), h)
+				fillUIDs = append(fillUIDs, int64(u))
+				fillHdrs = append(fillHdrs, h)
 			}
 		}
 	}
+	if len(fillUIDs) > 0 {
+		c.after = func(ctx context.Context) { s.fillMessageSummaries(ctx, folderID, fillUIDs, fillHdrs) }
+	}
 	return nil
+}
+
+// fillMessageSummaries copies summaries into the rows of messages stored
+// without one (uids, and their summaries in headers). It is a cache
+// fill: Summaries answers the same without it, so its failure is not
+// one. Rows another transaction holds (a flag change, an expunge) are
+// skipped rather than waited for, so that this write neither waits nor
+// deadlocks; a later call fills them.
+func (s *Store) fillMessageSummaries(ctx context.Context, folderID int64, uids []int64, headers [][]byte) {
+	_, _ = s.pool.Exec(ctx, `WITH l AS (SELECT m.uid FROM messages m
+			WHERE m.folder_id = $1 AND m.uid = ANY($2::bigint[]) AND m.header IS NULL
+			ORDER BY m.uid FOR NO KEY UPDATE SKIP LOCKED)
+		UPDATE messages m SET header = d.header
+		FROM unnest($2::bigint[], $3::bytea[]) AS d(uid, header) JOIN l ON l.uid = d.uid
+		WHERE m.folder_id = $1 AND m.uid = l.uid`, folderID, uids, headers)
 }
 
 // makeSummaries makes the summaries of messages whose body has none from

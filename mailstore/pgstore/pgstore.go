@@ -58,6 +58,10 @@ type Options struct {
 	// small machine shared with the database, 2 cost the database more
 	// CPU per message than they saved (bench/README.md).
 	DeliverDepth int
+	// BodyCacheBytes bounds the bodies this node keeps after reading
+	// them (body_cache.go), for the next FETCH or SEARCH BODY of many;
+	// zero means 64 MiB, less than zero none.
+	BodyCacheBytes int64
 }
 
 // Store is the PostgreSQL implementation of mailstore.Store.
@@ -80,6 +84,8 @@ type Store struct {
 	// blobIDPool holds ids taken ahead from the bodies' sequence for
 	// deliveries, so that most batches need no statement for them.
 	blobIDPool idPool
+	// bodies keeps the bodies Bodies read last.
+	bodies *bodyCache
 }
 
 var _ mailstore.Store = (*Store)(nil)
@@ -118,6 +124,12 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 	}
 	s := &Store{pool: pool, node: node, shard: shardOf(node), now: opt.Now}
 	s.deliveries.depth = min(max(opt.DeliverDepth, 1), maxDeliverDepth)
+	switch {
+	case opt.BodyCacheBytes == 0:
+		s.bodies = newBodyCache(defaultBodyCacheBytes)
+	default:
+		s.bodies = newBodyCache(opt.BodyCacheBytes) // none if negative
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -1,0 +1,86 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// TestBodyCache: the cache keeps at most its bytes, drops the least
+// recently used first, keeps copies, and skips a body over an eighth of
+// it; a cache of 0 bytes keeps nothing.
+func TestBodyCache(t *testing.T) {
+	c := newBodyCache(800)
+	body := func(b byte) []byte { return bytes.Repeat([]byte{b}, 100) }
+	for id := int64(1); id <= 8; id++ {
+		c.put(id, body(byte('a'+id)))
+	}
+	if _, ok := c.get(1); !ok { // 1 is now the most recent
+		t.Fatal("get(1) after 8 puts of 100 bytes in 800: not kept")
+	}
+	c.put(9, body('z'))
+	if _, ok := c.get(2); ok {
+		t.Error("get(2): kept, want dropped as the least recently used")
+	}
+	if b, ok := c.get(1); !ok || !bytes.Equal(b, body('b')) {
+		t.Errorf("get(1) = %q, %v; want its body, true", b, ok)
+	}
+	if c.bytes > c.max {
+		t.Errorf("cache holds %d bytes, more than its %d", c.bytes, c.max)
+	}
+	src := body('q')
+	c.put(10, src)
+	src[0] = 'X'
+	if b, _ := c.get(10); b[0] != 'q' {
+		t.Error("a body kept shares the caller's memory")
+	}
+	c.put(11, bytes.Repeat([]byte{'l'}, 101))
+	if _, ok := c.get(11); ok {
+		t.Error("a body over an eighth of the cache was kept")
+	}
+	none := newBodyCache(-1)
+	none.put(1, body('a'))
+	if _, ok := none.get(1); ok {
+		t.Error("a cache of no bytes kept a body")
+	}
+}
+
+// TestBodiesCached: Bodies answers a body it has read from the node's
+// cache the next time (here seen by the database's copy changed behind
+// it, which no writer does), and from the database without a cache.
+func TestBodiesCached(t *testing.T) {
+	s, ids := mailFixture(t, 1)
+	ctx := context.Background()
+	for _, body := range []string{"Subject: one\r\n\r\n1", "Subject: two\r\n\r\n2"} {
+		if _, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte(body), ReceivedAt: benchMailNow, MailboxIDs: ids}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inbox, err := s.Folder(ctx, ids[0], "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() (got []string) {
+		t.Helper()
+		if err := s.Bodies(ctx, ids[0], inbox.ID, []uint32{1, 2}, func(_ uint32, b []byte) error {
+			got = append(got, string(b))
+			return nil
+		}); err != nil {
+			t.Fatalf("Bodies = %v", err)
+		}
+		return got
+	}
+	first := read()
+	if _, err := s.pool.Exec(ctx, `UPDATE blobs SET body = 'changed'`); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); len(got) != 2 || got[0] != first[0] || got[1] != first[1] {
+		t.Errorf("Bodies again = %q, want %q from the cache", got, first)
+	}
+	s.bodies = newBodyCache(-1)
+	if got := read(); len(got) != 2 || got[0] != "changed" {
+		t.Errorf("Bodies without a cache = %q, want the database's", got)
+	}
+}

@@ -1,0 +1,14 @@
+-- 010: each message's summary (mailstore.HeaderSummary) in its own row,
+-- beside the body's (blobs.header, 008), so that a folder's listing and
+-- a SEARCH of header fields read one range of the messages key and no
+-- other table: a join to blobs was a descent of its key and a heap page
+-- per message, most of such a read's time in the database.
+--
+-- Rolling upgrade: older binaries keep working (min_compatible stays 1).
+-- They name their columns, so they neither read this one nor write it:
+-- a message they store has it NULL, and so has every message stored
+-- before this migration (no backfill here: one UPDATE of every message
+-- would hold their locks for as long as it runs). Summaries reads
+-- blobs.header for those and fills this column in as it goes. Copy and
+-- Move write the summary the body has.
+ALTER TABLE messages ADD COLUMN header bytea;
