@@ -8,9 +8,10 @@
 #
 # and for each: SMTP delivery of N messages of SIZE bytes over C sessions
 # to M mailboxes (stored and synced before each 250), then one IMAP
-# FETCH 1:* BODY.PEEK[] of a mailbox holding FETCHN messages. With
-# PostgreSQL it also reads the database's CPU (the postmaster's process
-# tree) and the WAL written per delivered message.
+# FETCH 1:* BODY.PEEK[] of a mailbox holding FETCHN messages. Per
+# delivery it prints the nodes' CPU per message and, with PostgreSQL, the
+# database's (the postmaster's process tree), the messages per delivery
+# batch and the WAL written per message.
 #
 #   bench/postgres.sh          # REPS=3 N=10000 SIZE=4096 C=20 M=100 FETCHN=10000 OUT=dir ONLY="bbolt pg pg2" DBCPU=0
 #
