@@ -279,20 +279,21 @@ func addMessages(ctx context.Context, tx pgx.Tx, b *addBatch) ([]mailstore.Messa
 	if len(b.msgs) == 0 {
 		return []mailstore.Message{}, nil
 	}
-	rows, err := tx.Query(ctx, sqlAddMessages, append(b.args(), b.rHeader)...)
-	if err != nil {
-		return nil, fmt.Errorf("add messages: %w", err)
-	}
+	// With the delivery batch's plan settings (sqlBatchSettings) in the
+	// same round trip: the statement's pruning of the change log must not
+	// be a scan of every folder's log, whenever its plan was made.
 	first := map[int64]int64{}
-	for rows.Next() {
+	batch := &pgx.Batch{}
+	batch.Queue(sqlBatchSettings)
+	batch.Queue(sqlAddMessages, append(b.args(), b.rHeader)...).Query(func(rows pgx.Rows) error {
 		var id, uid0 int64
-		if err := rows.Scan(&id, &uid0); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		first[id] = uid0
-	}
-	if err := rows.Err(); err != nil {
+		_, err := pgx.ForEachRow(rows, []any{&id, &uid0}, func() error {
+			first[id] = uid0
+			return nil
+		})
+		return err
+	})
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, fmt.Errorf("add messages: %w", err)
 	}
 	out := make([]mailstore.Message, len(b.msgs))

@@ -384,7 +384,8 @@ const sqlDeliverWrites = sqlAddMessagesHead + `$31` + sqlAddMessagesTail + `, bo
 SELECT 1`
 
 // sqlBatchSettings sets how a delivery batch's statements are planned,
-// for its transaction only:
+// for its transaction only (and those of the other writers of messages,
+// addMessages):
 //   - generic plans: PostgreSQL kept planning the first round trip's
 //     statement anew for every batch (custom plans, which it judged
 //     cheaper), and its planning cost more than twice its run: 0.47
