@@ -398,33 +398,36 @@ SELECT 1`
 //     one was due for pruning.
 const sqlBatchSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
 
-// sqlDomainFigures reads what a batch's events are decided on: the row of
-// each recipient's domain ($1: the recipients) and of each domain a cap is
-// decided for ($2), with its figures of the batch's months ($3), a row per
-// month (one row of NULLs for a domain without figures). The same query is
-// in sqlLockSkipping. One list of ids, so that the domains are read by
-// their key: "IN (subquery) OR id = ANY" could only be a scan of them all.
-const sqlDomainFigures = `SELECT d.id, d.partner_id, d.name, d.transfer_monthly_mb, t.month, t.in_bytes, t.out_bytes
+// domainFigures is the query of what a batch's events are decided on,
+// with its three arguments named: the row of each recipient's domain
+// (rcpts: the recipients) and of each domain a cap is decided for (doms),
+// with its figures of the batch's months (months), a row per month (one
+// row of NULLs for a domain without figures). One list of ids, so that
+// the domains are read by their key: "IN (subquery) OR id = ANY" could
+// only be a scan of them all.
+func domainFigures(rcpts, doms, months string) string {
+	return `SELECT d.id, d.partner_id, d.name, d.transfer_monthly_mb, t.month, t.in_bytes, t.out_bytes
 	FROM domains d LEFT JOIN LATERAL (
 		SELECT t.month, sum(t.in_bytes)::bigint AS in_bytes, sum(t.out_bytes)::bigint AS out_bytes
-		FROM transfer t WHERE t.domain_id = d.id AND t.month = ANY($3::text[]) GROUP BY t.month) t ON true
-	WHERE d.id = ANY(ARRAY(SELECT domain_id FROM mailboxes WHERE id = ANY($1)) || $2::bigint[])`
+		FROM transfer t WHERE t.domain_id = d.id AND t.month = ANY(` + months + `::text[]) GROUP BY t.month) t ON true
+	WHERE d.id = ANY(ARRAY(SELECT domain_id FROM mailboxes WHERE id = ANY(` + rcpts + `)) || ` + doms + `::bigint[])`
+}
+
+// sqlDomainFigures is domainFigures alone, for a batch whose recipients
+// all wait.
+var sqlDomainFigures = domainFigures("$1", "$2", "$3")
 
 // sqlLockSkipping takes the INBOX and mailbox rows of the recipients $1,
-// skipping those another transaction holds, and reads sqlDomainFigures
+// skipping those another transaction holds, and reads domainFigures
 // ($2-$4) in the same statement: rows of kind 0 are recipients, of kind 1
 // domains, in the columns both share.
-const sqlLockSkipping = `WITH r AS (
+var sqlLockSkipping = `WITH r AS (
 	SELECT f.id AS fid, f.mailbox_id, m.domain_id, m.partner_id, m.email, m.quota_mb, m.used_bytes
 	FROM folders f JOIN mailboxes m ON m.id = f.mailbox_id
 	WHERE f.mailbox_id = ANY($1) AND f.name = 'INBOX'
 	FOR NO KEY UPDATE OF f, m SKIP LOCKED
 ), d AS (
-	SELECT d.id, d.partner_id, d.name, d.transfer_monthly_mb, t.month, t.in_bytes, t.out_bytes
-	FROM domains d LEFT JOIN LATERAL (
-		SELECT t.month, sum(t.in_bytes)::bigint AS in_bytes, sum(t.out_bytes)::bigint AS out_bytes
-		FROM transfer t WHERE t.domain_id = d.id AND t.month = ANY($4::text[]) GROUP BY t.month) t ON true
-	WHERE d.id = ANY(ARRAY(SELECT domain_id FROM mailboxes WHERE id = ANY($2)) || $3::bigint[])
+	` + domainFigures("$2", "$3", "$4") + `
 )
 SELECT 0, r.fid, r.mailbox_id, r.domain_id, r.partner_id, r.email, r.quota_mb, r.used_bytes,
 	NULL::text, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint FROM r
