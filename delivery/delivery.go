@@ -151,6 +151,29 @@ type Config struct {
 type Agent struct {
 	cfg Config
 	now func() time.Time
+	// dir is where recipients are resolved: cfg.Store, or its cached
+	// look-ups when it has them (RecipientStore).
+	dir policy.Directory
+}
+
+// RecipientStore is a Store whose node may answer the look-ups of
+// recipients from a cache of its own, as pgstore does so that an RCPT
+// does not cost a round trip to a shared database. Only the decisions on
+// recipients (Resolve, and with it the quota at RCPT) read through it;
+// the sender's own account at submission is read afresh.
+type RecipientStore interface {
+	RecipientByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error)
+}
+
+// recipientDirectory is a Directory whose MailboxByEmail is a
+// RecipientStore's cached one.
+type recipientDirectory struct {
+	policy.Directory
+	r RecipientStore
+}
+
+func (d recipientDirectory) MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error) {
+	return d.r.RecipientByEmail(ctx, email)
 }
 
 // New makes an Agent from cfg; nothing can fail.
@@ -161,7 +184,10 @@ func New(cfg Config) *Agent {
 	if cfg.SpamDefault == "" {
 		cfg.SpamDefault = mailstore.SpamFilterJunk
 	}
-	a := &Agent{cfg: cfg, now: cfg.Now}
+	a := &Agent{cfg: cfg, now: cfg.Now, dir: cfg.Store}
+	if r, ok := cfg.Store.(RecipientStore); ok {
+		a.dir = recipientDirectory{cfg.Store, r}
+	}
 	if a.now == nil {
 		a.now = time.Now
 	}

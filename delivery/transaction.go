@@ -120,7 +120,7 @@ func (t *Transaction) accept(ctx context.Context, addr, raw string, partner int6
 	if addr == Postmaster {
 		return t.postmaster(ctx, addr)
 	}
-	res, err := policy.Resolve(ctx, t.a.cfg.Store, addr, partner)
+	res, err := policy.Resolve(ctx, t.a.dir, addr, partner)
 	if errors.Is(err, policy.ErrUnknownUser) && strings.HasPrefix(addr, Postmaster+"@") && addr != t.a.cfg.Postmaster {
 		// A hosted domain without a postmaster of its own: RFC 5321
 		// section 4.5.1 has every domain the server takes mail for
@@ -190,7 +190,7 @@ func (t *Transaction) postmaster(ctx context.Context, addr string) (plan, error)
 	if to == "" {
 		return plan{}, fmt.Errorf("%s: no postmaster configured: %w", addr, ErrUnknownRecipient)
 	}
-	_, err := policy.Resolve(ctx, t.a.cfg.Store, to, 0)
+	_, err := policy.Resolve(ctx, t.a.dir, to, 0)
 	if errors.Is(err, policy.ErrNotHosted) {
 		if t.mode == Submission {
 			return plan{relays: []queued{{mailstore.KindSubmission, t.domain.ID, t.from, to}}}, nil

@@ -120,7 +120,20 @@ func BenchmarkDeliverNodes(b *testing.B) {
 	// the cost of two writers at once.
 	// One node with two batches in flight (DeliverDepth 2) has two
 	// writers at once without a second handle.
-	for _, c := range []struct{ nodes, callers, depth int }{{1, 20, 1}, {2, 20, 1}, {1, 10, 1}, {1, 20, 2}} {
+	// MAILHOST_BENCH_NODES="nodes/callers/depth ..." replaces the set
+	// (for the cost of a batch against its size, say "1/1/1 1/4/1 1/20/1").
+	set := []struct{ nodes, callers, depth int }{{1, 20, 1}, {2, 20, 1}, {1, 10, 1}, {1, 20, 2}}
+	if v := os.Getenv("MAILHOST_BENCH_NODES"); v != "" {
+		set = set[:0]
+		for _, f := range strings.Fields(v) {
+			var c struct{ nodes, callers, depth int }
+			if _, err := fmt.Sscanf(f, "%d/%d/%d", &c.nodes, &c.callers, &c.depth); err != nil || c.nodes < 1 || c.callers < c.nodes || c.depth < 1 {
+				b.Fatalf("MAILHOST_BENCH_NODES: %q is not nodes/callers/depth", f)
+			}
+			set = append(set, c)
+		}
+	}
+	for _, c := range set {
 		nodes := c.nodes
 		b.Run(fmt.Sprintf("nodes=%d/callers=%d/depth=%d", nodes, c.callers, c.depth), func(b *testing.B) {
 			_, ids, u := mailFixtureURL(b, 100)

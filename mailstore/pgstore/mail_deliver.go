@@ -847,6 +847,11 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 	if err := tx.send(ctx, b, true); err != nil {
 		return fmt.Errorf("store deliveries: %w", err)
 	}
+	if s.recipients != nil {
+		// Committed: the recipients' bytes as the batch counted them
+		// under their rows' locks, for the MX's next RCPT.
+		s.recipients.delivered(mbInfo)
+	}
 	return nil
 }
 

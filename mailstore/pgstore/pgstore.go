@@ -62,6 +62,11 @@ type Options struct {
 	// them (body_cache.go), for the next FETCH or SEARCH BODY of many;
 	// zero means 64 MiB, less than zero none.
 	BodyCacheBytes int64
+	// RecipientTTL bounds how long this node's MX may decide on a
+	// recipient from its cached look-up (recipients.go) while a change
+	// through another node goes unseen; zero means 1 s, less than zero no
+	// cache.
+	RecipientTTL time.Duration
 }
 
 // Store is the PostgreSQL implementation of mailstore.Store.
@@ -86,6 +91,9 @@ type Store struct {
 	blobIDPool idPool
 	// bodies keeps the bodies Bodies read last.
 	bodies *bodyCache
+	// recipients keeps the MX's look-ups of recipients (RecipientByEmail);
+	// nil without.
+	recipients *recipientCache
 }
 
 var _ mailstore.Store = (*Store)(nil)
@@ -124,6 +132,7 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 	}
 	s := &Store{pool: pool, node: node, shard: shardOf(node), now: opt.Now}
 	s.deliveries.depth = min(max(opt.DeliverDepth, 1), maxDeliverDepth)
+	s.recipients = newRecipientCache(opt.RecipientTTL)
 	switch {
 	case opt.BodyCacheBytes == 0:
 		s.bodies = newBodyCache(defaultBodyCacheBytes)
@@ -185,6 +194,11 @@ const maxRetries = 10
 func (s *Store) tx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if opts.AccessMode != pgx.ReadOnly && s.recipients != nil {
+		// Whatever it changes, the MX decides on it from here on
+		// (recipients.go), even if it failed after its commit.
+		defer s.recipients.forget()
 	}
 	return retry(ctx, func() error { return pgx.BeginTxFunc(ctx, s.pool, opts, fn) })
 }
