@@ -5,8 +5,8 @@ import (
 	"sync"
 )
 
-// bodyCache keeps the bodies this node read last, by body id, up to a
-// number of bytes (least recently used out first). A body read from
+// bodyCache keeps the bodies this node read or stored last, by body id,
+// up to a number of bytes (least recently used out first). A body read from
 // PostgreSQL costs its TOAST fetch, about 20 µs of the database's CPU
 // for 4 KB on the project's machine against 3 µs for its message's row
 // (bench/README.md, "On PostgreSQL"), and that bounded SEARCH BODY and

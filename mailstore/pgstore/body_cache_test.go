@@ -3,6 +3,7 @@ package pgstore
 import (
 	"bytes"
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/mailhost/mailhost/mailstore"
@@ -82,5 +83,35 @@ func TestBodiesCached(t *testing.T) {
 	s.bodies = newBodyCache(-1)
 	if got := read(); len(got) != 2 || got[0] != "changed" {
 		t.Errorf("Bodies without a cache = %q, want the database's", got)
+	}
+}
+
+// TestDeliveredBodiesCached: the node that stored new mail serves its
+// first FETCH from memory, as it serves a body it read before.
+func TestDeliveredBodiesCached(t *testing.T) {
+	s, ids := mailFixture(t, 1)
+	ctx := context.Background()
+	bodies := []string{"Subject: new\r\n\r\nnew mail", "Subject: newer\r\n\r\nnewer mail"}
+	for _, body := range bodies {
+		if _, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte(body), ReceivedAt: benchMailNow, MailboxIDs: ids}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE blobs SET body = 'changed'`); err != nil {
+		t.Fatal(err)
+	}
+	inbox, err := s.Folder(ctx, ids[0], "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := s.Bodies(ctx, ids[0], inbox.ID, []uint32{1, 2}, func(_ uint32, b []byte) error {
+		got = append(got, string(b))
+		return nil
+	}); err != nil {
+		t.Fatalf("Bodies = %v", err)
+	}
+	if !slices.Equal(got, bodies) {
+		t.Errorf("Bodies right after delivery = %q, want %q from the node's cache", got, bodies)
 	}
 }

@@ -95,6 +95,7 @@ type delivery struct {
 	wait, deferred bool
 
 	res  mailstore.DeliveryResult
+	blob int64 // the body's id, once the batch gave it one
 	err  error
 	done chan struct{}
 }
@@ -461,7 +462,7 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 	}
 	waitMB := map[int64]bool{} // recipients whose rows are waited for (delivery.wait)
 	for _, c := range calls {
-		c.res, c.err, c.deferred = mailstore.DeliveryResult{}, nil, false
+		c.res, c.err, c.deferred, c.blob = mailstore.DeliveryResult{}, nil, false, 0
 		if len(c.junk) > 0 {
 			// Which \Junk folder is the first is decided on every row.
 			c.wait = true
@@ -749,6 +750,7 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 		}
 		blob := blobIDs[nextBlob]
 		nextBlob++
+		c.blob = blob
 		bIDs, bRefs, bBodies = append(bIDs, blob), append(bRefs, int64(refs)), append(bBodies, c.body)
 		var summary []byte // NULL for a body only queued
 		if len(c.res.Delivered) > 0 {
@@ -851,6 +853,14 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 		// Committed: the recipients' bytes as the batch counted them
 		// under their rows' locks, for the MX's next RCPT.
 		s.recipients.delivered(mbInfo)
+	}
+	// New mail is what mail clients read next (IDLE tells them at
+	// once): the node that stored it keeps it, as a disk's page cache
+	// keeps what was just written for a store on files.
+	for _, c := range calls {
+		if c.err == nil && !c.deferred && len(c.res.Delivered) > 0 {
+			s.bodies.put(c.blob, c.body)
+		}
 	}
 	return nil
 }

@@ -58,9 +58,9 @@ type Options struct {
 	// small machine shared with the database, 2 cost the database more
 	// CPU per message than they saved (bench/README.md).
 	DeliverDepth int
-	// BodyCacheBytes bounds the bodies this node keeps after reading
-	// them (body_cache.go), for the next FETCH or SEARCH BODY of many;
-	// zero means 64 MiB, less than zero none.
+	// BodyCacheBytes bounds the bodies this node keeps after reading or
+	// storing them (body_cache.go), for the next FETCH or SEARCH BODY of
+	// many; zero means 64 MiB, less than zero none.
 	BodyCacheBytes int64
 	// RecipientTTL bounds how long this node's MX may decide on a
 	// recipient from its cached look-up (recipients.go) while a change
