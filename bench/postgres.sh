@@ -4,7 +4,9 @@
 #
 #   bbolt  one node, the bbolt file in its data directory
 #   pg     one node on PostgreSQL (schema mhbench in database test)
-#   pg2    two nodes on the same schema, each fed by its own load tool
+#   pg2    two nodes on the same schema, the same load tool's C sessions
+#          taking them in turn (LOADS=2: a load tool of C/2 sessions for
+#          each node, as before 2026-11-27)
 #
 # and for each: SMTP delivery of N messages of SIZE bytes over C sessions
 # to M mailboxes (stored and synced before each 250), then one IMAP
@@ -13,7 +15,10 @@
 # database's (the postmaster's process tree), the messages per delivery
 # batch and the WAL written per message.
 #
-#   bench/postgres.sh          # REPS=3 N=10000 SIZE=4096 C=20 M=100 FETCHN=10000 OUT=dir ONLY="bbolt pg pg2" DBCPU=0
+#   bench/postgres.sh          # REPS=3 N=10000 SIZE=4096 C=20 M=100 FETCHN=10000 OUT=dir ONLY="bbolt pg pg2" DBCPU=0 LOADS=1 LOADOPTS=
+#
+# LOADOPTS are more flags of the load tool for the deliveries, such as
+# -pipelining (MAIL, RCPT and DATA as one group, as Postfix sends them).
 #
 # Ports on 127.0.0.1: node A API 43080, MX 43025, IMAP 43143; node B
 # 44080, 44025, 44143. PostgreSQL: a cluster of its own, made for the run
@@ -111,16 +116,18 @@ for r in $(seq "$REPS"); do
 		[ "$b" != bbolt ] && d0=$(cputicks "$(pgpid)") && x0=$(batches)
 		log "rep $r $b: load $(cut -d' ' -f1-3 /proc/loadavg)"
 		start=$(date +%s.%N)
-		if [ "$b" = pg2 ]; then
-			"$LOAD" -provision=false -domain "$DOM" -m "$M" -n $((N / 2)) -c $((C / 2)) -size "$SIZE" -smtp 127.0.0.1:43025 \
+		if [ "$b" = pg2 ] && [ "${LOADS:-1}" = 2 ]; then
+			"$LOAD" -provision=false -domain "$DOM" -m "$M" -n $((N / 2)) -c $((C / 2)) -size "$SIZE" ${LOADOPTS:-} -smtp 127.0.0.1:43025 \
 				-imap '' -logins 0 -json "$OUT/deliver.json" -label "rep $r $b node a" >"$D/la.out" &
 			la=$!
-			"$LOAD" -provision=false -domain "$DOM" -m "$M" -n $((N / 2)) -c $((C / 2)) -size "$SIZE" -smtp 127.0.0.1:44025 \
+			"$LOAD" -provision=false -domain "$DOM" -m "$M" -n $((N / 2)) -c $((C / 2)) -size "$SIZE" ${LOADOPTS:-} -smtp 127.0.0.1:44025 \
 				-imap '' -logins 0 -json "$OUT/deliver.json" -label "rep $r $b node b" >"$D/lb.out"
 			wait "$la"
 			cat "$D/la.out" "$D/lb.out" >>"$OUT/log"
 		else
-			"$LOAD" -provision=false -domain "$DOM" -m "$M" -n "$N" -c "$C" -size "$SIZE" -smtp 127.0.0.1:43025 \
+			mx=127.0.0.1:43025
+			[ "$b" = pg2 ] && mx=$mx,127.0.0.1:44025
+			"$LOAD" -provision=false -domain "$DOM" -m "$M" -n "$N" -c "$C" -size "$SIZE" ${LOADOPTS:-} -smtp "$mx" \
 				-imap '' -logins 0 -cpu-tree "${tree}${dbtree}" -json "$OUT/deliver.json" -label "rep $r $b" | tee -a "$OUT/log"
 		fi
 		end=$(date +%s.%N)

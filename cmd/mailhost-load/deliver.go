@@ -73,7 +73,7 @@ func deliver(ctx context.Context, o options, addrs []string) (*deliverResult, er
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := deliverOn(ctx, o, addrs, date, tail, hlen, &next, &samples[c]); err != nil {
+			if err := deliverOn(ctx, o, c, addrs, date, tail, hlen, &next, &samples[c]); err != nil {
 				errs <- err
 				next.Store(int64(o.n)) // stop the others: the figures would be wrong
 			}
@@ -112,14 +112,18 @@ func deliver(ctx context.Context, o options, addrs []string) (*deliverResult, er
 	return r, nil
 }
 
-// deliverOn is one connection's loop: MAIL, RCPT, DATA per message, timing
-// from the client's end of DATA to the reply.
-func deliverOn(ctx context.Context, o options, addrs []string, date string, tail []byte, hlen int, next *atomic.Int64, out *[]sample) error {
-	c, err := dialSMTP(o.smtpAddr, "load.sender.test", 10*time.Second)
+// deliverOn is connection n's loop: MAIL, RCPT, DATA per message, timing
+// from the client's end of DATA to the reply. The connections go round
+// robin to the servers of -smtp (several nodes: one load, as a client
+// population spread by DNS would be), and take the next message from
+// one count, so a faster server gets more of them.
+func deliverOn(ctx context.Context, o options, n int, addrs []string, date string, tail []byte, hlen int, next *atomic.Int64, out *[]sample) error {
+	servers := strings.Split(o.smtpAddr, ",")
+	c, err := dialSMTP(servers[n%len(servers)], "load.sender.test", 10*time.Second)
 	if err != nil {
 		return err
 	}
-	c.bdat = o.bdat
+	c.bdat, c.pipe = o.bdat, o.pipelining
 	defer c.conn.Close()
 	for ctx.Err() == nil {
 		i := int(next.Add(1)) - 1

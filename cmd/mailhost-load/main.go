@@ -57,7 +57,7 @@ type options struct {
 	domain, userFormat, password string
 	n, size, conns, mailboxes    int
 	slice                        int
-	wait, bdat                   bool
+	wait, bdat, pipelining       bool
 	submission, sink, rcptDomain string
 	submitN                      int
 	probeTimeout                 time.Duration
@@ -75,7 +75,7 @@ func main() {
 	flag.StringVar(&o.api, "api", "http://127.0.0.1:8080", "management API base URL (with -provision)")
 	flag.StringVar(&o.key, "key", os.Getenv("MAILHOST_KEY"), "API key (env MAILHOST_KEY); required with -provision")
 	flag.BoolVar(&o.provision, "provision", true, "create -domain and its -m mailboxes through mailhost's API; false: use existing mailboxes named by -user")
-	flag.StringVar(&o.smtpAddr, "smtp", "127.0.0.1:2525", "SMTP address to deliver to")
+	flag.StringVar(&o.smtpAddr, "smtp", "127.0.0.1:2525", "SMTP address to deliver to; several, comma-separated, take the connections in turn")
 	flag.StringVar(&o.imapAddr, "imap", "127.0.0.1:2143", "IMAP address; empty skips the IMAP phases")
 	flag.StringVar(&o.domain, "domain", "", "mail domain (default: load-UNIXTIME.test with -provision, else required)")
 	flag.StringVar(&o.userFormat, "user", "user%d@", "mailbox address for index i (fmt, %d = i); a trailing @ is followed by -domain")
@@ -84,6 +84,7 @@ func main() {
 	flag.IntVar(&o.size, "size", 4096, "message size in bytes, headers included")
 	flag.IntVar(&o.conns, "c", 20, "concurrent SMTP connections")
 	flag.IntVar(&o.mailboxes, "m", 100, "mailboxes to spread the messages over")
+	flag.BoolVar(&o.pipelining, "pipelining", false, "send MAIL, RCPT and DATA as one group (PIPELINING, RFC 2920), as Postfix's SMTP client does; the server must offer it")
 	flag.BoolVar(&o.bdat, "bdat", false, "send messages with BDAT (CHUNKING, RFC 3030) instead of DATA; the server must offer it")
 	flag.IntVar(&o.slice, "slice", 0, "also report throughput and latency per this many messages (0: off)")
 	flag.BoolVar(&o.wait, "wait", false, "after delivery, poll IMAP STATUS until every message is stored (for queueing servers)")
