@@ -852,7 +852,7 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 	if s.recipients != nil {
 		// Committed: the recipients' bytes as the batch counted them
 		// under their rows' locks, for the MX's next RCPT.
-		s.recipients.delivered(mbInfo)
+		s.recipients.deliveredTo(mbInfo)
 	}
 	// New mail is what mail clients read next (IDLE tells them at
 	// once): the node that stored it keeps it, as a disk's page cache

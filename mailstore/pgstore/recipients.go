@@ -20,7 +20,9 @@ import (
 //   - A change through this node: nothing. Every read-write transaction
 //     of this store (the control plane's writes, IMAP's) forgets every
 //     answer (gen) before it returns, and a delivery batch that commits
-//     writes the used bytes it counted into the answers it holds.
+//     writes the used bytes it counted into the answers it holds (an
+//     answer read from the database while such a batch committed is not
+//     kept: it may lack the batch's bytes).
 //   - A change through another node (a domain suspended, a mailbox
 //     deleted, a quota lowered, mail delivered there): at most
 //     recipientTTL. As a remedy for the quota, which another node's
@@ -39,7 +41,16 @@ type recipientCache struct {
 	gen     uint64 // bumped by every write of this store: older answers are void
 	byEmail map[string]*recipient
 	byID    map[int64]*recipient
+	// seq counts this node's committed delivery batches, and delivered
+	// holds the last one to each mailbox: an answer read before a batch
+	// to its mailbox committed is not kept (it lacks that batch's bytes).
+	seq       uint64
+	delivered map[int64]uint64
 }
+
+// ticket is what a look-up that missed saw of the cache before it read
+// the database; put keeps its answer only if nothing it lacks came since.
+type ticket struct{ gen, seq uint64 }
 
 type recipient struct {
 	m   mailstore.Mailbox
@@ -64,7 +75,7 @@ func newRecipientCache(ttl time.Duration) *recipientCache {
 	if ttl == 0 {
 		ttl = defaultRecipientTTL
 	}
-	return &recipientCache{ttl: ttl, now: time.Now, byEmail: map[string]*recipient{}, byID: map[int64]*recipient{}}
+	return &recipientCache{ttl: ttl, now: time.Now, byEmail: map[string]*recipient{}, byID: map[int64]*recipient{}, delivered: map[int64]uint64{}}
 }
 
 // nearQuota: a mailbox whose answer is not kept, since another node's
@@ -74,24 +85,26 @@ func nearQuota(m mailstore.Mailbox) bool {
 	return m.UsedBytes >= q-q/10
 }
 
-func (c *recipientCache) get(email string) (mailstore.Mailbox, mailstore.Domain, uint64, bool) {
+func (c *recipientCache) get(email string) (mailstore.Mailbox, mailstore.Domain, ticket, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.byEmail[email]
 	if r == nil || r.gen != c.gen || c.now().Sub(r.at) >= c.ttl || nearQuota(r.m) {
-		return mailstore.Mailbox{}, mailstore.Domain{}, c.gen, false
+		return mailstore.Mailbox{}, mailstore.Domain{}, ticket{c.gen, c.seq}, false
 	}
-	return r.m, r.d, c.gen, true
+	return r.m, r.d, ticket{}, true
 }
 
-// put keeps an answer read after get returned gen, unless a write came
-// since (it may have changed what the answer says).
-func (c *recipientCache) put(email string, gen uint64, m mailstore.Mailbox, d mailstore.Domain) {
+// put keeps an answer read after get gave t, unless a write came since
+// (it may have changed what the answer says), or a delivery batch to its
+// mailbox committed (it may lack that batch's bytes).
+func (c *recipientCache) put(email string, t ticket, m mailstore.Mailbox, d mailstore.Domain) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen != c.gen {
+	if t.gen != c.gen || c.delivered[m.ID] > t.seq {
 		return
 	}
+	gen := t.gen
 	if old := c.byEmail[email]; old != nil {
 		delete(c.byID, old.m.ID)
 	}
@@ -105,23 +118,33 @@ func (c *recipientCache) put(email string, gen uint64, m mailstore.Mailbox, d ma
 }
 
 // forget voids every answer: a write of this store is about to return.
+// The answers stay until a look-up replaces them (or the cache fills), so
+// that a busy IMAP node's writes cost a counter each, not a map cleared.
 func (c *recipientCache) forget() {
 	c.mu.Lock()
 	c.gen++
-	clear(c.byEmail)
-	clear(c.byID)
 	c.mu.Unlock()
 }
 
-// delivered writes a committed delivery batch's counts into the answers
+// deliveredTo writes a committed delivery batch's counts into the answers
 // held for its recipients: used bytes and quota as the batch read them
-// under their rows' locks, plus what it added.
-func (c *recipientCache) delivered(mbs map[int64]*mailstore.Mailbox) {
+// under their rows' locks, plus what it added. Used bytes only grow here:
+// with two batches in flight (Options.DeliverDepth), the later one's
+// figures may come first.
+func (c *recipientCache) deliveredTo(mbs map[int64]*mailstore.Mailbox) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.seq++
+	if len(c.delivered)+len(mbs) > maxRecipients {
+		// Forgotten which mailboxes got mail when: no answer read before
+		// now may be kept.
+		clear(c.delivered)
+		c.gen++
+	}
 	for id, m := range mbs {
+		c.delivered[id] = c.seq
 		if r := c.byID[id]; r != nil && r.gen == c.gen {
-			r.m.UsedBytes, r.m.QuotaMB = m.UsedBytes, m.QuotaMB
+			r.m.UsedBytes, r.m.QuotaMB = max(r.m.UsedBytes, m.UsedBytes), m.QuotaMB
 		}
 	}
 }
@@ -134,18 +157,18 @@ func (c *recipientCache) delivered(mbs map[int64]*mailstore.Mailbox) {
 // cache keeps none.
 func (s *Store) RecipientByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error) {
 	c := s.recipients
-	var gen uint64
+	var t ticket
 	if c != nil {
-		m, d, g, ok := c.get(email)
+		m, d, tk, ok := c.get(email)
 		if ok {
 			return m, d, nil
 		}
-		gen = g
+		t = tk
 	}
 	m, d, err := s.MailboxByEmail(ctx, email)
 	m.PasswordHash = ""
 	if err == nil && c != nil {
-		c.put(email, gen, m, d)
+		c.put(email, t, m, d)
 	}
 	return m, d, err
 }

@@ -151,6 +151,46 @@ func TestRecipientCache(t *testing.T) {
 		}
 	})
 
+	t.Run("concurrent", func(t *testing.T) {
+		// Look-ups, deliveries and quota changes at once (for -race); once
+		// they are over, the answer is the database's.
+		s, ids, _ := recipientFixture(t)
+		partner := partnerOf(t, s, ids[0])
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 25 {
+					switch g {
+					case 0:
+						if _, err := s.SetQuota(ctx, partner, a, int64(2000+i)); err != nil {
+							t.Error(err)
+						}
+					case 1:
+						if _, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("Subject: c\r\n\r\nc\r\n"), ReceivedAt: benchMailNow, MailboxIDs: ids[:1]}); err != nil {
+							t.Error(err)
+						}
+					default:
+						if _, _, err := s.RecipientByEmail(ctx, a); err != nil {
+							t.Error(err)
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		got, _, err := s.RecipientByEmail(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := s.MailboxByEmail(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.QuotaMB != want.QuotaMB || got.UsedBytes != want.UsedBytes {
+			t.Errorf("after the writes: quota %d, used %d; the database has %d, %d", got.QuotaMB, got.UsedBytes, want.QuotaMB, want.UsedBytes)
+		}
+	})
+
 	t.Run("off", func(t *testing.T) {
 		_, _, u := mailFixtureURL(t, 1)
 		s, err := Open(ctx, u, Options{Node: "nocache", RecipientTTL: -1})
