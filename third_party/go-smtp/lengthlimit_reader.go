@@ -1,6 +1,7 @@
 package smtp
 
 import (
+	"bytes"
 	"errors"
 	"io"
 )
@@ -30,6 +31,29 @@ func (r *lineLimitReader) Read(b []byte) (int, error) {
 
 	if r.LineLimit == 0 {
 		return n, nil
+	}
+
+	if r.LineLimit > 0 {
+		// mailhost patch: the same count, a line at a time
+		// (bytes.IndexByte) instead of a byte at a time.
+		for rest := b[:n]; ; {
+			i := bytes.IndexByte(rest, '\n')
+			if i < 0 {
+				r.curLineLength += len(rest)
+				if r.curLineLength > r.LineLimit {
+					r.curLineLength = r.LineLimit + 1 // where the byte-wise count stopped
+					return 0, ErrTooLongLine
+				}
+				return n, nil
+			}
+			r.curLineLength += i
+			if r.curLineLength > r.LineLimit {
+				r.curLineLength = r.LineLimit + 1
+				return 0, ErrTooLongLine
+			}
+			r.curLineLength = 1 // the LF counts on the line it starts
+			rest = rest[i+1:]
+		}
 	}
 
 	for _, chr := range b[:n] {
