@@ -64,77 +64,66 @@ func (c *smtpConn) cmd(expect int, format string, args ...any) error {
 
 // send delivers one message (head then body, together CRLF-terminated
 // and dot-safe) and answers the time from the client's end of DATA (the
-// final ".", or the BDAT chunk's last byte, flushed) to the 250.
+// final ".", or the BDAT chunk's last byte, flushed) to the 250. Without
+// pipe each command's reply is read before the next command; with it
+// (RFC 2920) MAIL, RCPT and DATA go in one write and their replies are
+// read after, and with BDAT the message goes in that write too (DATA ends
+// a group: its body waits for the 354).
 func (c *smtpConn) send(from, to string, head, body []byte) (time.Duration, error) {
-	if c.pipe {
-		return c.sendPipelined(from, to, head, body)
+	size := len(head) + len(body)
+	type command struct {
+		line, name string
+		expect     int
 	}
-	if err := c.cmd(250, "MAIL FROM:<%s> SIZE=%d", from, len(head)+len(body)); err != nil {
-		return 0, fmt.Errorf("MAIL: %w", err)
-	}
-	if err := c.cmd(250, "RCPT TO:<%s>", to); err != nil {
-		return 0, fmt.Errorf("RCPT %s: %w", to, err)
-	}
-	if c.bdat {
-		fmt.Fprintf(c.w, "BDAT %d LAST\r\n", len(head)+len(body))
-		c.w.Write(head)
-		c.w.Write(body)
-	} else {
-		if err := c.cmd(354, "DATA"); err != nil {
-			return 0, fmt.Errorf("DATA: %w", err)
-		}
-		c.w.Write(head)
-		c.w.Write(body)
-		c.w.WriteString(".\r\n")
-	}
-	if err := c.w.Flush(); err != nil {
-		return 0, fmt.Errorf("DATA: %w", err)
-	}
-	t0 := time.Now()
-	if _, _, err := c.r.ReadResponse(250); err != nil {
-		return 0, fmt.Errorf("end of DATA for %s: %w", to, err)
-	}
-	return time.Since(t0), nil
-}
-
-// sendPipelined is send with PIPELINING: the group MAIL, RCPT, DATA in
-// one write (RFC 2920 section 3.1: DATA ends a group), the body once 354
-// came; with BDAT, the whole message in one write.
-func (c *smtpConn) sendPipelined(from, to string, head, body []byte) (time.Duration, error) {
-	fmt.Fprintf(c.w, "MAIL FROM:<%s> SIZE=%d\r\nRCPT TO:<%s>\r\n", from, len(head)+len(body), to)
-	if c.bdat {
-		fmt.Fprintf(c.w, "BDAT %d LAST\r\n", len(head)+len(body))
-		c.w.Write(head)
-		c.w.Write(body)
-	} else {
-		c.w.WriteString("DATA\r\n")
-	}
-	if err := c.w.Flush(); err != nil {
-		return 0, fmt.Errorf("MAIL: %w", err)
-	}
-	t0 := time.Now()
-	if _, _, err := c.r.ReadResponse(250); err != nil {
-		return 0, fmt.Errorf("MAIL: %w", err)
-	}
-	if _, _, err := c.r.ReadResponse(250); err != nil {
-		return 0, fmt.Errorf("RCPT %s: %w", to, err)
-	}
+	cmds := []command{{fmt.Sprintf("MAIL FROM:<%s> SIZE=%d", from, size), "MAIL", 250}, {fmt.Sprintf("RCPT TO:<%s>", to), "RCPT " + to, 250}}
 	if !c.bdat {
-		if _, _, err := c.r.ReadResponse(354); err != nil {
-			return 0, fmt.Errorf("DATA: %w", err)
+		cmds = append(cmds, command{"DATA", "DATA", 354})
+	}
+	var sent time.Time // the message's last byte flushed
+	message := func() error {
+		if c.bdat {
+			fmt.Fprintf(c.w, "BDAT %d LAST\r\n", size)
 		}
 		c.w.Write(head)
 		c.w.Write(body)
-		c.w.WriteString(".\r\n")
-		if err := c.w.Flush(); err != nil {
+		if !c.bdat {
+			c.w.WriteString(".\r\n")
+		}
+		err := c.w.Flush()
+		sent = time.Now()
+		return err
+	}
+	for i, cmd := range cmds {
+		c.w.WriteString(cmd.line + "\r\n")
+		if c.pipe && i < len(cmds)-1 {
+			continue
+		}
+		if c.pipe && c.bdat {
+			if err := message(); err != nil {
+				return 0, fmt.Errorf("BDAT: %w", err)
+			}
+		} else if err := c.w.Flush(); err != nil {
+			return 0, fmt.Errorf("%s: %w", cmd.name, err)
+		}
+		first := i
+		if c.pipe {
+			first = 0
+		}
+		for _, r := range cmds[first : i+1] {
+			if _, _, err := c.r.ReadResponse(r.expect); err != nil {
+				return 0, fmt.Errorf("%s: %w", r.name, err)
+			}
+		}
+	}
+	if !c.pipe || !c.bdat {
+		if err := message(); err != nil {
 			return 0, fmt.Errorf("DATA: %w", err)
 		}
-		t0 = time.Now()
 	}
 	if _, _, err := c.r.ReadResponse(250); err != nil {
 		return 0, fmt.Errorf("end of DATA for %s: %w", to, err)
 	}
-	return time.Since(t0), nil
+	return time.Since(sent), nil
 }
 
 // startTLS sends STARTTLS (RFC 3207), makes the handshake accepting any
