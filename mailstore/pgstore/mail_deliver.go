@@ -172,7 +172,9 @@ func (q *deliveries) wakeLocked(s *Store) {
 
 // deliverLoop starts a batch of every pending call (up to deliverMax)
 // whenever a slot is free, up to deliveries.depth in flight, and ends when
-// nothing is pending or in flight. Each batch has a slot of its own, and
+// nothing is pending or in flight. At depth 1 (the default) it runs each
+// batch itself: a goroutine and a timer a batch cost 10-40% of the Go
+// side's CPU per message (BenchmarkDeliverNodes, 2026-11-27). Each batch has a slot of its own, and
 // with it its own shard of the counters (deliverShard), so that two
 // batches in flight do not wait for each other there.
 func (s *Store) deliverLoop() {
@@ -197,16 +199,27 @@ func (s *Store) deliverLoop() {
 		batch := slices.Clone(q.pending[:n])
 		q.pending = append(q.pending[:0], q.pending[n:]...)
 		q.slots[slot] = true
+		single := max(q.depth, 1) == 1
 		q.mu.Unlock()
-		go func() {
+		run := func() {
 			deferred := s.runDeliveries(batch, slot)
 			q.mu.Lock()
 			// Deferred calls go first in the next batch.
 			q.pending = append(deferred, q.pending...)
 			q.slots[slot] = false
-			q.wakeLocked(s)
+			if !single {
+				q.wakeLocked(s)
+			}
 			q.mu.Unlock()
-		}()
+		}
+		if single {
+			// One batch at a time: the loop runs it itself, with no
+			// goroutine to start and no settling to wait for (the calls
+			// that come meanwhile are the next batch).
+			run()
+			continue
+		}
+		go run()
 		time.Sleep(deliverSettle)
 	}
 }
