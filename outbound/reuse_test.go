@@ -276,10 +276,21 @@ func stopClean(t *testing.T, e *env, servers ...*relayServer) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Run took %v to stop", d)
 	}
-	// Sessions are done with when Run returns; an attempt's goroutine
-	// may still be on its way out of the loop's code.
-	if g := senderGoroutines(); strings.Contains(g, "/outbound/cache.go") || strings.Contains(g, "/outbound/session.go") || strings.Contains(g, "/outbound/relayauth.go") {
+	// Sessions are done with when Run returns: nothing may still talk to
+	// a server. An attempt's goroutine may still be on its way out of the
+	// loop's code, and an idle session's expiry out of the cache's (Run
+	// waited for its QUIT, not for its return): given a moment.
+	inUse := func(g string) bool {
+		return strings.Contains(g, "outbound.hangUp") || strings.Contains(g, "/outbound/session.go") || strings.Contains(g, "/outbound/relayauth.go")
+	}
+	if g := senderGoroutines(); inUse(g) {
 		t.Errorf("sessions in use after Run returned:\n%s", g)
+	}
+	for wait := time.Now().Add(200 * time.Millisecond); strings.Contains(senderGoroutines(), "/outbound/cache.go") && time.Now().Before(wait); {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if g := senderGoroutines(); strings.Contains(g, "/outbound/cache.go") {
+		t.Errorf("the session cache still running after Run returned:\n%s", g)
 	}
 	deadline := time.Now().Add(time.Second)
 	for senderGoroutines() != "" && time.Now().Before(deadline) {
