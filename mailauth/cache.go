@@ -215,6 +215,10 @@ func (c *CachingResolver) run(ctx context.Context, key cacheKey, call *flightCal
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
 	val, err := query(qctx)
+	// The answer's age counts from now, not from when the cache is
+	// written: the callers, woken below, may move on (and a test's clock
+	// with them) before that.
+	at := c.now()
 	val = clone(val)
 
 	c.mu.Lock()
@@ -237,7 +241,7 @@ func (c *CachingResolver) run(ctx context.Context, key cacheKey, call *flightCal
 	if el, ok := c.entries[key]; ok {
 		c.remove(el)
 	}
-	c.entries[key] = c.lru.PushFront(&cacheEntry{key: key, val: val, err: err, expires: c.now().Add(ttl)})
+	c.entries[key] = c.lru.PushFront(&cacheEntry{key: key, val: val, err: err, expires: at.Add(ttl)})
 	for c.lru.Len() > c.max {
 		c.remove(c.lru.Back())
 	}

@@ -50,7 +50,10 @@ type recipientCache struct {
 
 // ticket is what a look-up that missed saw of the cache before it read
 // the database; put keeps its answer only if nothing it lacks came since.
-type ticket struct{ gen, seq uint64 }
+type ticket struct {
+	gen, seq uint64
+	at       time.Time // the answer is no older than this
+}
 
 type recipient struct {
 	m   mailstore.Mailbox
@@ -90,7 +93,7 @@ func (c *recipientCache) get(email string) (mailstore.Mailbox, mailstore.Domain,
 	defer c.mu.Unlock()
 	r := c.byEmail[email]
 	if r == nil || r.gen != c.gen || c.now().Sub(r.at) >= c.ttl || nearQuota(r.m) {
-		return mailstore.Mailbox{}, mailstore.Domain{}, ticket{c.gen, c.seq}, false
+		return mailstore.Mailbox{}, mailstore.Domain{}, ticket{c.gen, c.seq, c.now()}, false
 	}
 	return r.m, r.d, ticket{}, true
 }
@@ -112,7 +115,7 @@ func (c *recipientCache) put(email string, t ticket, m mailstore.Mailbox, d mail
 		clear(c.byEmail)
 		clear(c.byID)
 	}
-	r := &recipient{m: m, d: d, gen: gen, at: c.now()}
+	r := &recipient{m: m, d: d, gen: gen, at: t.at}
 	c.byEmail[email] = r
 	c.byID[m.ID] = r
 }
