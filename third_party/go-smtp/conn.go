@@ -133,7 +133,7 @@ func (c *Conn) handle(cmd string, arg string) {
 		c.writeResponse(250, EnhancedCode{2, 0, 0}, "I have successfully done nothing")
 	case "RSET": // Reset session
 		c.reset()
-		c.writeResponse(250, EnhancedCode{2, 0, 0}, "Session reset")
+		c.writePipelinedResponse(250, EnhancedCode{2, 0, 0}, "Session reset")
 	case "BDAT":
 		c.handleBdat(arg)
 	case "DATA":
@@ -452,7 +452,7 @@ func (c *Conn) handleMail(arg string) {
 		return
 	}
 
-	c.writeResponse(250, EnhancedCode{2, 0, 0}, fmt.Sprintf("Roger, accepting mail from <%v>", from))
+	c.writePipelinedResponse(250, EnhancedCode{2, 0, 0}, fmt.Sprintf("Roger, accepting mail from <%v>", from))
 	c.fromReceived = true
 }
 
@@ -802,7 +802,7 @@ func (c *Conn) handleRcpt(arg string) {
 		return
 	}
 	c.recipients = append(c.recipients, recipient)
-	c.writeResponse(250, EnhancedCode{2, 0, 0}, fmt.Sprintf("I'll make sure <%v> gets this", recipient))
+	c.writePipelinedResponse(250, EnhancedCode{2, 0, 0}, fmt.Sprintf("I'll make sure <%v> gets this", recipient))
 }
 
 func checkNotifySet(values []DSNNotify) error {
@@ -1306,6 +1306,27 @@ func (c *Conn) greet() {
 }
 
 func (c *Conn) writeResponse(code int, enhCode EnhancedCode, text ...string) {
+	c.bufferResponse(code, enhCode, text...)
+	c.text.W.Flush()
+}
+
+// writePipelinedResponse is writeResponse for the replies a client may
+// pipeline past (RFC 2920: MAIL, RCPT, RSET). mailhost patch: while more
+// of the client's commands are already buffered, the reply waits in the
+// output buffer for the next reply that is written out, as Postfix's
+// smtpd does, so that a pipelined MAIL, RCPT and DATA cost one write and
+// one wake-up of the client instead of three.
+func (c *Conn) writePipelinedResponse(code int, enhCode EnhancedCode, text ...string) {
+	c.bufferResponse(code, enhCode, text...)
+	if c.text.R.Buffered() == 0 {
+		c.text.W.Flush()
+	}
+}
+
+// bufferResponse writes a reply's lines to the output buffer. mailhost
+// patch: all of them, then one flush by the caller (textproto's
+// PrintfLine flushed each line: an EHLO reply was a write a line).
+func (c *Conn) bufferResponse(code int, enhCode EnhancedCode, text ...string) {
 	// TODO: error handling
 	if c.server.WriteTimeout != 0 {
 		c.conn.SetWriteDeadline(time.Now().Add(c.server.WriteTimeout))
@@ -1326,14 +1347,15 @@ func (c *Conn) writeResponse(code int, enhCode EnhancedCode, text ...string) {
 	// transform each single line with \n, into separate lines
 	text = strings.Split(strings.Join(text, "\n"), "\n")
 
+	w := c.text.W
 	lastLineIndex := len(text) - 1
 	for i := 0; i < lastLineIndex; i++ {
-		c.text.PrintfLine("%d-%v", code, text[i])
+		fmt.Fprintf(w, "%d-%v\r\n", code, text[i])
 	}
 	if enhCode == NoEnhancedCode {
-		c.text.PrintfLine("%d %v", code, text[lastLineIndex])
+		fmt.Fprintf(w, "%d %v\r\n", code, text[lastLineIndex])
 	} else {
-		c.text.PrintfLine("%d %v.%v.%v %v", code, enhCode[0], enhCode[1], enhCode[2], text[lastLineIndex])
+		fmt.Fprintf(w, "%d %v.%v.%v %v\r\n", code, enhCode[0], enhCode[1], enhCode[2], text[lastLineIndex])
 	}
 }
 
