@@ -174,9 +174,10 @@ func (q *deliveries) wakeLocked(s *Store) {
 // whenever a slot is free, up to deliveries.depth in flight, and ends when
 // nothing is pending or in flight. At depth 1 (the default) it runs each
 // batch itself: a goroutine and a timer a batch cost 10-40% of the Go
-// side's CPU per message (BenchmarkDeliverNodes, 2026-11-27). Each batch has a slot of its own, and
-// with it its own shard of the counters (deliverShard), so that two
-// batches in flight do not wait for each other there.
+// side's CPU per message (BenchmarkDeliverNodes, 2026-11-27). Each batch
+// has a slot of its own, and with it its own shard of the counters
+// (deliverShard), so that two batches in flight do not wait for each
+// other there.
 func (s *Store) deliverLoop() {
 	q := &s.deliveries
 	for {

@@ -24,8 +24,9 @@ import (
 //     answer read from the database while such a batch committed is not
 //     kept: it may lack the batch's bytes).
 //   - A change through another node (a domain suspended, a mailbox
-//     deleted, a quota lowered, mail delivered there): at most
-//     recipientTTL. As a remedy for the quota, which another node's
+//     deleted, a quota lowered, mail delivered there): at most the TTL
+//     (Options.RecipientTTL, 1 s by default). As a remedy for the quota,
+//     which another node's
 //     deliveries fill, a mailbox within a tenth of its quota is always
 //     read afresh (nearQuota), so the 452 at RCPT comes on time unless
 //     more than a tenth of the quota arrives through other nodes within
