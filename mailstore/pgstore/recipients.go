@@ -26,11 +26,10 @@ import (
 //   - A change through another node (a domain suspended, a mailbox
 //     deleted, a quota lowered, mail delivered there): at most the TTL
 //     (Options.RecipientTTL, 1 s by default). As a remedy for the quota,
-//     which another node's
-//     deliveries fill, a mailbox within a tenth of its quota is always
-//     read afresh (nearQuota), so the 452 at RCPT comes on time unless
-//     more than a tenth of the quota arrives through other nodes within
-//     the TTL.
+//     which another node's deliveries fill, a mailbox within a tenth of
+//     its quota is always read afresh (nearQuota), so the 452 at RCPT
+//     comes on time unless more than a tenth of the quota arrives
+//     through other nodes within the TTL.
 //
 // Only the answers that name a mailbox are kept; "no such mailbox" (an
 // alias, a catch-all, an unknown user) is asked every time.
