@@ -200,7 +200,6 @@ func (s *Store) deliverLoop() {
 		batch := slices.Clone(q.pending[:n])
 		q.pending = append(q.pending[:0], q.pending[n:]...)
 		q.slots[slot] = true
-		single := max(q.depth, 1) == 1
 		q.mu.Unlock()
 		run := func() {
 			deferred := s.runDeliveries(batch, slot)
@@ -208,12 +207,10 @@ func (s *Store) deliverLoop() {
 			// Deferred calls go first in the next batch.
 			q.pending = append(deferred, q.pending...)
 			q.slots[slot] = false
-			if !single {
-				q.wakeLocked(s)
-			}
+			q.wakeLocked(s)
 			q.mu.Unlock()
 		}
-		if single {
+		if q.depth <= 1 {
 			// One batch at a time: the loop runs it itself, with no
 			// goroutine to start and no settling to wait for (the calls
 			// that come meanwhile are the next batch).

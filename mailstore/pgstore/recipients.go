@@ -107,7 +107,6 @@ func (c *recipientCache) put(email string, t ticket, m mailstore.Mailbox, d mail
 	if t.gen != c.gen || c.delivered[m.ID] > t.seq {
 		return
 	}
-	gen := t.gen
 	if old := c.byEmail[email]; old != nil {
 		delete(c.byID, old.m.ID)
 	}
@@ -115,7 +114,7 @@ func (c *recipientCache) put(email string, t ticket, m mailstore.Mailbox, d mail
 		clear(c.byEmail)
 		clear(c.byID)
 	}
-	r := &recipient{m: m, d: d, gen: gen, at: t.at}
+	r := &recipient{m: m, d: d, gen: t.gen, at: t.at}
 	c.byEmail[email] = r
 	c.byID[m.ID] = r
 }
