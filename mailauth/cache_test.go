@@ -9,25 +9,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mailhost/mailhost/internal/testclock"
 )
-
-// fakeClock is a clock the tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // cacheDNS is the DNS behind the cache tests.
 func cacheDNS() *fakeDNS {
@@ -127,10 +111,10 @@ func TestCachingResolver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := cacheDNS()
-			clock := &fakeClock{t: testNow}
-			c := NewCachingResolver(f, CacheOptions{Now: clock.now})
+			clock := testclock.New(testNow)
+			c := NewCachingResolver(f, CacheOptions{Now: clock.Now})
 			for i, q := range tt.steps {
-				clock.advance(q.advance)
+				clock.Add(q.advance)
 				v, err := q.do(t.Context(), c)
 				if got := errKind(err); got != q.wantErr {
 					t.Fatalf("step %d: Lookup%s(%q) error = %v, want %s", i, q.kind, q.name, err, q.wantErr)
@@ -320,8 +304,8 @@ func TestCachingResolverCallerGivesUp(t *testing.T) {
 
 func TestCachingResolverBound(t *testing.T) {
 	f := cacheDNS()
-	clock := &fakeClock{t: testNow}
-	c := NewCachingResolver(f, CacheOptions{MaxEntries: 3, Now: clock.now})
+	clock := testclock.New(testNow)
+	c := NewCachingResolver(f, CacheOptions{MaxEntries: 3, Now: clock.Now})
 	steps := []query{
 		{0, "TXT", "a.example", 1, ""},
 		{0, "TXT", "b.example", 2, ""},

@@ -2,31 +2,19 @@ package smtpd
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/mailhost/mailhost/internal/testclock"
 )
-
-// testClock is a clock the test moves.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // TestSubmissionSendLimit: over MaxRecipientsPerHour, RCPT is answered
 // 450 4.7.1; the allowance is per mailbox and refills with time.
 func TestSubmissionSendLimit(t *testing.T) {
-	clk := &testClock{t: testNow}
-	e := newSubmissionEnv(t, func(c *Config) { c.MaxRecipientsPerHour = 2; c.Now = clk.now })
+	clk := testclock.New(testNow)
+	e := newSubmissionEnv(t, func(c *Config) { c.MaxRecipientsPerHour = 2; c.Now = clk.Now })
 	if err := e.submit(t, "bob@a.test", "bob@a.test", []string{"x@elsewhere.test", "y@elsewhere.test"}, fromMsg("bob@a.test", "two")); err != nil {
 		t.Fatalf("two recipients within the limit = %v", err)
 	}
@@ -37,7 +25,7 @@ func TestSubmissionSendLimit(t *testing.T) {
 	if err := e.submit(t, "dave@b.test", "dave@b.test", []string{"x@elsewhere.test"}, fromMsg("dave@b.test", "other")); err != nil {
 		t.Errorf("another mailbox = %v, want it sent", err)
 	}
-	clk.add(30 * time.Minute) // one recipient's worth
+	clk.Add(30 * time.Minute) // one recipient's worth
 	if err := e.submit(t, "bob@a.test", "bob@a.test", []string{"z@elsewhere.test"}, fromMsg("bob@a.test", "later")); err != nil {
 		t.Errorf("after half an hour = %v, want it sent", err)
 	}

@@ -4,31 +4,19 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/mailhost/mailhost/internal/testclock"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
 // recipientFixture is a store with two mailboxes (quota 1 TiB) and a
 // clock of the test's for its recipient cache.
-func recipientFixture(t *testing.T) (*Store, []int64, *fakeClock) {
+func recipientFixture(t *testing.T) (*Store, []int64, *testclock.Clock) {
 	t.Helper()
 	s, ids, _ := mailFixtureURL(t, 2)
-	clock := &fakeClock{t: benchMailNow}
-	s.recipients.now = clock.now
+	clock := testclock.New(benchMailNow)
+	s.recipients.now = clock.Now
 	return s, ids, clock
-}
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 // behind changes a mailbox's row as another node would: past this
@@ -73,7 +61,7 @@ func TestRecipientCache(t *testing.T) {
 		if m, _, err := s.MailboxByEmail(ctx, a); err != nil || m.QuotaMB != 5000 {
 			t.Errorf("MailboxByEmail = %d, %v; want 5000 (never cached)", m.QuotaMB, err)
 		}
-		clock.add(defaultRecipientTTL)
+		clock.Add(defaultRecipientTTL)
 		if q := quotaOf(t, s, a); q != 5000 {
 			t.Errorf("quota after the TTL = %d, want 5000", q)
 		}
