@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailhost/mailhost/internal/testclock"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/policy"
 	"golang.org/x/crypto/argon2"
@@ -53,26 +54,9 @@ func (a *accounts) setPassword(t *testing.T, email, password string, at time.Tim
 	a.boxes[email] = mb
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 const goodPassword = "correct horse battery"
 
-func newTestLogins(t *testing.T) (*Logins, *accounts, *clock) {
+func newTestLogins(t *testing.T) (*Logins, *accounts, *testclock.Clock) {
 	t.Helper()
 	a := &accounts{
 		boxes: map[string]mailstore.Mailbox{"alice@example.com": {ID: 7, Email: "alice@example.com"}},
@@ -84,8 +68,8 @@ func newTestLogins(t *testing.T) (*Logins, *accounts, *clock) {
 		a.boxes[email] = mailstore.Mailbox{ID: int64(100 + i), Email: email}
 		a.setPassword(t, email, goodPassword, time.Unix(1000, 0))
 	}
-	c := &clock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
-	l := NewLogins(LoginConfig{Accounts: a, Now: c.now, Guesses: testGuesses})
+	c := testclock.New(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+	l := NewLogins(LoginConfig{Accounts: a, Now: c.Now, Guesses: testGuesses})
 	return l, a, c
 }
 
@@ -177,7 +161,7 @@ func TestAuthenticateCache(t *testing.T) {
 	}
 
 	// Entries expire.
-	c.advance(11 * time.Minute)
+	c.Add(11 * time.Minute)
 	a.setPassword(t, "alice@example.com", goodPassword, time.Unix(2000, 0))
 	if err := login(goodPassword); err != nil {
 		t.Fatal(err)
@@ -303,7 +287,7 @@ func TestThrottle(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l, _, c := newTestLogins(t)
 			for i, a := range tt.attempts {
-				c.advance(a.after)
+				c.Add(a.after)
 				_, err := l.Authenticate(ctx, a.email, a.password, a.ip)
 				if !errors.Is(err, a.want) || (a.want == nil) != (err == nil) {
 					t.Fatalf("attempt %d: Authenticate(%s, %s) = %v, want %v", i, a.email, a.ip, err, a.want)
@@ -403,8 +387,8 @@ func TestGuessRates(t *testing.T) {
 			}
 			a.boxes["alice@example.com"] = mailstore.Mailbox{ID: 7, Email: "alice@example.com", PasswordHash: hash}
 			a.boxes["bob@example.com"] = mailstore.Mailbox{ID: 8, Email: "bob@example.com", PasswordHash: hash}
-			c := &clock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
-			l := NewLogins(LoginConfig{Accounts: a, Now: c.now})
+			c := testclock.New(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+			l := NewLogins(LoginConfig{Accounts: a, Now: c.Now})
 			if tt.trusted.IsValid() {
 				if _, err := l.Authenticate(ctx, "alice@example.com", goodPassword, tt.trusted); err != nil {
 					t.Fatalf("owner's first login: %v", err)
@@ -424,7 +408,7 @@ func TestGuessRates(t *testing.T) {
 				case !errors.Is(err, ErrThrottled):
 					t.Fatalf("attempt %d = %v, want ErrInvalidCredentials or ErrThrottled", i, err)
 				}
-				c.advance(step)
+				c.Add(step)
 			}
 			t.Logf("guesses checked in an hour: %d", checked)
 			if checked > tt.max || checked < tt.min {
@@ -459,10 +443,10 @@ func TestThrottleShared(t *testing.T) {
 		doms:  map[string]mailstore.Domain{"example.com": {ID: 1, Name: "example.com"}},
 	}
 	a.setPassword(t, "alice@example.com", goodPassword, time.Unix(1000, 0))
-	c := &clock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
+	c := testclock.New(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 	guesses := testGuesses
 	guesses.Pair = Budget{Burst: 4, PerHour: 1}
-	l := NewLogins(LoginConfig{Accounts: a, Now: c.now, Guesses: guesses, Share: share})
+	l := NewLogins(LoginConfig{Accounts: a, Now: c.Now, Guesses: guesses, Share: share})
 	for i := range 2 {
 		if _, err := l.Authenticate(ctx, "alice@example.com", fmt.Sprintf("wrong %d", i), ip1); !errors.Is(err, ErrInvalidCredentials) {
 			t.Fatalf("guess %d = %v, want ErrInvalidCredentials", i+1, err)

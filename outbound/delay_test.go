@@ -36,7 +36,7 @@ func TestDelayNotice(t *testing.T) {
 				t.Fatalf("bob got %d messages after the first deferral, want none yet", n)
 			}
 			for i, step := range []time.Duration{5 * time.Hour, 2 * time.Hour} {
-				clk.Advance(step)
+				clk.Add(step)
 				e.sender.Wake()
 				f.waitAttempts(i + 2)
 			}

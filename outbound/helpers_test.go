@@ -16,31 +16,17 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/mailhost/mailhost/internal/testcert"
+	"github.com/mailhost/mailhost/internal/testclock"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
 // testNow is where every test clock starts.
 var testNow = time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 
-// clock is a test's queue clock; it moves only when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// clock is a test's queue clock; it moves only when told (Add).
+type clock = testclock.Clock
 
-func newClock() *clock { return &clock{t: testNow} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func newClock() *clock { return testclock.New(testNow) }
 
 // fixture is a store in a temporary directory with one partner and the
 // hosted domain a.test: mailboxes bob and carol, alias info -> bob.

@@ -369,7 +369,7 @@ func TestMTASTSCachedPolicy(t *testing.T) {
 		t.Errorf("%d policy requests, want 2", n)
 	}
 	s.dns.setTXT(stsDomain, "")
-	clk.Advance(time.Hour)
+	clk.Add(time.Hour)
 	e.sender.Wake()
 	got = s.f.waitAttempts(2)
 	if !strings.Contains(got.LastError, "no MX host matches the MTA-STS policy") {
@@ -377,7 +377,7 @@ func TestMTASTSCachedPolicy(t *testing.T) {
 	}
 
 	// Past max_age (a day) the policy is gone: the mail goes.
-	clk.Advance(24 * time.Hour)
+	clk.Add(24 * time.Hour)
 	e.sender.Wake()
 	s.mx.waitMessages(t, 3)
 	s.f.waitEmpty()
@@ -402,7 +402,7 @@ func TestMTASTSRefresh(t *testing.T) {
 		{time.Hour, 2},      // renewed until 19 h + 24 h
 	}
 	for i, st := range steps {
-		clk.Advance(st.advance)
+		clk.Add(st.advance)
 		s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("step "+strconv.Itoa(i)))
 		e.sender.Wake()
 		s.mx.waitMessages(t, 2+i)
@@ -417,7 +417,7 @@ func TestMTASTSRefresh(t *testing.T) {
 	// list, the mail waits instead of going to that MX.
 	s.dns.setMX(stsDomain, "mx.unlisted.test")
 	s.policy.set(500, "", "")
-	clk.Advance(10 * time.Hour)
+	clk.Add(10 * time.Hour)
 	s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("after the first expiry"))
 	e.sender.Wake()
 	got := s.f.waitAttempts(1)
@@ -450,7 +450,7 @@ func TestMTASTSRestart(t *testing.T) {
 	s.dns.setTXT(stsDomain, "")
 	s.dns.setMX(stsDomain, "mx.unlisted.test")
 	s.policy.set(500, "", "")
-	clk.Advance(time.Hour)
+	clk.Add(time.Hour)
 	s.f.queue(clk.Now(), s.f.submission("x@"+stsDomain), message("after the restart"))
 	e = s.start(clk, nil)
 	waitFor(t, "the first attempt after the restart", func() bool {
@@ -471,7 +471,7 @@ func TestMTASTSRestart(t *testing.T) {
 	// The TXT record back with the same id: the stored policy is
 	// current, nothing is fetched.
 	s.dns.setTXT(stsDomain, stsRecord)
-	clk.Advance(time.Hour)
+	clk.Add(time.Hour)
 	e.sender.Wake()
 	got = s.f.waitAttempts(2)
 	if !strings.Contains(got.LastError, "no MX host matches the MTA-STS policy") {
@@ -486,7 +486,7 @@ func TestMTASTSRestart(t *testing.T) {
 
 	// Past max_age (a day after the fetch) the policy is gone: the
 	// fetch fails, and the mail goes with opportunistic TLS.
-	clk.Advance(23 * time.Hour)
+	clk.Add(23 * time.Hour)
 	e.sender.Wake()
 	s.mx.waitMessages(t, 2)
 	s.f.waitEmpty()

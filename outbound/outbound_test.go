@@ -88,19 +88,19 @@ func TestRetryWithBackoff(t *testing.T) {
 	}
 
 	// Not due yet: nothing happens.
-	clk.Advance(30 * time.Second)
+	clk.Add(30 * time.Second)
 	e.sender.Wake()
 	time.Sleep(100 * time.Millisecond)
 	f.waitAttempts(1)
 
-	clk.Advance(30 * time.Second)
+	clk.Add(30 * time.Second)
 	e.sender.Wake()
 	got = f.waitAttempts(2)
 	if want := clk.Now().Add(2 * time.Minute); !got.NextAttempt.Equal(want) {
 		t.Errorf("after attempt 2 NextAttempt = %v, want %v (doubled)", got.NextAttempt, want)
 	}
 
-	clk.Advance(2 * time.Minute)
+	clk.Add(2 * time.Minute)
 	e.sender.Wake()
 	mx.waitMessages(t, 1)
 	f.waitEmpty()
@@ -188,7 +188,7 @@ func TestBounceOnExpiry(t *testing.T) {
 		t.Fatalf("bounce after a deferral within the lifetime: %d messages", n)
 	}
 
-	clk.Advance(2 * time.Hour)
+	clk.Add(2 * time.Hour)
 	e.sender.Wake()
 	f.waitEmpty()
 	d := parseDSN(t, f.waitInbox("bob@a.test", 1)[0])
@@ -393,7 +393,7 @@ func TestRestart(t *testing.T) {
 
 	f.open()
 	mx2 := newMX(t, nil)
-	clk.Advance(time.Hour)
+	clk.Add(time.Hour)
 	f.start(clk, func(c *Config) { c.Resolver = mxFor("remote.test"); c.Port = mx2.port })
 	if got := mx2.waitMessages(t, 1)[0]; !slices.Equal(got.to, []string{"r3@remote.test"}) {
 		t.Errorf("after restart MX got RCPT %q, want only [r3@remote.test]", got.to)
