@@ -17,6 +17,9 @@
 #
 #   bench/postgres.sh          # REPS=3 N=10000 SIZE=4096 C=20 M=100 FETCHN=10000 OUT=dir ONLY="bbolt pg pg2" DBCPU=0 LOADS=1 LOADOPTS=
 #
+# MHPKG=./bench/mhprof runs the nodes with net/http/pprof (node A's on
+# 127.0.0.1:36060; node B's port is taken and B runs without it).
+#
 # LOADOPTS are more flags of the load tool for the deliveries, such as
 # -pipelining (MAIL, RCPT and DATA as one group, as Postfix sends them).
 #
@@ -34,7 +37,7 @@ OWNPG=${OWNPG:-1}
 PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}
 MH=${MH:-/tmp/mh} LOAD=${LOAD:-/tmp/mhload}
 mkdir -p "$OUT"
-CGO_ENABLED=0 go build -o "$MH" ./cmd/mailhost
+CGO_ENABLED=0 go build -o "$MH" "${MHPKG:-./cmd/mailhost}"
 go build -o "$LOAD" ./cmd/mailhost-load
 D=$(mktemp -d /tmp/mh-postgres.XXXXXX)
 PGD=$(mktemp -d /tmp/mh-pgdata.XXXXXX)

@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/mailhost/mailhost/delivery"
 	"github.com/mailhost/mailhost/internal/testcert"
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 func TestEHLO(t *testing.T) {
@@ -86,6 +88,53 @@ func TestDeliver(t *testing.T) {
 	if strings.Contains(logs, "How are you") || strings.Contains(logs, "hello bob") {
 		t.Errorf("the log holds message content:\n%s", logs)
 	}
+}
+
+// TestMessagesOnOneConnection sends messages of falling and rising sizes
+// over one session: readMessage reuses its buffer from one message to the
+// next, and no stored body may share it.
+func TestMessagesOnOneConnection(t *testing.T) {
+	kept := &keepBodies{}
+	e := newEnv(t, func(c *Config) { kept.Store = c.Store; c.Store = kept })
+	c := e.client(t)
+	var sent []string
+	for i, n := range []int{64 << 10, 10, 4 << 10, 0, 200 << 10, 1} {
+		msg := message(fmt.Sprintf("message %d", i), strings.Repeat(string(rune('a'+i)), n))
+		if err := c.SendMail("sender@remote.test", []string{"bob@a.test"}, strings.NewReader(msg)); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		sent = append(sent, msg)
+	}
+	c.Quit()
+	got := e.inbox(t, "bob@a.test")
+	if len(got) != len(sent) {
+		t.Fatalf("bob's INBOX has %d messages, want %d", len(got), len(sent))
+	}
+	for i, msg := range sent {
+		if !bytes.HasSuffix(got[i], []byte(msg)) {
+			t.Errorf("message %d: stored %d bytes ending %q, want the %d bytes sent", i, len(got[i]), got[i][max(0, len(got[i])-40):], len(msg))
+		}
+		// What Deliver was given is still the message: a store may keep it
+		// (pgstore's body cache does, by copy; another might not copy).
+		if b := kept.bodies[i]; !bytes.Equal(b, got[i]) {
+			t.Errorf("message %d: the body given to Deliver changed after it returned: now %d bytes ending %q", i, len(b), b[max(0, len(b)-40):])
+		}
+	}
+}
+
+// keepBodies is a Store that keeps the body of every Deliver call, as
+// given, to see whether the server writes to it afterwards.
+type keepBodies struct {
+	Store
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func (k *keepBodies) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.DeliveryResult, error) {
+	k.mu.Lock()
+	k.bodies = append(k.bodies, d.Body)
+	k.mu.Unlock()
+	return k.Store.Deliver(ctx, d)
 }
 
 func TestDeliverSeveralRecipients(t *testing.T) {

@@ -279,7 +279,7 @@ func (s *session) Data(r io.Reader) error {
 	if mbs := tx.del.Mailboxes(); len(mbs) == 1 {
 		t.deliveredTo = mbs[0].Email
 	}
-	body := append(traceHeaders(t), msg...)
+	body := prepend(traceHeaders(t), msg)
 	if body, err = s.filter(tx, body); err != nil {
 		return err
 	}
@@ -288,14 +288,23 @@ func (s *session) Data(r io.Reader) error {
 
 // readMessage reads the message data, with a read deadline per read,
 // within Config.Memory; release gives its room back once the message is
-// stored or refused (the caller defers it, also on error). announced is
-// the size MAIL announced (0: none).
+// stored or refused (the caller defers it, also on error), and msg's
+// memory with it: the callers copy msg into the body they store (behind
+// its trace fields) and must not keep msg itself. announced is the size
+// MAIL announced (0: none).
 func (s *session) readMessage(r io.Reader, id string, announced int64) (msg []byte, release func(), err error) {
 	// go-smtp stops DATA and BDAT at MaxMessageBytes with 552 5.3.4; the
 	// limit here is only a second guard.
 	max := s.srv.cfg.MaxMessageBytes
-	var buf bytes.Buffer
+	buf := messageBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
 	br := newBudgetReader(s.ctx, &deadlineReader{r: r, conn: s.conn.Conn(), timeout: s.srv.cfg.ReadTimeout}, s.srv.cfg.Memory, min(announced, max))
+	release = func() {
+		br.release()
+		if buf.Cap() <= maxPooledMessage {
+			messageBuffers.Put(buf)
+		}
+	}
 	if _, err := buf.ReadFrom(io.LimitReader(br, max+1)); err != nil {
 		if errors.Is(err, errNoMemory) {
 			s.log.Warn("message not received: the memory budget is used", "id", id, "read_bytes", br.read, "announced_bytes", announced)
@@ -303,15 +312,24 @@ func (s *session) readMessage(r io.Reader, id string, announced int64) (msg []by
 			s.log.Info("message not received", "id", id, "err", err)
 		}
 		s.srv.metrics.Message(s.listener(), outcome(err), 0)
-		return nil, br.release, reply(err)
+		return nil, release, reply(err)
 	}
 	if int64(buf.Len()) > max {
 		s.log.Info("message not received", "id", id, "err", "over the size limit")
 		s.srv.metrics.Message(s.listener(), outcome(smtp.ErrDataTooLarge), 0)
-		return nil, br.release, smtp.ErrDataTooLarge
+		return nil, release, smtp.ErrDataTooLarge
 	}
-	return buf.Bytes(), br.release, nil
+	return buf.Bytes(), release, nil
 }
+
+// messageBuffers are readMessage's buffers, kept between messages: read
+// into a new bytes.Buffer, a 4 KB message cost five allocations of 512 B
+// to 8 KB, each cleared and copied into the next (3-4% of a node's CPU
+// under load, 2026-11-27). A buffer grown past maxPooledMessage is left
+// to the collector, so that one large message does not stay in memory.
+var messageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledMessage = 1 << 20
 
 // deliver makes the one store.Deliver call of a message (through package
 // delivery) and logs it.

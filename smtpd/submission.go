@@ -145,7 +145,7 @@ func (s *submission) Data(r io.Reader) error {
 	msg = addMissing(msg, fields, end, at, tx.id, s.srv.hostname)
 
 	t := traceInfo{id: tx.id, hostname: s.srv.hostname, tls: s.tls, utf8: tx.utf8, auth: true, at: at}
-	body := append(submissionTrace(t), msg...)
+	body := prepend(submissionTrace(t), msg)
 	// Before signing: the filter adds nothing to a submission, it only
 	// refuses (a stolen password sending spam).
 	if body, err = s.filter(tx, body); err != nil {

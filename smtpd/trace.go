@@ -123,3 +123,10 @@ func newID() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// prepend is fields followed by msg in one new slice: the body stored,
+// which must not share msg's memory (readMessage reuses it).
+func prepend(fields, msg []byte) []byte {
+	body := make([]byte, 0, len(fields)+len(msg))
+	return append(append(body, fields...), msg...)
+}
