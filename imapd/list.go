@@ -61,6 +61,44 @@ func (s *session) List(w *imapserver.ListWriter, ref string, patterns []string, 
 			return err
 		}
 	}
+	if options.SelectSpecialUse {
+		return nil
+	}
+	return s.listLevels(w, l, options)
+}
+
+// listLevels answers the levels of the hierarchy that are no folder but
+// have folders below them (left by DELETE of a parent, RFC 9051 section
+// 6.3.4), when one matches and a folder below it does not: "If the '%'
+// wildcard is the last character of a mailbox name argument, matching
+// levels of hierarchy are also returned", \Noselect (section 6.3.9), so
+// that a client that walks the tree level by level finds "a/b" after
+// "a" went.
+func (s *session) listLevels(w *imapserver.ListWriter, l *listing, options *imap.ListOptions) error {
+	names := make([]string, len(l.folders))
+	for i, f := range l.folders {
+		names[i] = f.Name
+	}
+	slices.Sort(names)
+	for _, name := range withAncestors(names) {
+		if l.byName[name] != nil || !l.match(name) {
+			continue
+		}
+		hidden := false
+		for _, d := range descendants(names, name) {
+			hidden = hidden || !l.match(d)
+		}
+		if !hidden {
+			continue
+		}
+		data := &imap.ListData{Mailbox: name, Delim: delim, Attrs: []imap.MailboxAttr{imap.MailboxAttrNoSelect, imap.MailboxAttrHasChildren}}
+		if options.ReturnSubscribed && l.subscribed(name) {
+			data.Attrs = append(data.Attrs, imap.MailboxAttrSubscribed)
+		}
+		if err := w.WriteList(data); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

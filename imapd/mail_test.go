@@ -493,6 +493,43 @@ func TestFolders(t *testing.T) {
 		t.Errorf("RENAME of a missing folder = %v, want NO [NONEXISTENT]", err)
 	}
 
+	// DELETE of a parent leaves its children; LIST "%" still shows the
+	// level, \Noselect, so that a client walking the tree finds them
+	// (RFC 9051 sections 6.3.4 and 6.3.9). "*" lists the child itself.
+	if err := c.Create("Work/2027/Q1", nil).Wait(); err != nil {
+		t.Fatalf("CREATE Work/2027/Q1: %v", err)
+	}
+	for _, name := range []string{"Work/2027", "Work"} {
+		if err := c.Delete(name).Wait(); err != nil {
+			t.Fatalf("DELETE %s: %v", name, err)
+		}
+	}
+	if got := names("%", nil)["Work"]; !slices.Contains(got, imap.MailboxAttrNoSelect) || !slices.Contains(got, imap.MailboxAttrHasChildren) {
+		t.Errorf("LIST %% after DELETE Work: Work has %v, want \\Noselect \\HasChildren", got)
+	}
+	if got := names("Work/%", nil)["Work/2027"]; !slices.Contains(got, imap.MailboxAttrNoSelect) {
+		t.Errorf("LIST Work/%% after DELETE Work/2027: Work/2027 has %v, want \\Noselect", got)
+	}
+	got = names("*", nil)
+	if _, ok := got["Work"]; ok {
+		t.Errorf("LIST * = %v lists Work, which is no folder and has its children listed", got)
+	}
+	if _, ok := got["Work/2026"]; !ok {
+		t.Errorf("LIST * = %v, want Work/2026", got)
+	}
+	if got := names("Work/2027/%", nil); len(got) != 1 || got["Work/2027/Q1"] == nil {
+		t.Errorf("LIST Work/2027/%% = %v, want Work/2027/Q1 alone", got)
+	}
+	if err := c.Create("Work", nil).Wait(); err != nil {
+		t.Fatalf("CREATE Work again: %v", err)
+	}
+	if got := names("%", nil)["Work"]; slices.Contains(got, imap.MailboxAttrNoSelect) {
+		t.Errorf("LIST %% after CREATE Work: Work has %v, want no \\Noselect", got)
+	}
+	if err := c.Delete("Work/2027/Q1").Wait(); err != nil {
+		t.Fatalf("DELETE Work/2027/Q1: %v", err)
+	}
+
 	if err := c.Subscribe("Work").Wait(); err != nil {
 		t.Fatalf("SUBSCRIBE: %v", err)
 	}
