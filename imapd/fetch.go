@@ -117,7 +117,50 @@ func (s *session) fetchDirect(d *directFetch, v *view, idx []int, seen map[uint3
 // comes back as is; one from the store is logged and answered through
 // s.fail with op.
 func (s *session) eachBody(v *view, idx []int, op string, fn func(i int, body []byte) error) error {
+	if c, ok := s.st.(cachedBodies); ok {
+		if done, err := eachCachedBody(c, v, idx, fn); done {
+			return err
+		}
+	}
 	return s.eachRead(s.st.Bodies, v, idx, op, fn)
+}
+
+// cachedBodies is what a store may offer beside Store: the bodies it
+// keeps in memory, by body id (mailstore.Message.BlobID), as pgstore
+// keeps those its node stored or read last. A body never changes and its
+// id is never reused, so a kept body is the message's.
+type cachedBodies interface {
+	CachedBody(blobID int64) ([]byte, bool)
+}
+
+// eachCachedBody is eachBody from c, when c keeps the body of every
+// message of idx, and reports whether it was: a client that reads one
+// message at a time (FETCH n BODY.PEEK[]) then costs no round trip to a
+// database. A message another session expunged meanwhile, which this
+// session still holds, is answered with its body, as RFC 2180 section
+// 4.1.1 allows, where the store would leave it out.
+func eachCachedBody(c cachedBodies, v *view, idx []int, fn func(i int, body []byte) error) (bool, error) {
+	bodies := make([][]byte, len(idx))
+	for k, i := range idx {
+		m := v.msgs[i]
+		if m.gone {
+			continue
+		}
+		b, ok := c.CachedBody(m.BlobID)
+		if !ok || m.BlobID == 0 {
+			return false, nil
+		}
+		bodies[k] = b
+	}
+	for k, i := range idx {
+		if v.msgs[i].gone {
+			continue
+		}
+		if err := fn(i, bodies[k]); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // eachSummary is eachBody with the messages' summaries

@@ -115,3 +115,41 @@ func TestDeliveredBodiesCached(t *testing.T) {
 		t.Errorf("Bodies right after delivery = %q, want %q from the node's cache", got, bodies)
 	}
 }
+
+// TestBodyReadCached: a body read alone (Body, as FETCH n does) is kept,
+// and CachedBody answers it by its id without the database; a body not
+// kept is not answered.
+func TestBodyReadCached(t *testing.T) {
+	s, ids := mailFixture(t, 1)
+	ctx := context.Background()
+	const body = "Subject: once\r\n\r\nread once"
+	if _, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte(body), ReceivedAt: benchMailNow, MailboxIDs: ids}); err != nil {
+		t.Fatal(err)
+	}
+	inbox, err := s.Folder(ctx, ids[0], "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Messages(ctx, ids[0], inbox.ID)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("Messages = %v, %v; want one", msgs, err)
+	}
+	blob := msgs[0].BlobID
+	s.bodies = newBodyCache(defaultBodyCacheBytes) // as on a node that did not store it
+	if b, ok := s.CachedBody(blob); ok {
+		t.Fatalf("CachedBody before any read = %q, want none", b)
+	}
+	got, err := s.Body(ctx, ids[0], inbox.ID, 1)
+	if err != nil || string(got) != body {
+		t.Fatalf("Body = %q, %v; want %q", got, err, body)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE blobs SET body = 'changed'`); err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := s.CachedBody(blob); !ok || string(b) != body {
+		t.Errorf("CachedBody after Body = %q, %v; want %q from the node's memory", b, ok, body)
+	}
+	if b, ok := s.CachedBody(blob + 1000); ok {
+		t.Errorf("CachedBody of an unknown id = %q, want none", b)
+	}
+}

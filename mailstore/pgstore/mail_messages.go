@@ -60,12 +60,13 @@ func (s *Store) Body(ctx context.Context, mailboxID, folderID int64, uid uint32)
 	var body []byte
 	// One statement, one snapshot: no BEGIN and COMMIT around it (a
 	// client fetching one message at a time pays each round trip).
+	var blob *int64
 	err := s.one(ctx, func(tx querier) error {
 		var found bool
-		err := tx.QueryRow(ctx, `SELECT m.uid IS NOT NULL, b.body FROM folders f
+		err := tx.QueryRow(ctx, `SELECT m.uid IS NOT NULL, m.blob_id, b.body FROM folders f
 			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = $3
 			LEFT JOIN blobs b ON b.id = m.blob_id
-			WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, int64(uid)).Scan(&found, &body)
+			WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, int64(uid)).Scan(&found, &blob, &body)
 		switch {
 		case noRows(err):
 			return mailstore.ErrFolderNotFound
@@ -81,8 +82,17 @@ func (s *Store) Body(ctx context.Context, mailboxID, folderID int64, uid uint32)
 	if err != nil {
 		return nil, fmt.Errorf("body of message %d/%d: %w", folderID, uid, err)
 	}
+	s.bodies.put(*blob, body) // a client that reads a message often reads it again
 	return body, nil
 }
+
+// CachedBody answers the body of blob if this node keeps it (bodyCache),
+// without asking the database: the body of a message in a selected
+// folder, whose body id the IMAP session has from Messages or Changes
+// (imapd answers a FETCH from it when every body asked is kept). A body
+// never changes and its id is never reused, so what is kept is right;
+// the caller must not change it.
+func (s *Store) CachedBody(blob int64) ([]byte, bool) { return s.bodies.get(blob) }
 
 // Bounds on one query of Bodies: 64 bodies make the statement's cost
 // small per message; 4 MiB bounds a chunk. A session holds at most
