@@ -2,6 +2,7 @@ package imapd
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,9 +18,23 @@ import (
 // the reads that go to the store itself.
 type keptBodies struct {
 	mailstore.Store
-	mu    sync.Mutex
-	kept  map[int64][]byte
-	reads atomic.Int64
+	mu        sync.Mutex
+	kept      map[int64][]byte
+	summaries map[int64][]byte
+	reads     atomic.Int64 // of bodies
+	sumReads  atomic.Int64 // of summaries
+}
+
+func (k *keptBodies) CachedSummary(blob int64) ([]byte, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	b, ok := k.summaries[blob]
+	return b, ok
+}
+
+func (k *keptBodies) Summaries(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, header []byte) error) error {
+	k.sumReads.Add(1)
+	return k.Store.Summaries(ctx, mailboxID, folderID, uids, fn)
 }
 
 func (k *keptBodies) CachedBody(blob int64) ([]byte, bool) {
@@ -105,5 +120,76 @@ func TestFetchFromKeptBodies(t *testing.T) {
 		if n := k.reads.Load() - before; n != tt.reads {
 			t.Errorf("FETCH %s BODY.PEEK[]: %d reads of the store, want %d", tt.seq, n, tt.reads)
 		}
+	}
+}
+
+// TestListFromKeptSummaries: a folder's listing (ENVELOPE, from the
+// bodies' summaries) and a SEARCH on header fields are answered from the
+// summaries the store keeps when it keeps all those asked, and the same
+// as from the store.
+func TestListFromKeptSummaries(t *testing.T) {
+	k := &keptBodies{kept: map[int64][]byte{}, summaries: map[int64][]byte{}}
+	e := newEnv(t, envOptions{wrap: func(s mailstore.Store) mailstore.Store {
+		k.Store = s
+		return k
+	}})
+	for _, b := range []string{msgPlain, msgMultipart, msgLarge} {
+		e.deliver(b, t1)
+	}
+	c := e.login(nil)
+	selectInbox(t, c)
+	envelopes := func() []string {
+		t.Helper()
+		got, err := c.Fetch(imap.SeqSetNum(1, 2, 3), &imap.FetchOptions{Envelope: true}).Collect()
+		if err != nil {
+			t.Fatalf("FETCH ENVELOPE: %v", err)
+		}
+		var out []string
+		for _, m := range got {
+			out = append(out, m.Envelope.Subject+" <"+m.Envelope.MessageID+">")
+		}
+		return out
+	}
+	search := func() []imap.UID {
+		t.Helper()
+		d, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Subject", Value: "e"}}}, nil).Wait()
+		if err != nil {
+			t.Fatalf("UID SEARCH SUBJECT: %v", err)
+		}
+		return d.AllUIDs()
+	}
+	fromStore, foundInStore := envelopes(), search()
+	if n := k.sumReads.Load(); n == 0 {
+		t.Fatalf("nothing kept, and the store was not read")
+	}
+	if len(fromStore) != 3 || len(foundInStore) == 0 {
+		t.Fatalf("from the store: envelopes %q, SEARCH %v; want 3 and some", fromStore, foundInStore)
+	}
+
+	// Keep what the store has, under the bodies' ids.
+	ctx := context.Background()
+	inbox, err := e.st.Folder(ctx, e.mb.ID, "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := e.st.Messages(ctx, e.mb.ID, inbox.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.Summaries(ctx, e.mb.ID, inbox.ID, []uint32{1, 2, 3}, func(uid uint32, h []byte) error {
+		k.summaries[msgs[uid-1].BlobID] = slices.Clone(h)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := k.sumReads.Load()
+	if got := envelopes(); !slices.Equal(got, fromStore) {
+		t.Errorf("ENVELOPE from kept summaries = %q, want %q as from the store", got, fromStore)
+	}
+	if got := search(); !slices.Equal(got, foundInStore) {
+		t.Errorf("SEARCH from kept summaries = %v, want %v as from the store", got, foundInStore)
+	}
+	if n := k.sumReads.Load() - before; n != 0 {
+		t.Errorf("%d reads of the store's summaries with all kept, want 0", n)
 	}
 }

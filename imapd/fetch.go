@@ -118,45 +118,51 @@ func (s *session) fetchDirect(d *directFetch, v *view, idx []int, seen map[uint3
 // s.fail with op.
 func (s *session) eachBody(v *view, idx []int, op string, fn func(i int, body []byte) error) error {
 	if c, ok := s.st.(cachedBodies); ok {
-		if done, err := eachCachedBody(c, v, idx, fn); done {
+		if done, err := eachCached(c.CachedBody, v, idx, fn); done {
 			return err
 		}
 	}
 	return s.eachRead(s.st.Bodies, v, idx, op, fn)
 }
 
-// cachedBodies is what a store may offer beside Store: the bodies it
-// keeps in memory, by body id (mailstore.Message.BlobID), as pgstore
-// keeps those its node stored or read last. A body never changes and its
-// id is never reused, so a kept body is the message's.
+// cachedBodies and cachedSummaries are what a store may offer beside
+// Store: the bodies, and their summaries, it keeps in memory by body id
+// (mailstore.Message.BlobID), as pgstore keeps those its node stored or
+// read last. A body never changes and its id is never reused, so what is
+// kept is the message's.
 type cachedBodies interface {
 	CachedBody(blobID int64) ([]byte, bool)
 }
 
-// eachCachedBody is eachBody from c, when c keeps the body of every
-// message of idx, and reports whether it was: a client that reads one
-// message at a time (FETCH n BODY.PEEK[]) then costs no round trip to a
-// database. A message another session expunged meanwhile, which this
-// session still holds, is answered with its body, as RFC 2180 section
-// 4.1.1 allows, where the store would leave it out.
-func eachCachedBody(c cachedBodies, v *view, idx []int, fn func(i int, body []byte) error) (bool, error) {
-	bodies := make([][]byte, len(idx))
+type cachedSummaries interface {
+	CachedSummary(blobID int64) ([]byte, bool)
+}
+
+// eachCached is eachBody (or eachSummary) from what get keeps, when it
+// keeps that of every message of idx, and reports whether it was: a
+// client that reads one message at a time (FETCH n BODY.PEEK[]), or lists
+// a folder it listed before, then costs no round trip to a database. A
+// message another session expunged meanwhile, which this session still
+// holds, is answered, as RFC 2180 section 4.1.1 allows, where the store
+// would leave it out.
+func eachCached(get func(blobID int64) ([]byte, bool), v *view, idx []int, fn func(i int, b []byte) error) (bool, error) {
+	kept := make([][]byte, len(idx))
 	for k, i := range idx {
 		m := v.msgs[i]
 		if m.gone {
 			continue
 		}
-		b, ok := c.CachedBody(m.BlobID)
+		b, ok := get(m.BlobID)
 		if !ok || m.BlobID == 0 {
 			return false, nil
 		}
-		bodies[k] = b
+		kept[k] = b
 	}
 	for k, i := range idx {
 		if v.msgs[i].gone {
 			continue
 		}
-		if err := fn(i, bodies[k]); err != nil {
+		if err := fn(i, kept[k]); err != nil {
 			return true, err
 		}
 	}
@@ -166,6 +172,11 @@ func eachCachedBody(c cachedBodies, v *view, idx []int, fn func(i int, body []by
 // eachSummary is eachBody with the messages' summaries
 // (mailstore.Mail.Summaries) in place of their bodies.
 func (s *session) eachSummary(v *view, idx []int, op string, fn func(i int, header []byte) error) error {
+	if c, ok := s.st.(cachedSummaries); ok {
+		if done, err := eachCached(c.CachedSummary, v, idx, fn); done {
+			return err
+		}
+	}
 	return s.eachRead(s.st.Summaries, v, idx, op, fn)
 }
 

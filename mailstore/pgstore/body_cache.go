@@ -30,6 +30,10 @@ type cachedBody struct {
 // defaultBodyCacheBytes is Options.BodyCacheBytes when zero.
 const defaultBodyCacheBytes = 64 << 20
 
+// defaultSummaryCacheBytes bounds the summaries a node keeps: at 300-600
+// bytes each, those of 30,000-50,000 messages.
+const defaultSummaryCacheBytes = 16 << 20
+
 func newBodyCache(max int64) *bodyCache {
 	return &bodyCache{max: max, byID: map[int64]*list.Element{}}
 }

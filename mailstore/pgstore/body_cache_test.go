@@ -153,3 +153,55 @@ func TestBodyReadCached(t *testing.T) {
 		t.Errorf("CachedBody of an unknown id = %q, want none", b)
 	}
 }
+
+// TestSummariesCached: the node keeps the summaries of what it delivers
+// and of what Summaries reads, by body id; CachedSummary answers them
+// without the database, and nothing with the caches off.
+func TestSummariesCached(t *testing.T) {
+	s, ids, u := mailFixtureURL(t, 1)
+	ctx := context.Background()
+	body := []byte("From: a@example.test\r\nSubject: kept\r\n\r\nbody")
+	if _, err := s.Deliver(ctx, mailstore.Delivery{Body: body, ReceivedAt: benchMailNow, MailboxIDs: ids}); err != nil {
+		t.Fatal(err)
+	}
+	inbox, err := s.Folder(ctx, ids[0], "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Messages(ctx, ids[0], inbox.ID)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("Messages = %v, %v; want one", msgs, err)
+	}
+	blob := msgs[0].BlobID
+	want := string(mailstore.HeaderSummary(body))
+	if got, ok := s.CachedSummary(blob); !ok || string(got) != want {
+		t.Errorf("CachedSummary after Deliver = %q, %v; want %q", got, ok, want)
+	}
+
+	s.summaries = newBodyCache(defaultSummaryCacheBytes) // as on another node
+	if got, ok := s.CachedSummary(blob); ok {
+		t.Fatalf("CachedSummary before a read = %q, want none", got)
+	}
+	var read string
+	if err := s.Summaries(ctx, ids[0], inbox.ID, []uint32{1}, func(_ uint32, h []byte) error {
+		read = string(h)
+		return nil
+	}); err != nil || read != want {
+		t.Fatalf("Summaries = %q, %v; want %q", read, err, want)
+	}
+	if got, ok := s.CachedSummary(blob); !ok || string(got) != want {
+		t.Errorf("CachedSummary after Summaries = %q, %v; want %q", got, ok, want)
+	}
+
+	off, err := Open(ctx, u, Options{Node: "off", BodyCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	if err := off.Summaries(ctx, ids[0], inbox.ID, []uint32{1}, func(uint32, []byte) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := off.CachedSummary(blob); ok {
+		t.Errorf("CachedSummary with the caches off = %q, want none", got)
+	}
+}

@@ -871,6 +871,7 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 	for _, c := range calls {
 		if c.err == nil && !c.deferred && len(c.res.Delivered) > 0 {
 			s.bodies.put(c.blob, c.body)
+			s.summaries.put(c.blob, c.summary)
 		}
 	}
 	return nil

@@ -99,6 +99,7 @@ func (s *Store) readSummaries(ctx context.Context, mailboxID, folderID int64, c 
 			fillHdrs = append(fillHdrs, slices.Clone([]byte(header)))
 		}
 		c.put(uid, header)
+		s.summaries.put(blob, header)
 		return nil
 	}); err != nil {
 		return err
@@ -178,3 +179,11 @@ func (s *Store) makeSummaries(ctx context.Context, mailboxID, folderID int64, ui
 		UPDATE blobs b SET header = d.header FROM d JOIN l ON l.id = d.id WHERE b.id = d.id`, ids, headers)
 	return made, nil
 }
+
+// CachedSummary answers the summary of the body blob if this node keeps
+// it, without asking the database: summaries are read (Summaries) and
+// stored (Deliver) by the thousand when a folder is listed or searched by
+// its header fields, and a body's summary never changes, so what is kept
+// is right for every message of that body. The caller must not change
+// it.
+func (s *Store) CachedSummary(blob int64) ([]byte, bool) { return s.summaries.get(blob) }

@@ -60,7 +60,9 @@ type Options struct {
 	DeliverDepth int
 	// BodyCacheBytes bounds the bodies this node keeps after reading or
 	// storing them (body_cache.go), for the next FETCH or SEARCH BODY of
-	// many; zero means 64 MiB, less than zero none.
+	// many; zero means 64 MiB, less than zero none. Less than zero also
+	// turns off the cache of the bodies' summaries (16 MiB), which keeps
+	// a folder's listing and header SEARCH in the same way.
 	BodyCacheBytes int64
 	// RecipientTTL bounds how long this node's MX may decide on a
 	// recipient from its cached look-up (recipients.go) while a change
@@ -89,8 +91,9 @@ type Store struct {
 	// blobIDPool holds ids taken ahead from the bodies' sequence for
 	// deliveries, so that most batches need no statement for them.
 	blobIDPool idPool
-	// bodies keeps the bodies Bodies read last.
-	bodies *bodyCache
+	// bodies keeps the bodies Bodies read last, and summaries their
+	// summaries (mailstore.HeaderSummary), both by body id.
+	bodies, summaries *bodyCache
 	// recipients keeps the MX's look-ups of recipients (RecipientByEmail);
 	// nil without.
 	recipients *recipientCache
@@ -136,8 +139,10 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 	switch {
 	case opt.BodyCacheBytes == 0:
 		s.bodies = newBodyCache(defaultBodyCacheBytes)
+		s.summaries = newBodyCache(defaultSummaryCacheBytes)
 	default:
 		s.bodies = newBodyCache(opt.BodyCacheBytes) // none if negative
+		s.summaries = newBodyCache(min(opt.BodyCacheBytes, defaultSummaryCacheBytes))
 	}
 	if s.now == nil {
 		s.now = time.Now
