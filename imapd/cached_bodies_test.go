@@ -25,22 +25,19 @@ type keptBodies struct {
 	sumReads  atomic.Int64 // of summaries
 }
 
-func (k *keptBodies) CachedSummary(blob int64) ([]byte, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	b, ok := k.summaries[blob]
-	return b, ok
-}
+func (k *keptBodies) CachedSummary(blob int64) ([]byte, bool) { return k.get(k.summaries, blob) }
 
 func (k *keptBodies) Summaries(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, header []byte) error) error {
 	k.sumReads.Add(1)
 	return k.Store.Summaries(ctx, mailboxID, folderID, uids, fn)
 }
 
-func (k *keptBodies) CachedBody(blob int64) ([]byte, bool) {
+func (k *keptBodies) CachedBody(blob int64) ([]byte, bool) { return k.get(k.kept, blob) }
+
+func (k *keptBodies) get(m map[int64][]byte, blob int64) ([]byte, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	b, ok := k.kept[blob]
+	b, ok := m[blob]
 	return b, ok
 }
 

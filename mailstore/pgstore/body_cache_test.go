@@ -123,18 +123,7 @@ func TestBodyReadCached(t *testing.T) {
 	s, ids := mailFixture(t, 1)
 	ctx := context.Background()
 	const body = "Subject: once\r\n\r\nread once"
-	if _, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte(body), ReceivedAt: benchMailNow, MailboxIDs: ids}); err != nil {
-		t.Fatal(err)
-	}
-	inbox, err := s.Folder(ctx, ids[0], "INBOX")
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := s.Messages(ctx, ids[0], inbox.ID)
-	if err != nil || len(msgs) != 1 {
-		t.Fatalf("Messages = %v, %v; want one", msgs, err)
-	}
-	blob := msgs[0].BlobID
+	inbox, blob := deliverOne(t, s, ids[0], []byte(body))
 	s.bodies = newBodyCache(defaultBodyCacheBytes) // as on a node that did not store it
 	if b, ok := s.CachedBody(blob); ok {
 		t.Fatalf("CachedBody before any read = %q, want none", b)
@@ -161,18 +150,7 @@ func TestSummariesCached(t *testing.T) {
 	s, ids, u := mailFixtureURL(t, 1)
 	ctx := context.Background()
 	body := []byte("From: a@example.test\r\nSubject: kept\r\n\r\nbody")
-	if _, err := s.Deliver(ctx, mailstore.Delivery{Body: body, ReceivedAt: benchMailNow, MailboxIDs: ids}); err != nil {
-		t.Fatal(err)
-	}
-	inbox, err := s.Folder(ctx, ids[0], "INBOX")
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := s.Messages(ctx, ids[0], inbox.ID)
-	if err != nil || len(msgs) != 1 {
-		t.Fatalf("Messages = %v, %v; want one", msgs, err)
-	}
-	blob := msgs[0].BlobID
+	inbox, blob := deliverOne(t, s, ids[0], body)
 	want := string(mailstore.HeaderSummary(body))
 	if got, ok := s.CachedSummary(blob); !ok || string(got) != want {
 		t.Errorf("CachedSummary after Deliver = %q, %v; want %q", got, ok, want)
@@ -204,4 +182,23 @@ func TestSummariesCached(t *testing.T) {
 	if got, ok := off.CachedSummary(blob); ok {
 		t.Errorf("CachedSummary with the caches off = %q, want none", got)
 	}
+}
+
+// deliverOne delivers body to the empty INBOX of mailbox and answers the
+// folder and the body's id.
+func deliverOne(t *testing.T, s *Store, mailbox int64, body []byte) (mailstore.Folder, int64) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Deliver(ctx, mailstore.Delivery{Body: body, ReceivedAt: benchMailNow, MailboxIDs: []int64{mailbox}}); err != nil {
+		t.Fatal(err)
+	}
+	inbox, err := s.Folder(ctx, mailbox, "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Messages(ctx, mailbox, inbox.ID)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("Messages = %v, %v; want one", msgs, err)
+	}
+	return inbox, msgs[0].BlobID
 }
