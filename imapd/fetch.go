@@ -152,8 +152,11 @@ func eachCached(get func(blobID int64) ([]byte, bool), v *view, idx []int, fn fu
 		if m.gone {
 			continue
 		}
+		if m.BlobID == 0 {
+			return false, nil
+		}
 		b, ok := get(m.BlobID)
-		if !ok || m.BlobID == 0 {
+		if !ok {
 			return false, nil
 		}
 		kept[k] = b
