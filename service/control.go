@@ -197,7 +197,7 @@ func (o *socketOps) CreatePartner(ctx context.Context, name string) (v NewKey, e
 	return v, o.call(ctx, "POST", "/partners", map[string]string{"name": name}, &v)
 }
 
-func (o *socketOps) Partners(ctx context.Context) (v []mailstore.Partner, err error) {
+func (o *socketOps) Partners(ctx context.Context) (v []PartnerInfo, err error) {
 	return v, o.call(ctx, "GET", "/partners", nil, &v)
 }
 
@@ -209,7 +209,7 @@ func (o *socketOps) Keys(ctx context.Context, partner string) (v []KeyInfo, err 
 	return v, o.call(ctx, "GET", "/partners/"+url.PathEscape(partner)+"/keys", nil, &v)
 }
 
-func (o *socketOps) SetPartnerLimits(ctx context.Context, partner string, l mailstore.PartnerLimits) (v mailstore.Partner, err error) {
+func (o *socketOps) SetPartnerLimits(ctx context.Context, partner string, l mailstore.PartnerLimits) (v PartnerInfo, err error) {
 	return v, o.call(ctx, "PUT", "/partners/"+url.PathEscape(partner)+"/limits", l, &v)
 }
 

@@ -18,13 +18,13 @@ import (
 // server holds the file, or by the running server over the control socket.
 type Operator interface {
 	CreatePartner(ctx context.Context, name string) (NewKey, error)
-	Partners(ctx context.Context) ([]mailstore.Partner, error)
+	Partners(ctx context.Context) ([]PartnerInfo, error)
 	CreateKey(ctx context.Context, partner string) (NewKey, error)
 	Keys(ctx context.Context, partner string) ([]KeyInfo, error)
 	RevokeKey(ctx context.Context, keyID int64) (KeyInfo, error)
 	RunRetention(ctx context.Context) ([]Purged, error)
 	// SetPartnerLimits changes a partner's limits (name or id).
-	SetPartnerLimits(ctx context.Context, partner string, l mailstore.PartnerLimits) (mailstore.Partner, error)
+	SetPartnerLimits(ctx context.Context, partner string, l mailstore.PartnerLimits) (PartnerInfo, error)
 	// Queue lists the outbound queue, at most limit entries from offset.
 	Queue(ctx context.Context, p mailstore.Page) (QueueList, error)
 	// FlushQueue makes every queued message that is not held for its
@@ -73,7 +73,21 @@ type KeyInfo struct {
 	RevokedAt *string `json:"revoked_at"`
 }
 
+// PartnerInfo is a partner as the command line shows it.
+type PartnerInfo struct {
+	ID         int64  `json:"id"`
+	Name       string `json:"name"`
+	CreatedAt  string `json:"created_at"`
+	MaxDomains int64  `json:"max_domains"`
+}
+
+// timeFormat is decisions.md's one form of a time: UTC, no offset, no
+// fraction, as the API writes every created_at.
 const timeFormat = "2006-01-02T15:04:05"
+
+func partnerInfo(p mailstore.Partner) PartnerInfo {
+	return PartnerInfo{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt.UTC().Format(timeFormat), MaxDomains: p.MaxDomains}
+}
 
 func keyInfo(k mailstore.APIKey) KeyInfo {
 	ki := KeyInfo{ID: k.ID, PartnerID: k.PartnerID, Prefix: k.Prefix, CreatedAt: k.CreatedAt.UTC().Format(timeFormat), Revoked: k.Revoked}
@@ -135,8 +149,16 @@ func (o *storeOps) addKey(ctx context.Context, p mailstore.Partner) (NewKey, err
 	return NewKey{ID: p.ID, Name: p.Name, APIKey: key, KeyID: k.ID, KeyPrefix: k.Prefix}, nil
 }
 
-func (o *storeOps) Partners(ctx context.Context) ([]mailstore.Partner, error) {
-	return o.store.Partners(ctx)
+func (o *storeOps) Partners(ctx context.Context) ([]PartnerInfo, error) {
+	ps, err := o.store.Partners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PartnerInfo, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, partnerInfo(p))
+	}
+	return out, nil
 }
 
 func (o *storeOps) CreateKey(ctx context.Context, partner string) (NewKey, error) {
@@ -214,16 +236,17 @@ func (o *storeOps) DeleteQueued(ctx context.Context, id int64) (mailstore.Outbou
 	return o.store.DeleteOutbound(ctx, id)
 }
 
-func (o *storeOps) SetPartnerLimits(ctx context.Context, partner string, l mailstore.PartnerLimits) (mailstore.Partner, error) {
+func (o *storeOps) SetPartnerLimits(ctx context.Context, partner string, l mailstore.PartnerLimits) (PartnerInfo, error) {
 	p, err := o.store.PartnerByName(ctx, partner)
 	if err != nil {
-		return mailstore.Partner{}, fmt.Errorf("partner %q: %w", partner, err)
+		return PartnerInfo{}, fmt.Errorf("partner %q: %w", partner, err)
 	}
 	p, err = o.store.SetPartnerLimits(ctx, p.ID, l)
-	if err == nil {
-		o.audit(ctx, p.ID, "partner limits", p.Name)
+	if err != nil {
+		return PartnerInfo{}, err
 	}
-	return p, err
+	o.audit(ctx, p.ID, "partner limits", p.Name)
+	return partnerInfo(p), nil
 }
 
 // audit records a command-line write to a partner in its audit log

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,39 @@ func TestUsage(t *testing.T) {
 				t.Errorf("run(%q) = %d, want %d", tt.args, code, tt.code)
 			}
 		})
+	}
+}
+
+// TestPartnerTimes checks that partner list and partner limits print
+// created_at as decisions.md writes every created_at (UTC,
+// YYYY-MM-DDTHH:MM:SS, no offset, no fraction), as key list does, not
+// as RFC 3339 with a "Z".
+func TestPartnerTimes(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errs := mh(t, "partner", "create", "acme", "-data", dir); code != 0 {
+		t.Fatalf("partner create = %d, stderr %s", code, errs)
+	}
+	form := regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$`)
+	code, out, errs := mh(t, "partner", "list", "-data", dir)
+	var ps []struct {
+		Name      string `json:"name"`
+		CreatedAt string `json:"created_at"`
+	}
+	if err := json.Unmarshal([]byte(out), &ps); code != 0 || err != nil || len(ps) != 1 {
+		t.Fatalf("partner list = %d %q %q (%v), want one partner", code, out, errs, err)
+	}
+	if !form.MatchString(ps[0].CreatedAt) {
+		t.Errorf("partner list created_at = %q, want YYYY-MM-DDTHH:MM:SS", ps[0].CreatedAt)
+	}
+	code, out, errs = mh(t, "partner", "limits", "acme", "-max-domains", "2", "-data", dir)
+	var p struct {
+		CreatedAt  string `json:"created_at"`
+		MaxDomains int64  `json:"max_domains"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil || p.MaxDomains != 2 {
+		t.Fatalf("partner limits = %d %q %q (%v), want max_domains 2", code, out, errs, err)
+	}
+	if !form.MatchString(p.CreatedAt) {
+		t.Errorf("partner limits created_at = %q, want YYYY-MM-DDTHH:MM:SS", p.CreatedAt)
 	}
 }
