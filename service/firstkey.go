@@ -3,15 +3,15 @@ package service
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 )
 
 // KeyFileName is the file in the data directory that receives the default
 // partner's API key at first start, mode 0600: readable by the user the
-// server runs as, and root. The journal, or any log that stdout goes to,
-// keeps what it is given for months; the key stays out of it unless
-// stdout is a terminal (Options.ShowKey).
+// server runs as, and root. The key is printed on stdout too, as
+// decisions.md has it ("prints its API key once"), except when stdout is
+// systemd's journal (IsJournal), which would keep it for months: there
+// the notice names the file instead.
 const KeyFileName = "initial-api-key"
 
 // writeKeyFile writes the first-start key to DATA/initial-api-key,
@@ -32,19 +32,12 @@ func writeKeyFile(dataDir, key string) (string, error) {
 }
 
 // printFirstKey tells stdout about the default partner: with the key
-// when show is set (a terminal), else only where the key file is.
+// when show is set, else only where the key file is (stdout is the
+// journal).
 func printFirstKey(stdout io.Writer, show bool, name string, id int64, key, path string) {
 	if show {
 		fmt.Fprintf(stdout, "Created partner %q (id %d). Its API key, shown only this once:\n\n    %s\n\nUse it as: Authorization: Bearer <key>\n(It is also in %s, mode 0600: delete that file once the key is kept elsewhere.)\n\n", name, id, key, path)
 		return
 	}
-	fmt.Fprintf(stdout, "Created partner %q (id %d). Its API key is in %s (mode 0600, not printed: stdout is not a terminal).\nRead it (as root or the server's user), keep it elsewhere, then delete the file.\n\n", name, id, path)
-}
-
-// IsTerminal reports whether f is a character device, where the key may
-// be shown: a terminal keeps no log (and /dev/null, the other common
-// one, keeps nothing). The journal, a pipe and a file are not.
-func IsTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	fmt.Fprintf(stdout, "Created partner %q (id %d). Its API key is in %s (mode 0600, not printed: stdout is systemd's journal).\nRead it (as root or the server's user), keep it elsewhere, then delete the file.\n\n", name, id, path)
 }

@@ -13,9 +13,8 @@ import (
 )
 
 // TestFirstKeyFile: the first start writes the default partner's key to
-// DATA/initial-api-key, mode 0600, and without ShowKey (stdout is not a
-// terminal: the journal, a pipe, a file) prints where it is, never the
-// key; the key in the file works.
+// DATA/initial-api-key, mode 0600, and without ShowKey (stdout is the
+// journal) prints where it is, never the key; the key in the file works.
 func TestFirstKeyFile(t *testing.T) {
 	dir := t.TempDir()
 	cfg, err := testConfig(dir)
@@ -65,22 +64,5 @@ func TestFirstKeyFile(t *testing.T) {
 	}
 	if code, body := call(t, "GET", "http://"+addrs.HTTP+"/domains/", key, ""); code != 200 {
 		t.Errorf("GET /domains/ with the file's key = %d %s", code, body)
-	}
-}
-
-func TestIsTerminal(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if IsTerminal(f) {
-		t.Errorf("IsTerminal(a file) = true, want false")
-	}
-	r, w, _ := os.Pipe()
-	defer r.Close()
-	defer w.Close()
-	if IsTerminal(w) {
-		t.Errorf("IsTerminal(a pipe) = true, want false")
 	}
 }

@@ -41,10 +41,10 @@ import (
 type Options struct {
 	// Stdout receives the one-time notice of the default partner; the key
 	// itself goes to DATA/initial-api-key (KeyFileName), and to Stdout
-	// too only with ShowKey.
+	// too with ShowKey.
 	Stdout io.Writer
 	// ShowKey prints the first-start key on Stdout; cmd/mailhost sets it
-	// when stdout is a terminal (IsTerminal).
+	// unless stdout is systemd's journal (IsJournal).
 	ShowKey bool
 	Logger  *slog.Logger
 	Now     func() time.Time

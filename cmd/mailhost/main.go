@@ -128,7 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	if cmd == "serve" {
 		f, isFile := stdout.(*os.File)
-		show := isFile && service.IsTerminal(f)
+		show := !isFile || !service.IsJournal(f)
 		err = service.Run(ctx, cfg, service.Options{Stdout: stdout, ShowKey: show, Logger: service.NewLogger(cfg, stderr)})
 	} else {
 		err = service.WithOperator(ctx, cfg, func(op service.Operator) error {
