@@ -81,9 +81,9 @@ func TestAuth(t *testing.T) {
 	}
 }
 
-// TestFailedAuthThrottled: an address that keeps failing to authenticate
-// is answered 429 after failureBurst failures, while a right key from it
-// still works.
+// TestFailedAuthThrottled: an address that keeps sending wrong keys is
+// answered 429 after failureBurst failures, while a request without a key
+// is still answered 401 and a right key from it still works.
 func TestFailedAuthThrottled(t *testing.T) {
 	e := newEnv(t)
 	unknown, _, _, _, _ := credential.NewAPIKey()
@@ -94,7 +94,11 @@ func TestFailedAuthThrottled(t *testing.T) {
 	if r.detail() != "Too many requests" || r.header.Get("Retry-After") == "" {
 		t.Errorf("throttled failure = %q, Retry-After %q", r.detail(), r.header.Get("Retry-After"))
 	}
-	must(t, "no key once throttled", e.raw("GET", "/domains/", "", ""), 429)
+	for i := range failureBurst + 1 {
+		if r := must(t, fmt.Sprintf("no key %d once throttled", i+1), e.raw("GET", "/domains/", "", ""), 401); r.detail() != "Not authenticated" {
+			t.Fatalf("no key = %q, want Not authenticated", r.detail())
+		}
+	}
 	must(t, "the right key from the same address", e.a("GET", "/domains/", ""), 200)
 }
 
