@@ -48,15 +48,21 @@ func (a *API) createAlias(w http.ResponseWriter, r *http.Request, c call) error 
 	if err != nil {
 		return unprocessable("source", "invalid address (local@domain or @domain)")
 	}
+	dest, err := policy.NormalizeAddress(rawDest)
+	if err != nil {
+		return unprocessable("destination", "invalid email address")
+	}
+	// An unknown domain_name is 404 whatever the source (interface.md's
+	// condition names domain_name alone); the store checks it again in
+	// its transaction.
+	if _, err := a.store.Domain(r.Context(), c.partnerID, domain); err != nil {
+		return err
+	}
 	if policy.DomainOf(source) != domain {
 		return unprocessable("source", "must be an address of domain_name")
 	}
 	if policy.IsSRS(source) {
 		return unprocessable("source", errSRSLocalPart)
-	}
-	dest, err := policy.NormalizeAddress(rawDest)
-	if err != nil {
-		return unprocessable("destination", "invalid email address")
 	}
 	if dest == source {
 		return unprocessable("destination", "must differ from source")

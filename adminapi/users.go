@@ -91,16 +91,18 @@ func (a *API) createMailbox(w http.ResponseWriter, r *http.Request, c call) erro
 	if err != nil {
 		return unprocessable("email", "invalid email address")
 	}
+	// An unknown domain_name is 404 whatever the email (interface.md's
+	// condition names domain_name alone), and is answered, as a taken
+	// address is, before an argon2id hash is spent; the store checks both
+	// again in its transaction.
+	if _, err := a.store.Domain(r.Context(), c.partnerID, domain); err != nil {
+		return err
+	}
 	if policy.DomainOf(email) != domain {
 		return unprocessable("email", "must be an address of domain_name")
 	}
 	if policy.IsSRS(email) {
 		return unprocessable("email", errSRSLocalPart)
-	}
-	// Answer an unknown domain or a taken address before spending an
-	// argon2id hash on it; the store checks both again in its transaction.
-	if _, err := a.store.Domain(r.Context(), c.partnerID, domain); err != nil {
-		return err
 	}
 	if err := a.addressFree(r.Context(), email); err != nil {
 		return err
