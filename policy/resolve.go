@@ -153,6 +153,14 @@ func (r *resolver) resolve(ctx context.Context, addr string, path []string, via 
 	a, err := r.dir.AliasBySource(ctx, addr)
 	if errors.Is(err, mailstore.ErrNotFound) {
 		a, err = r.dir.AliasBySource(ctx, "@"+domain)
+		// A catch-all does not take its own destination: when that
+		// address is itself missing (a deleted mailbox, say), nothing
+		// takes it, and mail for it is an unknown user, not a loop
+		// through the catch-all (Postfix's virtual aliases stop, too,
+		// where an address maps onto itself).
+		if err == nil && a.Destination == addr {
+			err = fmt.Errorf("catch-all onto itself: %w", mailstore.ErrNotFound)
+		}
 		if errors.Is(err, mailstore.ErrNotFound) {
 			if len(path) == 1 {
 				return ErrUnknownUser

@@ -216,7 +216,17 @@ func TestAliases(t *testing.T) {
 // TestRcptReplies checks each refusal at RCPT, over the raw protocol.
 func TestRcptReplies(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.MaxRecipients = 3 })
-	if _, err := e.st.SetQuota(context.Background(), e.partner.ID, "carol@a.test", 1); err != nil {
+	ctx := context.Background()
+	if _, err := e.st.SetQuota(ctx, e.partner.ID, "carol@a.test", 1); err != nil {
+		t.Fatal(err)
+	}
+	// c.test's catch-all goes to an address nothing takes (a mailbox
+	// deleted since, say).
+	if _, err := e.st.CreateDomain(ctx, e.partner.ID, mailstore.NewDomain{Name: "c.test", MaxMailboxes: 10, MaxAliases: 10,
+		Plan: mailstore.Plan{Name: "starter", QuotaMB: 1024, RetentionDays: 30, TransferMonthlyMB: 5120}}, testNow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.CreateAlias(ctx, e.partner.ID, "c.test", "@c.test", "gone@c.test", testNow); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -228,6 +238,8 @@ func TestRcptReplies(t *testing.T) {
 		{"alias to a remote address", "", "fwd@a.test", "451 4.3.0 "},
 		{"alias loop", "", "loop1@a.test", "550 5.4.6 "},
 		{"chain too deep", "", "d1@a.test", "550 5.4.6 "},
+		{"catch-all to a missing address", "", "anyone@c.test", "550 5.1.1 "},
+		{"the catch-all's missing destination", "", "gone@c.test", "550 5.1.1 "},
 		{"bad address", "", "a..b@a.test", "501 5.1.3 "},
 		{"address literal", "", "bob@[127.0.0.1]", "501 5.1.3 "},
 		{"SIZE over the quota", " SIZE=1048577", "carol@a.test", "452 4.2.2 "},
