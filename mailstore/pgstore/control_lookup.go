@@ -24,7 +24,7 @@ var sqlMailboxByEmail = `SELECT ` + qualified("m", mailboxColumns) + `, ` + doma
 func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error) {
 	var m mailstore.Mailbox
 	var d mailstore.Domain
-	err := s.one(ctx, func(tx querier) error {
+	err := s.look(ctx, func(tx querier) error {
 		var ms mailboxScan
 		var ds domainScan
 		err := tx.QueryRow(ctx, sqlMailboxByEmail, email).Scan(append(append(ms.dest(), ds.dest()...), &ms.m.HasAutoReply)...)
@@ -43,7 +43,7 @@ func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mai
 // AliasBySource implements mailstore.Store.
 func (s *Store) AliasBySource(ctx context.Context, source string) (mailstore.Alias, error) {
 	var a mailstore.Alias
-	err := s.one(ctx, func(tx querier) (err error) {
+	err := s.look(ctx, func(tx querier) (err error) {
 		a, err = scanAlias(tx.QueryRow(ctx, `SELECT `+aliasColumns+` FROM aliases WHERE source = $1`, source))
 		if noRows(err) {
 			return mailstore.ErrAliasNotFound
@@ -59,7 +59,7 @@ func (s *Store) AliasBySource(ctx context.Context, source string) (mailstore.Ali
 // DomainWithID implements mailstore.Store.
 func (s *Store) DomainWithID(ctx context.Context, id int64) (mailstore.Domain, error) {
 	var d mailstore.Domain
-	err := s.one(ctx, func(tx querier) (err error) {
+	err := s.look(ctx, func(tx querier) (err error) {
 		d, err = scanDomain(tx.QueryRow(ctx, `SELECT `+domainColumns+` FROM domains WHERE id = $1`, id))
 		return domainNotFound(err)
 	})
@@ -72,7 +72,7 @@ func (s *Store) DomainWithID(ctx context.Context, id int64) (mailstore.Domain, e
 // DomainByName implements mailstore.Store.
 func (s *Store) DomainByName(ctx context.Context, name string) (mailstore.Domain, error) {
 	var d mailstore.Domain
-	err := s.one(ctx, func(tx querier) (err error) {
+	err := s.look(ctx, func(tx querier) (err error) {
 		d, err = scanDomain(tx.QueryRow(ctx, `SELECT `+domainColumns+` FROM domains WHERE name = $1`, name))
 		return domainNotFound(err)
 	})
@@ -103,7 +103,7 @@ func (s *Store) RecordLogin(ctx context.Context, mailboxID int64, now time.Time)
 // Transfer implements mailstore.Store.
 func (s *Store) Transfer(ctx context.Context, domainID int64, month string) (mailstore.Transfer, error) {
 	x := mailstore.Transfer{Month: month}
-	err := s.one(ctx, func(tx querier) error {
+	err := s.look(ctx, func(tx querier) error {
 		// The domain's row answers whether it exists; a month without a
 		// transfer row counted nothing.
 		err := tx.QueryRow(ctx, `

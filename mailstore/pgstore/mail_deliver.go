@@ -338,11 +338,15 @@ func (s *Store) deliverBatch(ctx context.Context, calls []*delivery, slot int) e
 func (s *Store) deliverOnce(ctx context.Context, calls []*delivery, slot int) (err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return beforeCommit(err)
 	}
 	defer conn.Release() // a connection left in a transaction is closed, not reused
 	p := &pipeline{conn: conn}
 	err = s.deliverTx(ctx, p, s.deliverShard(slot), calls)
+	if err != nil && !p.closed {
+		// Lost before COMMIT was sent: rolled back, run again (retry).
+		err = beforeCommit(err)
+	}
 	switch {
 	case err != nil && p.begun && !conn.Conn().PgConn().IsClosed():
 		if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {

@@ -46,7 +46,7 @@ func (s *Store) Folders(ctx context.Context, mailboxID int64) ([]mailstore.Folde
 // Folder implements mailstore.Store.
 func (s *Store) Folder(ctx context.Context, mailboxID int64, name string) (mailstore.Folder, error) {
 	var f mailstore.Folder
-	err := s.one(ctx, func(tx querier) error {
+	err := s.look(ctx, func(tx querier) error {
 		var err error
 		f, err = mailScanFolder(tx.QueryRow(ctx, `SELECT `+folderColumns+` FROM folders f WHERE f.mailbox_id = $1 AND f.name = $2`,
 			mailboxID, mailstore.CanonFolder(name)))

@@ -61,7 +61,7 @@ func (s *Store) Body(ctx context.Context, mailboxID, folderID int64, uid uint32)
 	// One statement, one snapshot: no BEGIN and COMMIT around it (a
 	// client fetching one message at a time pays each round trip).
 	var blob *int64
-	err := s.one(ctx, func(tx querier) error {
+	err := s.look(ctx, func(tx querier) error {
 		var found bool
 		err := tx.QueryRow(ctx, `SELECT m.uid IS NOT NULL, m.blob_id, b.body FROM folders f
 			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = $3

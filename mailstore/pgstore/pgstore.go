@@ -29,9 +29,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -194,8 +197,9 @@ const maxRetries = 10
 
 // tx runs fn in a transaction and commits it, running it again (from the
 // start, so fn must depend only on the transaction) when PostgreSQL
-// aborted it for a serialization failure or a deadlock. A done ctx
-// answers its error and changes nothing.
+// aborted it for a serialization failure or a deadlock, or when the
+// connection was lost before COMMIT was sent (lostBeforeCommit). A done
+// ctx answers its error and changes nothing.
 func (s *Store) tx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -205,11 +209,64 @@ func (s *Store) tx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) erro
 		// (recipients.go), even if it failed after its commit.
 		defer s.recipients.forget()
 	}
-	return retry(ctx, func() error { return pgx.BeginTxFunc(ctx, s.pool, opts, fn) })
+	return retry(ctx, func() error {
+		tx, err := s.pool.BeginTx(ctx, opts)
+		if err != nil {
+			return beforeCommit(err)
+		}
+		if err := fn(tx); err != nil {
+			tx.Rollback(ctx) // a lost connection has rolled it back already
+			return beforeCommit(err)
+		}
+		// A connection lost here leaves the outcome unknown: answered,
+		// not run again.
+		return tx.Commit(ctx)
+	})
+}
+
+// lostBeforeCommit is a transaction's error when its connection was lost
+// (the database restarted or failed over, or the session was ended)
+// before COMMIT was sent: PostgreSQL rolled the transaction back when the
+// session ended, so it is safe to run again, on another connection. The
+// pool pings only the connections idle for over a second before handing
+// them out, so after a failover each of the others fails its first
+// statement this way.
+type lostBeforeCommit struct{ err error }
+
+func (e lostBeforeCommit) Error() string { return e.err.Error() }
+func (e lostBeforeCommit) Unwrap() error { return e.err }
+
+// beforeCommit marks err as lostBeforeCommit when it is a lost
+// connection; the caller knows COMMIT was not sent.
+func beforeCommit(err error) error {
+	if connLost(err) {
+		return lostBeforeCommit{err}
+	}
+	return err
+}
+
+// connLost reports whether err is the end of the connection rather than
+// the failure of a statement: the server ended the session (SQLSTATE
+// class 57P: administrator command, crash, starting up; class 08:
+// connection exceptions), or the connection broke or could not be made.
+// A done context is not one: its caller has gone.
+func connLost(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08")
+	}
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ne) || errors.As(err, &ce) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || pgconn.SafeToRetry(err)
 }
 
 // retry runs try, a whole transaction, again (up to maxRetries times)
-// while PostgreSQL aborts it for a serialization failure or a deadlock.
+// while PostgreSQL aborts it for a serialization failure or a deadlock,
+// or its connection was lost before its commit (lostBeforeCommit).
 func retry(ctx context.Context, try func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := try()
@@ -260,6 +317,14 @@ func (s *Store) one(ctx context.Context, fn func(querier) error) error {
 	return noSpace(fn(s.pool))
 }
 
+// look is one for a statement that only reads, run again on a new
+// connection when its connection was lost: a read can always be repeated
+// (a write of one statement cannot, as it may have committed just before
+// the connection ended).
+func (s *Store) look(ctx context.Context, fn func(querier) error) error {
+	return retry(ctx, func() error { return beforeCommit(s.one(ctx, fn)) })
+}
+
 // SQLSTATE codes (PostgreSQL appendix A).
 const (
 	codeSerialization = "40001"
@@ -283,7 +348,8 @@ func noSpace(err error) error {
 
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == codeSerialization || pe.Code == codeDeadlock)
+	var lost lostBeforeCommit
+	return errors.As(err, &lost) || errors.As(err, &pe) && (pe.Code == codeSerialization || pe.Code == codeDeadlock)
 }
 
 // isUnique reports whether err is a unique violation of the named

@@ -18,7 +18,7 @@ import (
 func (s *Store) QueueStats(ctx context.Context) (mailstore.QueueStats, error) {
 	var st mailstore.QueueStats
 	var oldest *time.Time
-	err := s.one(ctx, func(q querier) error {
+	err := s.look(ctx, func(q querier) error {
 		return q.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE held),
 			(SELECT queued_at FROM queue ORDER BY id LIMIT 1) FROM queue`).Scan(&st.Entries, &st.Held, &oldest)
 	})
@@ -37,7 +37,7 @@ func (s *Store) QueueStats(ctx context.Context) (mailstore.QueueStats, error) {
 // free space is VACUUM's business: FreePages and FreeBytes are -1.
 func (s *Store) StoreSize(ctx context.Context) (mailstore.StoreSize, error) {
 	var n *int64
-	err := s.one(ctx, func(q querier) error {
+	err := s.look(ctx, func(q querier) error {
 		return q.QueryRow(ctx, `SELECT sum(pg_total_relation_size(c.oid))::bigint
 			FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
 			WHERE ns.nspname = current_schema() AND c.relkind = 'r'`).Scan(&n)

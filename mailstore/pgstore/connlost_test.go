@@ -1,0 +1,95 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// TestConnectionLost: when the database ends the sessions of a store (a
+// restart, a failover to a replica, pg_terminate_backend), the store's
+// next delivery, write, read and one-statement look-up each succeed on a
+// new connection instead of failing on a dead one: what was lost before its COMMIT was sent was
+// rolled back and is run again. They follow within a second of the last
+// use, so that the pool does not ping the connections first.
+func TestConnectionLost(t *testing.T) {
+	ctx := context.Background()
+	admin, ids, u := mailFixtureURL(t, 2)
+	var tag [6]byte
+	rand.Read(tag[:])
+	app := "mhlost_" + hex.EncodeToString(tag[:])
+	s, err := Open(ctx, u+"&application_name="+app, Options{Node: "lost", MaxConns: 4})
+	if err != nil {
+		t.Fatalf("Open() = %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	deliver := func() error {
+		_, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("Subject: x\r\n\r\nx\r\n"), ReceivedAt: benchMailNow, MailboxIDs: []int64{ids[0]}})
+		return err
+	}
+	folders := 0
+	for round := range 4 {
+		// Use the store's connections, then end every session it has.
+		if err := deliver(); err != nil {
+			t.Fatalf("round %d: Deliver before = %v", round, err)
+		}
+		if _, err := s.Folders(ctx, ids[1]); err != nil {
+			t.Fatalf("round %d: Folders before = %v", round, err)
+		}
+		var ended int
+		if err := admin.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&ended); err != nil {
+			t.Fatal(err)
+		}
+		if ended == 0 {
+			t.Fatalf("round %d: no session of the store to end", round)
+		}
+		for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			var left int
+			if err := admin.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&left); err != nil {
+				t.Fatal(err)
+			}
+			if left == 0 {
+				break
+			}
+		}
+		var err error
+		switch round {
+		case 0:
+			err = deliver()
+		case 1:
+			folders++
+			_, err = s.CreateFolder(ctx, ids[1], "Lost"+string(rune('A'+folders)))
+		case 2:
+			_, err = s.Folders(ctx, ids[1])
+		case 3:
+			// One statement that reads (an MX's RCPT, a login).
+			_, _, err = s.MailboxByEmail(ctx, "u0@bench.example")
+		}
+		if err != nil {
+			t.Errorf("round %d: the first call after the sessions ended = %v, want it run again on a new connection", round, err)
+		}
+	}
+	if msgs, err := s.Messages(ctx, ids[0], inboxOf(t, s, ids[0])); err != nil || len(msgs) != 5 {
+		t.Errorf("INBOX holds %d messages (%v), want 5: one per delivery, none twice", len(msgs), err)
+	}
+}
+
+// inboxOf is the id of the mailbox's INBOX.
+func inboxOf(t *testing.T, s *Store, mailboxID int64) int64 {
+	t.Helper()
+	fs, err := s.Folders(context.Background(), mailboxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		if f.Name == "INBOX" {
+			return f.ID
+		}
+	}
+	t.Fatalf("mailbox %d has no INBOX", mailboxID)
+	return 0
+}
