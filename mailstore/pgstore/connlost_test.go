@@ -73,8 +73,28 @@ func TestConnectionLost(t *testing.T) {
 			t.Errorf("round %d: the first call after the sessions ended = %v, want it run again on a new connection", round, err)
 		}
 	}
-	if msgs, err := s.Messages(ctx, ids[0], inboxOf(t, s, ids[0])); err != nil || len(msgs) != 5 {
-		t.Errorf("INBOX holds %d messages (%v), want 5: one per delivery, none twice", len(msgs), err)
+	// Another node hears of a delivery made right after the sessions
+	// ended (its listening connection was ended too, and comes back).
+	ch, stop := admin.Watch(ids[1])
+	defer stop()
+	if err := deliver(); err != nil {
+		t.Fatalf("Deliver = %v", err)
+	}
+	var ended int
+	if err := admin.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&ended); err != nil || ended == 0 {
+		t.Fatalf("ended %d sessions (%v), want some", ended, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("Subject: y\r\n\r\ny\r\n"), ReceivedAt: benchMailNow, MailboxIDs: []int64{ids[1]}}); err != nil {
+		t.Fatalf("Deliver after the sessions ended = %v", err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(2 * time.Second):
+		t.Errorf("the other node's watcher of the mailbox was not woken within 2s")
+	}
+	if msgs, err := s.Messages(ctx, ids[0], inboxOf(t, s, ids[0])); err != nil || len(msgs) != 6 {
+		t.Errorf("INBOX holds %d messages (%v), want 6: one per delivery, none twice", len(msgs), err)
 	}
 }
 

@@ -127,9 +127,14 @@ func (b *doorbell) send(ctx context.Context) {
 		b.pending = map[int64]struct{}{}
 		b.mu.Unlock()
 		for _, p := range payloads(b.instance, ids) {
-			// A failed NOTIFY is not retried: the other nodes' periodic
+			// Sent again on a new connection if the one it took was lost
+			// (a doorbell rung twice costs a look, not a wrong answer);
+			// any other failure is not retried: the other nodes' periodic
 			// checks find the change within their interval.
-			b.s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, b.channel, p)
+			retry(ctx, func() error {
+				_, err := b.s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, b.channel, p)
+				return beforeCommit(err)
+			})
 		}
 	}
 }
