@@ -133,32 +133,31 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 	for _, u := range uids {
 		want = append(want, int64(u))
 	}
-	var rows pgx.Rows
-	var err error
 	lo, hi, ranged := uidRange(want, 2)
-	if ranged {
-		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.size, m.blob_id FROM folders f
-			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid BETWEEN $3 AND $4
-			WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, lo, hi)
-	} else {
-		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.size, m.blob_id FROM folders f
-			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = ANY($3)
-			WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, want)
-	}
-	if err != nil {
-		return wrap(err)
-	}
 	type stored struct{ size, blob int64 }
 	msgs := make(map[uint32]stored, len(uids))
 	folder := false
-	var uid, size, blob *int64
-	if _, err := pgx.ForEachRow(rows, []any{&uid, &size, &blob}, func() error {
-		folder = true
-		if uid != nil {
-			msgs[uint32(*uid)] = stored{*size, *blob}
+	err := retryRead(ctx, func() (pgx.Rows, error) {
+		if ranged {
+			return s.pool.Query(ctx, `SELECT m.uid, m.size, m.blob_id FROM folders f
+				LEFT JOIN messages m ON m.folder_id = f.id AND m.uid BETWEEN $3 AND $4
+				WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, lo, hi)
 		}
-		return nil
-	}); err != nil {
+		return s.pool.Query(ctx, `SELECT m.uid, m.size, m.blob_id FROM folders f
+			LEFT JOIN messages m ON m.folder_id = f.id AND m.uid = ANY($3)
+			WHERE f.id = $1 AND f.mailbox_id = $2`, folderID, mailboxID, want)
+	}, func(rows pgx.Rows) (bool, error) {
+		var uid, size, blob *int64
+		_, err := pgx.ForEachRow(rows, []any{&uid, &size, &blob}, func() error {
+			folder = true
+			if uid != nil {
+				msgs[uint32(*uid)] = stored{*size, *blob}
+			}
+			return nil
+		})
+		return folder, err
+	})
+	if err != nil {
 		return wrap(err)
 	}
 	if !folder {
@@ -202,27 +201,26 @@ func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []ui
 // FETCH quadratic in the folder's size). Bodies are the bulk of the
 // work, so a range here reads no row that is not asked for.
 func (s *Store) readBodies(ctx context.Context, folderID int64, uids []int64, c *readChunk) error {
-	var rows pgx.Rows
-	var err error
-	if lo, hi, ok := uidRange(uids, 1); ok {
-		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.blob_id, b.body FROM messages m JOIN blobs b ON b.id = m.blob_id
-			WHERE m.folder_id = $1 AND m.uid BETWEEN $2 AND $3`, folderID, lo, hi)
-	} else {
-		rows, err = s.pool.Query(ctx, `SELECT m.uid, m.blob_id, b.body FROM messages m JOIN blobs b ON b.id = m.blob_id
-			WHERE m.folder_id = $1 AND m.uid = ANY($2::bigint[])`, folderID, uids)
-	}
-	if err != nil {
-		return err
-	}
-	var uid, blob int64
-	var body pgtype.DriverBytes // the driver's memory, copied at once
 	found := 0
-	if _, err := pgx.ForEachRow(rows, []any{&uid, &blob, &body}, func() error {
-		found++
-		c.put(uid, body)
-		s.bodies.put(blob, body)
-		return nil
-	}); err != nil {
+	err := retryRead(ctx, func() (pgx.Rows, error) {
+		if lo, hi, ok := uidRange(uids, 1); ok {
+			return s.pool.Query(ctx, `SELECT m.uid, m.blob_id, b.body FROM messages m JOIN blobs b ON b.id = m.blob_id
+				WHERE m.folder_id = $1 AND m.uid BETWEEN $2 AND $3`, folderID, lo, hi)
+		}
+		return s.pool.Query(ctx, `SELECT m.uid, m.blob_id, b.body FROM messages m JOIN blobs b ON b.id = m.blob_id
+			WHERE m.folder_id = $1 AND m.uid = ANY($2::bigint[])`, folderID, uids)
+	}, func(rows pgx.Rows) (bool, error) {
+		var uid, blob int64
+		var body pgtype.DriverBytes // the driver's memory, copied at once
+		_, err := pgx.ForEachRow(rows, []any{&uid, &blob, &body}, func() error {
+			found++
+			c.put(uid, body)
+			s.bodies.put(blob, body)
+			return nil
+		})
+		return found > 0, err
+	})
+	if err != nil {
 		return err
 	}
 	if found == 0 {

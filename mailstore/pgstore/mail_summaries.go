@@ -56,19 +56,7 @@ func (s *Store) readSummaries(ctx context.Context, mailboxID, folderID int64, c 
 	const columns = `SELECT m.uid, m.blob_id, m.header IS NULL,
 		coalesce(m.header, (SELECT b.header FROM blobs b WHERE b.id = m.blob_id)) FROM messages m`
 	const folder = ` AND EXISTS (SELECT 1 FROM folders f WHERE f.id = $1 AND f.mailbox_id = $2)`
-	var rows pgx.Rows
-	var err error
 	lo, hi, ranged := uidRange(c.uids, 2)
-	if ranged {
-		rows, err = s.pool.Query(ctx, columns+` WHERE m.folder_id = $1 AND m.uid BETWEEN $3 AND $4`+folder,
-			folderID, mailboxID, lo, hi)
-	} else {
-		rows, err = s.pool.Query(ctx, columns+` WHERE m.folder_id = $1 AND m.uid = ANY($3::bigint[])`+folder,
-			folderID, mailboxID, c.uids)
-	}
-	if err != nil {
-		return err
-	}
 	var (
 		uid, blob int64
 		lacks     bool               // the row has no summary of its own
@@ -79,29 +67,40 @@ func (s *Store) readSummaries(ctx context.Context, mailboxID, folderID int64, c 
 		fillHdrs  [][]byte
 		seen      bool
 	)
-	if _, err := pgx.ForEachRow(rows, []any{&uid, &blob, &lacks, &header}, func() error {
-		seen = true
-		if !c.want(uid, ranged) {
-			return nil
+	err := retryRead(ctx, func() (pgx.Rows, error) {
+		if ranged {
+			return s.pool.Query(ctx, columns+` WHERE m.folder_id = $1 AND m.uid BETWEEN $3 AND $4`+folder,
+				folderID, mailboxID, lo, hi)
 		}
-		switch {
-		case header == nil:
-			if blobOf == nil {
-				blobOf = map[uint32]int64{}
+		return s.pool.Query(ctx, columns+` WHERE m.folder_id = $1 AND m.uid = ANY($3::bigint[])`+folder,
+			folderID, mailboxID, c.uids)
+	}, func(rows pgx.Rows) (bool, error) {
+		_, err := pgx.ForEachRow(rows, []any{&uid, &blob, &lacks, &header}, func() error {
+			seen = true
+			if !c.want(uid, ranged) {
+				return nil
 			}
-			if _, ok := blobOf[uint32(uid)]; !ok {
-				missing = append(missing, uint32(uid))
-				blobOf[uint32(uid)] = blob
+			switch {
+			case header == nil:
+				if blobOf == nil {
+					blobOf = map[uint32]int64{}
+				}
+				if _, ok := blobOf[uint32(uid)]; !ok {
+					missing = append(missing, uint32(uid))
+					blobOf[uint32(uid)] = blob
+				}
+				return nil
+			case lacks:
+				fillUIDs = append(fillUIDs, uid)
+				fillHdrs = append(fillHdrs, slices.Clone([]byte(header)))
 			}
+			c.put(uid, header)
+			s.summaries.put(blob, header)
 			return nil
-		case lacks:
-			fillUIDs = append(fillUIDs, uid)
-			fillHdrs = append(fillHdrs, slices.Clone([]byte(header)))
-		}
-		c.put(uid, header)
-		s.summaries.put(blob, header)
-		return nil
-	}); err != nil {
+		})
+		return seen, err
+	})
+	if err != nil {
 		return err
 	}
 	if !seen {

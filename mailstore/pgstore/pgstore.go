@@ -325,6 +325,24 @@ func (s *Store) look(ctx context.Context, fn func(querier) error) error {
 	return retry(ctx, func() error { return beforeCommit(s.one(ctx, fn)) })
 }
 
+// retryRead runs a read of rows (query, then each) again on a new
+// connection when its connection was lost before each had taken a row
+// (each answers whether it took any): a lost connection fails a query's
+// first read, before any row, so nothing each did is repeated.
+func retryRead(ctx context.Context, query func() (pgx.Rows, error), each func(pgx.Rows) (took bool, err error)) error {
+	return retry(ctx, func() error {
+		rows, err := query()
+		if err != nil {
+			return beforeCommit(err)
+		}
+		took, err := each(rows)
+		if err != nil && !took {
+			return beforeCommit(err)
+		}
+		return err
+	})
+}
+
 // SQLSTATE codes (PostgreSQL appendix A).
 const (
 	codeSerialization = "40001"
