@@ -20,8 +20,10 @@ var _ mailstore.AutoReplies = (*Store)(nil)
 func (s *Store) AutoReply(ctx context.Context, mailboxID int64) (mailstore.AutoReply, error) {
 	a := mailstore.AutoReply{MailboxID: mailboxID}
 	var start, end *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT enabled, subject, body, starts_at, ends_at FROM autoreplies WHERE mailbox_id = $1`,
-		mailboxID).Scan(&a.Enabled, &a.Subject, &a.Body, &start, &end)
+	err := s.look(ctx, func(q querier) error {
+		return q.QueryRow(ctx, `SELECT enabled, subject, body, starts_at, ends_at FROM autoreplies WHERE mailbox_id = $1`,
+			mailboxID).Scan(&a.Enabled, &a.Subject, &a.Body, &start, &end)
+	})
 	if noRows(err) {
 		return mailstore.AutoReply{}, fmt.Errorf("auto-reply of mailbox %d: %w", mailboxID, mailstore.ErrNotFound)
 	}

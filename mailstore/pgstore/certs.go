@@ -19,7 +19,9 @@ func (s *Store) Cert(ctx context.Context, name string) ([]byte, error) {
 		return nil, fmt.Errorf("certificate: empty name: %w", mailstore.ErrInvalidArgument)
 	}
 	var data []byte
-	err := s.pool.QueryRow(ctx, `SELECT data FROM certs WHERE name = $1`, name).Scan(&data)
+	err := s.look(ctx, func(q querier) error {
+		return q.QueryRow(ctx, `SELECT data FROM certs WHERE name = $1`, name).Scan(&data)
+	})
 	if noRows(err) {
 		return nil, fmt.Errorf("certificate %s: %w", name, mailstore.ErrNotFound)
 	}

@@ -266,9 +266,11 @@ func (s *Store) OutboundBody(ctx context.Context, id int64) ([]byte, error) {
 	}
 	var body []byte
 	var blobID int64
-	err := s.pool.QueryRow(ctx, `
-		SELECT q.blob_id, b.body FROM queue q LEFT JOIN blobs b ON b.id = q.blob_id
-		WHERE q.id = $1`, id).Scan(&blobID, &body)
+	err := s.look(ctx, func(q querier) error {
+		return q.QueryRow(ctx, `
+			SELECT q.blob_id, b.body FROM queue q LEFT JOIN blobs b ON b.id = q.blob_id
+			WHERE q.id = $1`, id).Scan(&blobID, &body)
+	})
 	switch {
 	case noRows(err):
 		err = mailstore.ErrOutboundNotFound
