@@ -91,7 +91,9 @@ func (s *Store) PartnerByName(ctx context.Context, name string) (mailstore.Partn
 		return err
 	})
 	if err != nil {
-		return mailstore.Partner{}, fmt.Errorf("partner %q: %w", name, err)
+		// Unwrapped, as the bbolt store answers: callers (service's
+		// key and limit commands) name the partner themselves.
+		return mailstore.Partner{}, err
 	}
 	return p, nil
 }
