@@ -451,7 +451,7 @@ func (c *cmdConn) serve(tag, name string, line []byte) error {
 		resp = c.sess.command(tag, name, cmd, c)
 	}
 	if len(resp) > 0 {
-		c.noteStatus(name, resp)
+		c.noteStatus(name, resp, false)
 		if err := c.writeOwn(resp); err != nil {
 			return err
 		}
@@ -672,11 +672,11 @@ func (c *cmdConn) Write(p []byte) (int, error) {
 			}
 			o.held = append(o.held, rest[:i+1]...)
 			rest = rest[i+1:]
-			c.noteLine(o.held)
+			line := c.noteLine(o.held)
 			// A continuation request waits for the client (a literal of
 			// any command); imapserver closes the connection after BYE.
-			now = now || o.held[0] == '+' || bytes.HasPrefix(o.held, []byte("* BYE "))
-			out = c.appendLine(out, o.held)
+			now = now || line[0] == '+' || bytes.HasPrefix(line, []byte("* BYE "))
+			out = c.appendLine(out, line)
 			o.lit, _, _ = literalAtEnd(o.held)
 			if cap(o.held) > lineBuffer {
 				o.held = nil
@@ -742,8 +742,9 @@ func (c *cmdConn) flushPending(conn net.Conn) error {
 
 // noteLine records what a line of imapserver's output tells the read
 // side: a continuation request, or the tagged response that ends the
-// command in flight.
-func (c *cmdConn) noteLine(line []byte) {
+// command in flight. It answers the line to send: line, or what replaces
+// a tagged response (noteStatus).
+func (c *cmdConn) noteLine(line []byte) []byte {
 	c.mu.Lock()
 	if len(line) > 0 && line[0] == '+' {
 		c.contSeen = true
@@ -754,8 +755,11 @@ func (c *cmdConn) noteLine(line []byte) {
 	}
 	c.mu.Unlock()
 	if ended != "" {
-		c.noteStatus(ended, line)
+		if r := c.noteStatus(ended, line, true); r != nil {
+			return r
+		}
 	}
+	return line
 }
 
 // appendLine appends line to out, with the layer's capabilities added if

@@ -241,20 +241,32 @@ func (c *cmdConn) bye(text string) error {
 	return fmt.Errorf("imapd: %s: %w", text, net.ErrClosed)
 }
 
-// noteStatus counts and logs a tagged NO [SERVERBUG] of the command name.
-func (c *cmdConn) noteStatus(name string, line []byte) {
+// noteStatus counts and logs a tagged NO [SERVERBUG] of the command name
+// that the session failed with (session.fail kept its error). It answers
+// the line to send instead, or nil for line itself: a NO [SERVERBUG] of
+// imapserver's own, with no error of the session behind it, is its
+// decoder refusing the command's arguments (an unknown SEARCH key, a
+// number that is not one: its parse errors are not typed as syntax
+// errors), which is the client's error, BAD (RFC 9051 section 7.1.5).
+// imapserver logs its parse error itself (Options.Logger).
+func (c *cmdConn) noteStatus(name string, line []byte, fromImapserver bool) []byte {
 	sp := bytes.IndexByte(line, ' ')
 	if sp < 0 || !bytes.HasPrefix(line[sp+1:], []byte("NO [SERVERBUG]")) {
-		return
+		return nil
 	}
-	c.srv.serverBugs.Add(1)
 	log := c.srv.log
 	var detail error
 	if c.sess != nil {
 		log = c.sess.log
 		detail = c.sess.takeBug()
 	}
+	if detail == nil && fromImapserver {
+		log.Info("command refused: arguments imapserver cannot parse", "command", name, "tag", string(line[:sp]))
+		return fmt.Appendf(nil, "%s BAD [CLIENTBUG] Syntax error in the command's arguments\r\n", line[:sp])
+	}
+	c.srv.serverBugs.Add(1)
 	log.Error("server bug", "command", name, "tag", string(line[:sp]), "err", detail)
+	return nil
 }
 
 // validModifiedUTF7 reports whether s is a mailbox name as RFC 3501

@@ -34,6 +34,14 @@ func TestCommandLimits(t *testing.T) {
 		{"CREATE with modified UTF-7", `CREATE "K&AOQ-se"`, "OK"},
 		{"CREATE with &-", `CREATE "Q&-A"`, "OK"},
 		{"literal of 4096", "SEARCH TEXT {4096+}\r\n" + strings.Repeat("a", 4096), "OK"},
+		// Arguments imapserver's decoder cannot read, which it answered
+		// NO [SERVERBUG] (its parse errors are not typed as syntax
+		// errors): a client's error, BAD.
+		{"SEARCH with an unknown key", "SEARCH FOOBAR", "BAD [CLIENTBUG]"},
+		{"SEARCH BODY unquoted, then not a set", "SEARCH BODY line 0079999", "BAD [CLIENTBUG]"},
+		{"UID SEARCH with an unknown key", "UID SEARCH UNSEEN FOOBAR", "BAD [CLIENTBUG]"},
+		{"FETCH of a number over 32 bits", "FETCH 99999999999 (FLAGS)", "BAD"},
+		{"SEARCH of a set", "SEARCH 1:*", "OK"},
 	}
 	rc := dialRaw(t, e.addr)
 	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
