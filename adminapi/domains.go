@@ -86,6 +86,7 @@ func (a *API) createDomain(w http.ResponseWriter, r *http.Request, c call) error
 			return err
 		}
 	}
+	setObject(r, nd.Name)
 	// A name already taken is answered before the keys are made: billing
 	// systems repeat creations, and a key costs up to 200 ms of CPU.
 	// CreateDomain checks again in its transaction.
@@ -98,7 +99,6 @@ func (a *API) createDomain(w http.ResponseWriter, r *http.Request, c call) error
 	if nd.DKIMKeys, err = a.dkimKeys(r.Context(), now); err != nil {
 		return err
 	}
-	setObject(r, nd.Name)
 	d, err := a.store.CreateDomain(r.Context(), c.partnerID, nd, now)
 	if err != nil {
 		return err

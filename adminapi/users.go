@@ -104,6 +104,9 @@ func (a *API) createMailbox(w http.ResponseWriter, r *http.Request, c call) erro
 	if policy.IsSRS(email) {
 		return unprocessable("email", errSRSLocalPart)
 	}
+	// Named for the audit before the address is checked: a refused
+	// create names what it tried, whichever check refused it.
+	setObject(r, email)
 	if err := a.addressFree(r.Context(), email); err != nil {
 		return err
 	}
@@ -111,7 +114,6 @@ func (a *API) createMailbox(w http.ResponseWriter, r *http.Request, c call) erro
 	if err != nil {
 		return err
 	}
-	setObject(r, email)
 	m, err := a.store.CreateMailbox(r.Context(), c.partnerID, domain, email, h, a.now())
 	if err != nil {
 		return err
