@@ -212,6 +212,11 @@ func (c *cmdConn) SetReadDeadline(t time.Time) error {
 // Read gives imapserver the client's bytes, at most up to the end of the
 // current line or literal, after serving the layer's own commands.
 func (c *cmdConn) Read(p []byte) (int, error) {
+	if (c.state == inLiteral || c.state == inLineRest) && len(c.pending) == 0 && c.answered() {
+		if err := c.dropAnswered(); err != nil {
+			return 0, err
+		}
+	}
 	for len(c.pending) == 0 && c.state != inLiteral {
 		if err := c.next(); err != nil {
 			return 0, err
@@ -288,6 +293,9 @@ func (c *cmdConn) next() error {
 		tag, name, ok := commandName(line)
 		if ok && whole && c.sess != nil && c.serves(name) {
 			return c.serve(tag, name, line)
+		}
+		if whole && !imapserverReadsCommand(line) {
+			return c.refuseUnreadable(tag, line)
 		}
 		if ok && whole && (name == "LIST" || name == "LSUB") {
 			line = literalAmpersands(line)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -62,6 +63,8 @@ type cmdState struct {
 	depth   int    // parentheses open
 	inQuote bool
 	escaped bool
+	// openAtEOL: a quoted string was still open at the end of a line.
+	openAtEOL bool
 }
 
 // scan adds a piece of a command line (no literal data) and reports what
@@ -79,8 +82,10 @@ func (s *cmdState) scan(b []byte) string {
 			switch ch {
 			case '\\':
 				s.escaped = true
-			case '"', '\n':
+			case '"':
 				s.inQuote = false
+			case '\n':
+				s.inQuote, s.openAtEOL = false, true
 			}
 		case ch == '"':
 			s.inQuote = true
@@ -124,6 +129,12 @@ func refusal(name string, line []byte, long bool) string {
 	var st cmdState
 	if st.scan(line) != "" {
 		return fmt.Sprintf("BAD [CLIENTBUG] Too many nested parentheses: at most %d", maxParenDepth)
+	}
+	if st.openAtEOL {
+		// A quoted string holds no CR or LF (RFC 9051 section 4.3):
+		// imapserver would read the next lines into it, and the client,
+		// waiting for an answer, would send none.
+		return "BAD [CLIENTBUG] Syntax error: quoted string not closed before the end of the line"
 	}
 	if n, _, ok := literalAtEnd(line); ok && n > maxBufferedLiteral && name != "APPEND" {
 		return fmt.Sprintf("BAD [TOOBIG] Literal too big: at most %d bytes outside APPEND", maxBufferedLiteral)
@@ -205,6 +216,135 @@ func (c *cmdConn) refuse(tag, resp string, line []byte, long bool) error {
 		}
 	}
 	c.state = inLineStart
+	return c.rearm()
+}
+
+// imapserverReadsCommand reports whether imapserver can read a tag and a
+// command name from the first line of a command: an atom, a space and an
+// atom, and for UID a space and a second atom (its Conn.readCommand).
+// It closes the connection, without a word, on a line it cannot read
+// (an empty line, a tag alone, two spaces, a tag with "*" or "{" in it).
+func imapserverReadsCommand(line []byte) bool {
+	rest, ok := imapAtom(line)
+	if !ok {
+		return false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(" ")); !ok {
+		return false
+	}
+	name := rest
+	if rest, ok = imapAtom(rest); !ok {
+		return false
+	}
+	if !bytes.EqualFold(name[:len(name)-len(rest)], []byte("UID")) {
+		return true
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(" ")); !ok {
+		return false
+	}
+	_, ok = imapAtom(rest)
+	return ok
+}
+
+// imapAtom skips an atom as imapserver's decoder reads one
+// (imapwire.IsAtomChar), reporting whether there was one.
+func imapAtom(b []byte) (rest []byte, ok bool) {
+	n := 0
+	for n < len(b) && isImapserverAtomChar(b[n]) {
+		n++
+	}
+	return b[n:], n > 0
+}
+
+func isImapserverAtomChar(ch byte) bool {
+	switch ch {
+	case '(', ')', '{', ' ', '%', '*', '"', '\\', ']':
+		return false
+	}
+	return !unicode.IsControl(rune(ch))
+}
+
+// refuseUnreadable answers a line that imapserver cannot read a command
+// from (imapserverReadsCommand) with BAD, tagged when the line starts
+// with a tag (RFC 9051 section 7.1.5: untagged when the command cannot be
+// told), instead of the silent close imapserver would make. Before login
+// the connection is then closed with BYE, as imapserver closes it after
+// an unknown command there (its defence against other protocols' clients
+// talking to the port).
+func (c *cmdConn) refuseUnreadable(tag string, line []byte) error {
+	for i := 0; i < len(tag); i++ {
+		if !isTagChar(tag[i]) {
+			tag = ""
+			break
+		}
+	}
+	if err := c.refuse(tag, "BAD [CLIENTBUG] Syntax error: expected a tag, a space and a command name", line, false); err != nil {
+		return err
+	}
+	if c.sess == nil || c.sess.user == nil {
+		return c.bye("Syntax error before login")
+	}
+	return nil
+}
+
+// answered reports whether imapserver has answered the command it was
+// reading (its tagged response is written), which the layer still has
+// input of: a literal or the line after one.
+func (c *cmdConn) answered() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inFlight == "" && c.cmd.name != ""
+}
+
+// dropAnswered reads and drops the rest of a command that imapserver
+// answered before reading the whole of it: the non-synchronizing literal
+// it announced (APPEND with a date it cannot read, or over APPENDLIMIT;
+// a syntax error before a literal), the line after it and any literal
+// that line announces. imapserver would read them as commands, so that a
+// message's lines ran as IMAP commands. RFC 7888 section 4 leaves the
+// server to read and drop such a literal or to close the connection: up
+// to maxDiscard it is read, beyond it BYE.
+func (c *cmdConn) dropAnswered() error {
+	if err := c.conn().SetReadDeadline(time.Now().Add(ownReadTimeout)); err != nil {
+		return err
+	}
+	dropped := int64(0)
+	for {
+		if c.state == inLiteral {
+			if dropped+c.lit > maxDiscard {
+				return c.bye("Literal too big")
+			}
+			if _, err := io.CopyN(io.Discard, c.br, c.lit); err != nil {
+				return fmt.Errorf("read literal: %w", err)
+			}
+			dropped += c.lit
+			c.lit = 0
+		}
+		var tail []byte
+		for {
+			more, err := c.br.ReadSlice('\n')
+			dropped += int64(len(more))
+			tail = appendTail(tail, more)
+			if dropped > maxDiscard {
+				return c.bye("Command too long")
+			}
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, bufio.ErrBufferFull) {
+				return fmt.Errorf("read command: %w", err)
+			}
+		}
+		n, sync, ok := literalAtEnd(tail)
+		if !ok || sync {
+			// The client sends no synchronizing literal without "+".
+			break
+		}
+		c.state, c.lit = inLiteral, n
+	}
+	c.state = inLineStart
+	c.tail = c.tail[:0]
+	c.cmd = cmdState{}
 	return c.rearm()
 }
 

@@ -127,3 +127,109 @@ func TestServerBugCounted(t *testing.T) {
 		t.Errorf("log has %d \"server bug\" lines, want 1 with command=STATUS:\n%s", got, logs.String())
 	}
 }
+
+// TestUnreadableLines: a line imapserver cannot read a tag and a command
+// name from (it closed the connection without a word), and a quoted
+// string left open at the end of a line (imapserver read the next lines
+// into it, so that the client waited for ever), are answered BAD at once,
+// and the connection goes on (found by a protocol audit).
+func TestUnreadableLines(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	rc := dialRaw(t, e.addr)
+	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("LOGIN: %s", tagged)
+	}
+	for _, tt := range []struct{ name, send, want string }{
+		{"empty line", "\r\n", "* BAD [CLIENTBUG]"},
+		{"tag alone", "t1\r\n", "* BAD [CLIENTBUG]"},
+		{"two spaces", "t1  NOOP\r\n", "t1 BAD [CLIENTBUG]"},
+		{"tab", "t1\tNOOP\r\n", "* BAD [CLIENTBUG]"},
+		{"star as tag", "* NOOP\r\n", "* BAD [CLIENTBUG]"},
+		{"brace in the tag", "t{1 NOOP\r\n", "* BAD [CLIENTBUG]"},
+		{"UID alone", "t1 UID\r\n", "t1 BAD [CLIENTBUG]"},
+		{"open quote", "t1 SELECT \"INBOX\r\n", "t1 BAD [CLIENTBUG]"},
+		{"open quote in SEARCH", "t1 SEARCH SUBJECT \"x\r\n", "t1 BAD [CLIENTBUG]"},
+		{"open quote before a literal", "t1 SEARCH SUBJECT \"x {3+}\r\nabc\r\n", "t1 BAD [CLIENTBUG]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rc.t = t
+			fmt.Fprint(rc.c, tt.send)
+			if l := rc.line(); !strings.HasPrefix(l, tt.want) {
+				t.Errorf("%q: %q, want %s", tt.send, l, tt.want)
+			}
+			if _, tagged := rc.cmd("NOOP"); !strings.HasPrefix(tagged, "OK") {
+				t.Errorf("NOOP after it = %q, want OK", tagged)
+			}
+		})
+	}
+	rc.t = t
+	// An escaped quote does not end a quoted string; a closed one is fine.
+	if _, tagged := rc.cmd(`SELECT INBOX`); !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("SELECT: %s", tagged)
+	}
+	if _, tagged := rc.cmd(`SEARCH SUBJECT "a\"b" TEXT "c d"`); !strings.HasPrefix(tagged, "OK") {
+		t.Errorf("SEARCH with quoted strings = %q, want OK", tagged)
+	}
+
+	// Before login the connection ends, as after an unknown command
+	// there, but with BAD and BYE.
+	pre := dialRaw(t, e.addr)
+	fmt.Fprint(pre.c, "\r\n")
+	if l := pre.line(); !strings.HasPrefix(l, "* BAD [CLIENTBUG]") {
+		t.Errorf("empty line before login: %q, want * BAD", l)
+	}
+	if l := pre.line(); !strings.HasPrefix(l, "* BYE") {
+		t.Errorf("then %q, want * BYE", l)
+	}
+}
+
+// TestAnsweredLiteralDropped: a non-synchronizing literal of a command
+// that imapserver answers before reading it (APPEND with a date it cannot
+// read, or over APPENDLIMIT; a syntax error before the literal) is read
+// and dropped, not run line by line as commands (found by a protocol
+// audit: the lines of the message were answered as commands, and an
+// empty line closed the connection). One over maxDiscard ends the
+// connection with BYE (RFC 7888 section 4).
+func TestAnsweredLiteralDropped(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	rc := dialRaw(t, e.addr)
+	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("LOGIN: %s", tagged)
+	}
+	inj := "x1 CREATE Injected\r\nx2 NOOP\r\n\r\n"
+	for _, tt := range []struct{ name, send string }{
+		{"APPEND with a bad date", fmt.Sprintf("t1 APPEND INBOX \"2020-01-01\" {%d+}\r\n%s\r\n", len(inj), inj)},
+		{"NOOP with a literal", fmt.Sprintf("t1 NOOP {%d+}\r\n%s\r\n", len(inj), inj)},
+		{"two literals", fmt.Sprintf("t1 LIST \"\" * {%d+}\r\n%s {3+}\r\nabc\r\n", len(inj), inj)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rc.t = t
+			lines := rc.send(tt.send, "t1")
+			if l := lines[len(lines)-1]; !strings.HasPrefix(l, "t1 BAD") {
+				t.Errorf("%q: %q, want t1 BAD", tt.send, l)
+			}
+			untagged, tagged := rc.cmd("NOOP")
+			if !strings.HasPrefix(tagged, "OK") || len(untagged) > 0 {
+				t.Errorf("NOOP after it = %q %q, want OK alone (the literal run as commands?)", untagged, tagged)
+			}
+		})
+	}
+	rc.t = t
+	if _, tagged := rc.cmd(`STATUS Injected (MESSAGES)`); !strings.HasPrefix(tagged, "NO") {
+		t.Errorf("STATUS Injected = %q: the literal's line ran as CREATE", tagged)
+	}
+
+	// Over APPENDLIMIT: NO [TOOBIG], then BYE rather than the data read
+	// as commands.
+	big := dialRaw(t, e.addr)
+	if _, tagged := big.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("LOGIN: %s", tagged)
+	}
+	lines := big.send(fmt.Sprintf("t1 APPEND INBOX {%d+}\r\n%s", 1<<40, inj), "t1")
+	if l := lines[len(lines)-1]; !strings.HasPrefix(l, "t1 NO [TOOBIG]") {
+		t.Errorf("APPEND over the limit: %q, want NO [TOOBIG]", l)
+	}
+	if l := big.line(); !strings.HasPrefix(l, "* BYE") {
+		t.Errorf("then %q, want * BYE", l)
+	}
+}
