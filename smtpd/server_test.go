@@ -276,14 +276,27 @@ func TestRcptReplies(t *testing.T) {
 	t.Run("RCPT before MAIL", func(t *testing.T) {
 		r := e.dialRaw(t)
 		r.cmd("EHLO client.test", "250 ")
-		r.cmd("RCPT TO:<bob@a.test>", "502 5.5.1 ")
+		r.cmd("RCPT TO:<bob@a.test>", "503 5.5.1 ") // bad sequence, RFC 5321 section 4.1.4
 	})
 	t.Run("DATA without recipients", func(t *testing.T) {
 		r := e.dialRaw(t)
 		r.cmd("EHLO client.test", "250 ")
 		r.cmd("MAIL FROM:<s@remote.test>", "250 ")
 		r.cmd("RCPT TO:<nobody@a.test>", "550 5.1.1 ")
-		r.cmd("DATA", "502 5.5.1 ")
+		r.cmd("DATA", "503 5.5.1 ") // RFC 5321 section 3.3: 503 or 554
+	})
+	t.Run("MAIL before EHLO", func(t *testing.T) {
+		r := e.dialRaw(t)
+		r.cmd("MAIL FROM:<s@remote.test>", "503 5.5.1 ")
+	})
+	t.Run("DATA after BDAT", func(t *testing.T) {
+		r := e.dialRaw(t)
+		r.cmd("EHLO client.test", "250 ")
+		r.cmd("MAIL FROM:<s@remote.test>", "250 ")
+		r.cmd("RCPT TO:<bob@a.test>", "250 ")
+		r.write("BDAT 3\r\nabc")
+		r.expect("250 ")
+		r.cmd("DATA", "503 5.5.1 ") // RFC 3030 section 2: MUST be 503
 	})
 }
 

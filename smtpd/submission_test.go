@@ -317,6 +317,23 @@ func TestSubmissionThrottled(t *testing.T) {
 	r.cmd("AUTH PLAIN "+b64("\x00carol@a.test\x00"+password), "235 ")
 }
 
+// TestSubmissionAuthSyntax: a SASL response that is not base64 is 501
+// 5.5.2 (RFC 4954 section 4: MUST), not 454, which tells the client to
+// try again later; AUTH without a mechanism is a syntax error, 501, not
+// 502 (found by a protocol audit).
+func TestSubmissionAuthSyntax(t *testing.T) {
+	e := newSubmissionEnv(t, nil)
+	r := e.rawTLS(t)
+	r.cmd("EHLO client.test", "250 ")
+	r.cmd("AUTH PLAIN !!!!", "501 5.5.2 ")
+	r.cmd("AUTH PLAIN", "334 ")
+	r.cmd("not base64!", "501 5.5.2 ")
+	r.cmd("AUTH", "501 5.5.4 ")
+	r.cmd("AUTH PLAIN", "334 ")
+	r.cmd("*", "501 ")
+	r.cmd("AUTH PLAIN "+b64("\x00bob@a.test\x00"+password), "235 ")
+}
+
 func TestSubmissionAccount(t *testing.T) {
 	e := newSubmissionEnv(t, nil)
 	ctx := context.Background()

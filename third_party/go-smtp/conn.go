@@ -318,11 +318,11 @@ func (c *Conn) handleGreet(enhanced bool, arg string) {
 // READY state -> waiting for MAIL
 func (c *Conn) handleMail(arg string) {
 	if c.helo == "" {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "Please introduce yourself first.")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "Please introduce yourself first.") // mailhost patch: 503, RFC 5321 section 4.1.4
 		return
 	}
 	if c.bdatPipe != nil {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "MAIL not allowed during message transfer")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "MAIL not allowed during message transfer") // mailhost patch: 503
 		return
 	}
 
@@ -679,11 +679,11 @@ func isPrintableASCII(val string) bool {
 // MAIL state -> waiting for RCPTs followed by DATA
 func (c *Conn) handleRcpt(arg string) {
 	if !c.fromReceived {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "Missing MAIL FROM command.")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "Missing MAIL FROM command.") // mailhost patch: 503
 		return
 	}
 	if c.bdatPipe != nil {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "RCPT not allowed during message transfer")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "RCPT not allowed during message transfer") // mailhost patch: 503
 		return
 	}
 
@@ -831,7 +831,7 @@ func checkNotifySet(values []DSNNotify) error {
 
 func (c *Conn) handleAuth(arg string) {
 	if c.helo == "" {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "Please introduce yourself first.")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "Please introduce yourself first.") // mailhost patch: 503, RFC 5321 section 4.1.4
 		return
 	}
 	if c.didAuth {
@@ -841,7 +841,7 @@ func (c *Conn) handleAuth(arg string) {
 
 	parts := strings.Fields(arg)
 	if len(parts) == 0 {
-		c.writeResponse(502, EnhancedCode{5, 5, 4}, "Missing parameter")
+		c.writeResponse(501, EnhancedCode{5, 5, 4}, "Missing parameter") // mailhost patch: 501, RFC 4954 section 4 (a syntax error)
 		return
 	}
 
@@ -858,7 +858,7 @@ func (c *Conn) handleAuth(arg string) {
 		var err error
 		ir, err = decodeSASLResponse(parts[1])
 		if err != nil {
-			c.writeResponse(454, EnhancedCode{4, 7, 0}, "Invalid base64 data")
+			c.writeResponse(501, EnhancedCode{5, 5, 2}, "Invalid base64 data") // mailhost patch: 501 5.5.2, RFC 4954 section 4
 			return
 		}
 	}
@@ -900,7 +900,7 @@ func (c *Conn) handleAuth(arg string) {
 
 		response, err = decodeSASLResponse(encoded)
 		if err != nil {
-			c.writeResponse(454, EnhancedCode{4, 7, 0}, "Invalid base64 data")
+			c.writeResponse(501, EnhancedCode{5, 5, 2}, "Invalid base64 data") // mailhost patch: 501 5.5.2, RFC 4954 section 4
 			return
 		}
 	}
@@ -974,16 +974,16 @@ func (c *Conn) handleData(arg string) {
 		return
 	}
 	if c.bdatPipe != nil {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "DATA not allowed during message transfer")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "DATA not allowed during message transfer") // mailhost patch: 503, RFC 3030 section 2
 		return
 	}
 	if c.binarymime {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "DATA not allowed for BINARYMIME messages")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "DATA not allowed for BINARYMIME messages") // mailhost patch: 503, RFC 3030 section 3
 		return
 	}
 
 	if !c.fromReceived || len(c.recipients) == 0 {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "Missing RCPT TO command.")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "Missing RCPT TO command.") // mailhost patch: 503, RFC 5321 section 3.3
 		return
 	}
 
@@ -1040,7 +1040,7 @@ func (c *Conn) handleBdat(arg string) {
 	}
 
 	if !c.fromReceived || len(c.recipients) == 0 {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "Missing RCPT TO command.")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "Missing RCPT TO command.") // mailhost patch: 503, RFC 5321 section 3.3
 		// The chunk follows the command even when the command is rejected.
 		io.Copy(ioutil.Discard, io.LimitReader(c.text.R, int64(size)))
 		return

@@ -974,7 +974,7 @@ func TestServerBdatDiscard(t *testing.T) {
 	// below comes back as 501.
 	io.WriteString(c, "BDAT 9 LAST\r\nMAIL FROM")
 	scanner.Scan()
-	if !strings.HasPrefix(scanner.Text(), "502 ") {
+	if !strings.HasPrefix(scanner.Text(), "503 ") {
 		t.Fatal("Invalid BDAT response:", scanner.Text())
 	}
 
@@ -1000,7 +1000,7 @@ func TestServerBdatNoRecipientsDiscard(t *testing.T) {
 
 	io.WriteString(c, "BDAT 7 LAST\r\nRCPT TO")
 	scanner.Scan()
-	if !strings.HasPrefix(scanner.Text(), "502 ") {
+	if !strings.HasPrefix(scanner.Text(), "503 ") {
 		t.Fatal("Invalid BDAT response:", scanner.Text())
 	}
 
