@@ -121,9 +121,11 @@ type cmdConn struct {
 	// waiting between commands gets imapserver's timeout, not a
 	// deadline set before the layer's command.
 	readTimeout time.Duration
-	sess        *session
-	idLogged    int      // ID commands logged so far
-	cmd         cmdState // the command imapserver is reading (cmdlimits.go)
+	// afterLiteral: the line being read follows a literal (appendRest).
+	afterLiteral bool
+	sess         *session
+	idLogged     int      // ID commands logged so far
+	cmd          cmdState // the command imapserver is reading (cmdlimits.go)
 
 	// wmu serialises writes to the client and guards out and wbuf.
 	wmu  sync.Mutex
@@ -234,7 +236,7 @@ func (c *cmdConn) Read(p []byte) (int, error) {
 	n, err := c.br.Read(p)
 	c.lit -= int64(n)
 	if c.lit == 0 {
-		c.state = inLineRest
+		c.state, c.afterLiteral = inLineRest, true
 	}
 	return n, err
 }
@@ -310,7 +312,10 @@ func (c *cmdConn) next() error {
 		c.cmd.scan(line)
 	} else if err := c.checkRest(line, whole); err != nil {
 		return err
+	} else {
+		line = c.appendRest(line, whole)
 	}
+	c.afterLiteral = false
 	c.pending = line
 	if !whole {
 		c.tail = appendTail(c.tail, line)

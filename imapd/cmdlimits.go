@@ -367,6 +367,31 @@ func (c *cmdConn) checkRest(piece []byte, whole bool) error {
 	return nil
 }
 
+// appendRest is the line imapserver gets after an APPEND's literal: line,
+// or a bare CRLF for one with other bytes before its end. Only CRLF (or
+// ")" and CRLF, closing APPEND's UTF8 data) may follow the message, and
+// imapserver, finding anything else there after storing the message,
+// answered nothing at all (its handler returns a nil error): the client
+// waited for ever. The extra bytes are dropped and the APPEND answered.
+// A line that ends in a literal (the message after a mailbox name sent
+// as a literal) goes as it is.
+func (c *cmdConn) appendRest(line []byte, whole bool) []byte {
+	if !c.afterLiteral || !whole || c.cmd.name != "APPEND" {
+		return line
+	}
+	rest := bytes.TrimRight(line, "\r\n")
+	if len(rest) == 0 || string(rest) == ")" {
+		return line
+	}
+	if _, _, ok := literalAtEnd(line); ok {
+		return line
+	}
+	if c.sess != nil {
+		c.sess.log.Info("bytes after the APPEND literal dropped", "bytes", len(rest))
+	}
+	return []byte("\r\n")
+}
+
 // bye ends the connection for a limit: imapserver's answer to the command
 // it was reading, a SERVERBUG for the read that fails, goes nowhere.
 func (c *cmdConn) bye(text string) error {

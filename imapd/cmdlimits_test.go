@@ -233,3 +233,40 @@ func TestAnsweredLiteralDropped(t *testing.T) {
 		t.Errorf("then %q, want * BYE", l)
 	}
 }
+
+// TestAppendTrailingBytes: bytes between an APPEND's literal and the end
+// of its line are dropped and the APPEND is answered (found by a protocol
+// audit: imapserver stored the message and answered nothing, and the
+// client waited for ever). A mailbox name sent as a literal still works.
+func TestAppendTrailingBytes(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	rc := dialRaw(t, e.addr)
+	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("LOGIN: %s", tagged)
+	}
+	msg := "Subject: t\r\n\r\nhello\r\n"
+	for _, tt := range []struct{ name, send string }{
+		{"extra bytes", fmt.Sprintf("t1 APPEND INBOX {%d+}\r\n%s extra\r\n", len(msg), msg)},
+		{"mailbox as a literal", fmt.Sprintf("t1 APPEND {5+}\r\nINBOX {%d+}\r\n%s\r\n", len(msg), msg)},
+		{"plain", fmt.Sprintf("t1 APPEND INBOX (\\Seen) {%d+}\r\n%s\r\n", len(msg), msg)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rc.t = t
+			start := time.Now()
+			lines := rc.send(tt.send, "t1")
+			if l := lines[len(lines)-1]; !strings.HasPrefix(l, "t1 OK") {
+				t.Errorf("%q: %q, want t1 OK", tt.send, l)
+			}
+			if took := time.Since(start); took > 3*time.Second {
+				t.Errorf("answered after %v, want at once", took)
+			}
+			if _, tagged := rc.cmd("NOOP"); !strings.HasPrefix(tagged, "OK") {
+				t.Errorf("NOOP after it = %q, want OK", tagged)
+			}
+		})
+	}
+	rc.t = t
+	if untagged, tagged := rc.cmd(`STATUS INBOX (MESSAGES)`); !strings.HasPrefix(tagged, "OK") || len(untagged) != 1 || !strings.Contains(untagged[0], "MESSAGES 3") {
+		t.Errorf("STATUS INBOX = %q %q, want the 3 messages appended", untagged, tagged)
+	}
+}
