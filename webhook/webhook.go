@@ -27,6 +27,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"sync"
 	"syscall"
@@ -304,7 +305,9 @@ func (w *Worker) backoff(attempts int) time.Duration {
 }
 
 // post sends one delivery; an answer other than 2xx is an error. The
-// error names the URL's host, never the secret.
+// error names the URL's host, never the secret, nor the URL's path and
+// query, where receivers often keep a token of their own (net/http's
+// *url.Error quotes the whole URL: its cause is kept, not it).
 func (w *Worker) post(ctx context.Context, d mailstore.WebhookDelivery) error {
 	body, err := Body(d.Event)
 	if err != nil {
@@ -323,6 +326,10 @@ func (w *Worker) post(ctx context.Context, d mailstore.WebhookDelivery) error {
 	req.Header.Set("X-Mailhost-Signature", Sign(d.Webhook.Secret, body))
 	resp, err := w.client.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return fmt.Errorf("post to %s: %w", req.URL.Host, err)
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,5 +139,42 @@ func TestAttempt(t *testing.T) {
 	<-got
 	if ds, _ := st.ClaimWebhookDeliveries(ctx, now.Add(48*time.Hour), time.Minute, 10); len(ds) != 0 {
 		t.Errorf("after giving up: %v, want no delivery", ds)
+	}
+}
+
+// TestErrorKeepsURLPrivate: a failed POST's error, which is logged and
+// kept as the delivery's last error, names the receiver's host but not
+// the URL's path and query, where a receiver may keep a token (net/http's
+// error quotes the whole URL).
+func TestErrorKeepsURLPrivate(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close() // no answer: the client's Do fails
+		}
+	}()
+	url := "http://" + ln.Addr().String() + "/hook/SECRETPATH?access_token=SECRETQUERY"
+	_, d := setup(t, url, now)
+	w := New(Config{AllowPrivate: true, Logger: slog.New(slog.DiscardHandler)})
+	err = w.post(context.Background(), d)
+	if err == nil {
+		t.Fatal("post to a listener that closes every connection: no error")
+	}
+	if msg := err.Error(); strings.Contains(msg, "SECRET") || !strings.Contains(msg, ln.Addr().String()) {
+		t.Errorf("error %q: want the host, and neither the path nor the query", msg)
+	}
+	// Refused as private: still errPrivate, and still without the query.
+	w = New(Config{Logger: slog.New(slog.DiscardHandler)})
+	err = w.post(context.Background(), d)
+	if !errors.Is(err, errPrivate) || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("post without AllowPrivate = %v, want errPrivate without the URL's path or query", err)
 	}
 }
