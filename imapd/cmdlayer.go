@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -123,6 +124,9 @@ type cmdConn struct {
 	readTimeout time.Duration
 	// afterLiteral: the line being read follows a literal (appendRest).
 	afterLiteral bool
+	// readFailed: a read from the client failed (the connection ended,
+	// or timed out); the writer side reads it (noteStatus).
+	readFailed atomic.Bool
 	sess         *session
 	idLogged     int      // ID commands logged so far
 	cmd          cmdState // the command imapserver is reading (cmdlimits.go)
@@ -213,7 +217,14 @@ func (c *cmdConn) SetReadDeadline(t time.Time) error {
 
 // Read gives imapserver the client's bytes, at most up to the end of the
 // current line or literal, after serving the layer's own commands.
-func (c *cmdConn) Read(p []byte) (int, error) {
+func (c *cmdConn) Read(p []byte) (n int, err error) {
+	defer func() {
+		if err != nil {
+			// imapserver answers a read that fails, too, with a NO
+			// [SERVERBUG] that is no parse error (noteStatus).
+			c.readFailed.Store(true)
+		}
+	}()
 	if (c.state == inLiteral || c.state == inLineRest) && len(c.pending) == 0 && c.answered() {
 		if err := c.dropAnswered(); err != nil {
 			return 0, err
@@ -225,7 +236,7 @@ func (c *cmdConn) Read(p []byte) (int, error) {
 		}
 	}
 	if len(c.pending) > 0 {
-		n := copy(p, c.pending)
+		n = copy(p, c.pending)
 		c.pending = c.pending[n:]
 		return n, nil
 	}
@@ -233,7 +244,7 @@ func (c *cmdConn) Read(p []byte) (int, error) {
 	if int64(len(p)) > c.lit {
 		p = p[:c.lit]
 	}
-	n, err := c.br.Read(p)
+	n, err = c.br.Read(p)
 	c.lit -= int64(n)
 	if c.lit == 0 {
 		c.state, c.afterLiteral = inLineRest, true

@@ -426,6 +426,13 @@ func (c *cmdConn) noteStatus(name string, line []byte, fromImapserver bool) []by
 		detail = c.sess.takeBug()
 	}
 	if detail == nil && fromImapserver {
+		if c.readFailed.Load() {
+			// The connection ended (or timed out, or the server is
+			// shutting down) while imapserver read the command: no
+			// parse error, no bug, and no one to answer.
+			log.Info("command ended with its connection", "command", name, "tag", string(line[:sp]))
+			return nil
+		}
 		log.Info("command refused: arguments imapserver cannot parse", "command", name, "tag", string(line[:sp]))
 		return fmt.Appendf(nil, "%s BAD [CLIENTBUG] Syntax error in the command's arguments\r\n", line[:sp])
 	}

@@ -1,6 +1,7 @@
 package imapd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -268,5 +269,41 @@ func TestAppendTrailingBytes(t *testing.T) {
 	rc.t = t
 	if untagged, tagged := rc.cmd(`STATUS INBOX (MESSAGES)`); !strings.HasPrefix(tagged, "OK") || len(untagged) != 1 || !strings.Contains(untagged[0], "MESSAGES 3") {
 		t.Errorf("STATUS INBOX = %q %q, want the 3 messages appended", untagged, tagged)
+	}
+}
+
+// TestShutdownDuringIdle: a session in IDLE when the server shuts down
+// gets BYE, and imapserver's failed read there is neither a server bug
+// nor taken for a client's syntax error (found by an operator audit: it
+// was logged as "arguments imapserver cannot parse").
+func TestShutdownDuringIdle(t *testing.T) {
+	logs := &syncBuffer{}
+	e := newEnv(t, envOptions{insecureAuth: true, log: logs})
+	rc := dialRaw(t, e.addr)
+	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("LOGIN: %s", tagged)
+	}
+	if _, tagged := rc.cmd(`SELECT INBOX`); !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("SELECT: %s", tagged)
+	}
+	fmt.Fprint(rc.c, "i1 IDLE\r\n")
+	if l := rc.line(); !strings.HasPrefix(l, "+") {
+		t.Fatalf("IDLE: %q, want +", l)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	rest, _ := io.ReadAll(rc.r)
+	if !strings.Contains(string(rest), "* BYE") || strings.Contains(string(rest), "CLIENTBUG") {
+		t.Errorf("after Shutdown: %q, want * BYE and no CLIENTBUG", rest)
+	}
+	if n := e.srv.ServerBugs(); n != 0 {
+		t.Errorf("ServerBugs() = %d, want 0", n)
+	}
+	if strings.Contains(logs.String(), "cannot parse") {
+		t.Errorf("log takes the shutdown for a syntax error:\n%s", logs.String())
 	}
 }
