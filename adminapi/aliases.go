@@ -36,6 +36,10 @@ func (a *API) createAlias(w http.ResponseWriter, r *http.Request, c call) error 
 	if err != nil {
 		return err
 	}
+	if src, err := policy.NormalizeAliasSource(rawSource); err == nil {
+		// Named for the audit whichever check refuses the create.
+		setObject(r, src)
+	}
 	rawDest, err := b.str("destination")
 	if err != nil {
 		return err
@@ -67,7 +71,6 @@ func (a *API) createAlias(w http.ResponseWriter, r *http.Request, c call) error 
 	if dest == source {
 		return unprocessable("destination", "must differ from source")
 	}
-	setObject(r, source)
 	al, err := a.store.CreateAlias(r.Context(), c.partnerID, domain, source, dest, a.now())
 	if err != nil {
 		return err

@@ -64,6 +64,8 @@ func (a *API) createDomain(w http.ResponseWriter, r *http.Request, c call) error
 	if err != nil {
 		return unprocessable("name", "invalid domain name")
 	}
+	// Named for the audit whichever check refuses the create.
+	setObject(r, name)
 	planName := "starter"
 	if b.has("plan") {
 		if planName, err = b.str("plan"); err != nil {
@@ -86,7 +88,6 @@ func (a *API) createDomain(w http.ResponseWriter, r *http.Request, c call) error
 			return err
 		}
 	}
-	setObject(r, nd.Name)
 	// A name already taken is answered before the keys are made: billing
 	// systems repeat creations, and a key costs up to 200 ms of CPU.
 	// CreateDomain checks again in its transaction.

@@ -78,6 +78,10 @@ func (a *API) createMailbox(w http.ResponseWriter, r *http.Request, c call) erro
 	if err != nil {
 		return err
 	}
+	if e, err := policy.NormalizeAddress(rawEmail); err == nil {
+		// Named for the audit whichever check refuses the create.
+		setObject(r, e)
+	}
 	password, err := b.password("password")
 	if err != nil {
 		return err
@@ -104,9 +108,6 @@ func (a *API) createMailbox(w http.ResponseWriter, r *http.Request, c call) erro
 	if policy.IsSRS(email) {
 		return unprocessable("email", errSRSLocalPart)
 	}
-	// Named for the audit before the address is checked: a refused
-	// create names what it tried, whichever check refused it.
-	setObject(r, email)
 	if err := a.addressFree(r.Context(), email); err != nil {
 		return err
 	}

@@ -16,19 +16,21 @@ func TestAuditLog(t *testing.T) {
 	// Refused creates name what they tried.
 	must(t, "mailbox exists", e.a("POST", "/users/", `{"domain_name":"alpha.example","email":"alice@alpha.example","password":"password123"}`), 400)
 	must(t, "domain exists", e.a("POST", "/domains/", `{"name":"alpha.example"}`), 400)
+	must(t, "password too short", e.a("POST", "/users/", `{"domain_name":"alpha.example","email":"Zed@Alpha.example","password":"short"}`), 422)
 	e.a("GET", "/domains/", "")                            // reads are not recorded
 	e.raw("POST", "/domains/", "", `{"name":"x.example"}`) // nor unauthenticated calls
 
 	r := must(t, "GET /audit/", e.a("GET", "/audit/", ""), 200)
 	l := r.list()
-	if r.header.Get("X-Total-Count") != "9" || len(l) != 9 {
-		t.Fatalf("GET /audit/ = %d entries (X-Total-Count %s), want 9: %s", len(l), r.header.Get("X-Total-Count"), r.body)
+	if r.header.Get("X-Total-Count") != "10" || len(l) != 10 {
+		t.Fatalf("GET /audit/ = %d entries (X-Total-Count %s), want 10: %s", len(l), r.header.Get("X-Total-Count"), r.body)
 	}
 	prefix := e.keyA[:strings.LastIndex(e.keyA, "_")]
 	want := []struct {
 		method, route, object string
 		status                int
 	}{
+		{"POST", "/users/", "zed@alpha.example", 422},
 		{"POST", "/domains/", "alpha.example", 400},
 		{"POST", "/users/", "alice@alpha.example", 400},
 		{"DELETE", "/aliases/{source}", "sales@alpha.example", 200},
@@ -50,9 +52,9 @@ func TestAuditLog(t *testing.T) {
 		}
 	}
 	// Paging, newest first.
-	r = must(t, "GET /audit/?limit=2&offset=3", e.a("GET", "/audit?limit=2&offset=3", ""), 200)
-	if l := r.list(); len(l) != 2 || l[0]["route"] != "/domains/{domain_name}/retention" || r.header.Get("X-Total-Count") != "9" {
-		t.Errorf("GET /audit?limit=2&offset=3 = %s (X-Total-Count %s)", r.body, r.header.Get("X-Total-Count"))
+	r = must(t, "GET /audit/?limit=2&offset=4", e.a("GET", "/audit?limit=2&offset=4", ""), 200)
+	if l := r.list(); len(l) != 2 || l[0]["route"] != "/domains/{domain_name}/retention" || r.header.Get("X-Total-Count") != "10" {
+		t.Errorf("GET /audit?limit=2&offset=4 = %s (X-Total-Count %s)", r.body, r.header.Get("X-Total-Count"))
 	}
 	// Beta sees its own entry only.
 	r = must(t, "GET /audit/ as beta", e.b("GET", "/audit/", ""), 200)
