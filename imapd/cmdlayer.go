@@ -127,9 +127,9 @@ type cmdConn struct {
 	// readFailed: a read from the client failed (the connection ended,
 	// or timed out); the writer side reads it (noteStatus).
 	readFailed atomic.Bool
-	sess         *session
-	idLogged     int      // ID commands logged so far
-	cmd          cmdState // the command imapserver is reading (cmdlimits.go)
+	sess       *session
+	idLogged   int      // ID commands logged so far
+	cmd        cmdState // the command imapserver is reading (cmdlimits.go)
 
 	// wmu serialises writes to the client and guards out and wbuf.
 	wmu  sync.Mutex

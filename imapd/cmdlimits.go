@@ -168,55 +168,74 @@ func (c *cmdConn) refuse(tag, resp string, line []byte, long bool) error {
 	if err := c.conn().SetReadDeadline(time.Now().Add(ownReadTimeout)); err != nil {
 		return err
 	}
-	dropped := len(line)
+	dropped := int64(len(line))
 	tail := appendTail(nil, line)
-	for long {
-		more, err := c.br.ReadSlice('\n')
-		dropped += len(more)
-		tail = appendTail(tail, more)
-		if dropped > maxDiscard {
-			return c.bye("Command line too long")
-		}
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return fmt.Errorf("read command: %w", err)
+	if long {
+		var err error
+		if tail, err = c.dropLine(tail, &dropped, "Command line too long"); err != nil {
+			return err
 		}
 	}
 	if err := c.writeOwn(fmt.Appendf(nil, "%s %s\r\n", tag, resp)); err != nil {
 		return err
 	}
-	for {
-		n, sync, ok := literalAtEnd(tail)
-		if !ok || sync {
-			break
-		}
-		if int64(dropped)+n > maxDiscard {
-			return c.bye("Literal too big")
-		}
-		if _, err := io.CopyN(io.Discard, c.br, n); err != nil {
-			return fmt.Errorf("read literal: %w", err)
-		}
-		dropped += int(n)
-		tail = tail[:0]
-		for {
-			more, err := c.br.ReadSlice('\n')
-			dropped += len(more)
-			tail = appendTail(tail, more)
-			if dropped > maxDiscard {
-				return c.bye("Command too long")
-			}
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, bufio.ErrBufferFull) {
-				return fmt.Errorf("read command: %w", err)
-			}
-		}
+	if err := c.dropLiterals(tail, &dropped); err != nil {
+		return err
 	}
 	c.state = inLineStart
 	return c.rearm()
+}
+
+// dropLine reads and drops the rest of a line, up to and including its
+// LF, adding it to tail (whose end tells a literal) and to dropped;
+// beyond maxDiscard in all the connection ends with BYE (text).
+func (c *cmdConn) dropLine(tail []byte, dropped *int64, text string) ([]byte, error) {
+	for {
+		more, err := c.br.ReadSlice('\n')
+		*dropped += int64(len(more))
+		tail = appendTail(tail, more)
+		if *dropped > maxDiscard {
+			return tail, c.bye(text)
+		}
+		if err == nil {
+			return tail, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return tail, fmt.Errorf("read command: %w", err)
+		}
+	}
+}
+
+// dropLiteral reads and drops a literal of n bytes, BYE beyond
+// maxDiscard in all.
+func (c *cmdConn) dropLiteral(n int64, dropped *int64) error {
+	if *dropped+n > maxDiscard {
+		return c.bye("Literal too big")
+	}
+	if _, err := io.CopyN(io.Discard, c.br, n); err != nil {
+		return fmt.Errorf("read literal: %w", err)
+	}
+	*dropped += n
+	return nil
+}
+
+// dropLiterals drops, while the line that tail ends announces a
+// non-synchronizing literal, that literal and the line after it. The
+// client sends no synchronizing literal without "+".
+func (c *cmdConn) dropLiterals(tail []byte, dropped *int64) error {
+	for {
+		n, sync, ok := literalAtEnd(tail)
+		if !ok || sync {
+			return nil
+		}
+		if err := c.dropLiteral(n, dropped); err != nil {
+			return err
+		}
+		var err error
+		if tail, err = c.dropLine(tail[:0], dropped, "Command too long"); err != nil {
+			return err
+		}
+	}
 }
 
 // imapserverReadsCommand reports whether imapserver can read a tag and a
@@ -309,38 +328,18 @@ func (c *cmdConn) dropAnswered() error {
 		return err
 	}
 	dropped := int64(0)
-	for {
-		if c.state == inLiteral {
-			if dropped+c.lit > maxDiscard {
-				return c.bye("Literal too big")
-			}
-			if _, err := io.CopyN(io.Discard, c.br, c.lit); err != nil {
-				return fmt.Errorf("read literal: %w", err)
-			}
-			dropped += c.lit
-			c.lit = 0
+	if c.state == inLiteral {
+		if err := c.dropLiteral(c.lit, &dropped); err != nil {
+			return err
 		}
-		var tail []byte
-		for {
-			more, err := c.br.ReadSlice('\n')
-			dropped += int64(len(more))
-			tail = appendTail(tail, more)
-			if dropped > maxDiscard {
-				return c.bye("Command too long")
-			}
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, bufio.ErrBufferFull) {
-				return fmt.Errorf("read command: %w", err)
-			}
-		}
-		n, sync, ok := literalAtEnd(tail)
-		if !ok || sync {
-			// The client sends no synchronizing literal without "+".
-			break
-		}
-		c.state, c.lit = inLiteral, n
+		c.lit = 0
+	}
+	tail, err := c.dropLine(nil, &dropped, "Command too long")
+	if err != nil {
+		return err
+	}
+	if err := c.dropLiterals(tail, &dropped); err != nil {
+		return err
 	}
 	c.state = inLineStart
 	c.tail = c.tail[:0]
