@@ -44,10 +44,7 @@ func TestCommandLimits(t *testing.T) {
 		{"FETCH of a number over 32 bits", "FETCH 99999999999 (FLAGS)", "BAD"},
 		{"SEARCH of a set", "SEARCH 1:*", "OK"},
 	}
-	rc := dialRaw(t, e.addr)
-	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
-		t.Fatalf("LOGIN: %s", tagged)
-	}
+	rc := loginRaw(t, e)
 	if _, tagged := rc.cmd(`SELECT INBOX`); !strings.HasPrefix(tagged, "OK") {
 		t.Fatalf("SELECT: %s", tagged)
 	}
@@ -113,10 +110,7 @@ func TestCommandLimitsBye(t *testing.T) {
 func TestServerBugCounted(t *testing.T) {
 	logs := &syncBuffer{}
 	e := newEnv(t, envOptions{insecureAuth: true, log: logs})
-	rc := dialRaw(t, e.addr)
-	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
-		t.Fatalf("LOGIN: %s", tagged)
-	}
+	rc := loginRaw(t, e)
 	e.st.Close()
 	if _, tagged := rc.cmd(`STATUS INBOX (MESSAGES)`); !strings.HasPrefix(tagged, "NO [SERVERBUG]") {
 		t.Fatalf("STATUS on a closed store = %q, want NO [SERVERBUG]", tagged)
@@ -136,10 +130,7 @@ func TestServerBugCounted(t *testing.T) {
 // and the connection goes on (found by a protocol audit).
 func TestUnreadableLines(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	rc := dialRaw(t, e.addr)
-	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
-		t.Fatalf("LOGIN: %s", tagged)
-	}
+	rc := loginRaw(t, e)
 	for _, tt := range []struct{ name, send, want string }{
 		{"empty line", "\r\n", "* BAD [CLIENTBUG]"},
 		{"tag alone", "t1\r\n", "* BAD [CLIENTBUG]"},
@@ -193,10 +184,7 @@ func TestUnreadableLines(t *testing.T) {
 // connection with BYE (RFC 7888 section 4).
 func TestAnsweredLiteralDropped(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	rc := dialRaw(t, e.addr)
-	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
-		t.Fatalf("LOGIN: %s", tagged)
-	}
+	rc := loginRaw(t, e)
 	inj := "x1 CREATE Injected\r\nx2 NOOP\r\n\r\n"
 	for _, tt := range []struct{ name, send string }{
 		{"APPEND with a bad date", fmt.Sprintf("t1 APPEND INBOX \"2020-01-01\" {%d+}\r\n%s\r\n", len(inj), inj)},
@@ -222,10 +210,7 @@ func TestAnsweredLiteralDropped(t *testing.T) {
 
 	// Over APPENDLIMIT: NO [TOOBIG], then BYE rather than the data read
 	// as commands.
-	big := dialRaw(t, e.addr)
-	if _, tagged := big.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
-		t.Fatalf("LOGIN: %s", tagged)
-	}
+	big := loginRaw(t, e)
 	lines := big.send(fmt.Sprintf("t1 APPEND INBOX {%d+}\r\n%s", 1<<40, inj), "t1")
 	if l := lines[len(lines)-1]; !strings.HasPrefix(l, "t1 NO [TOOBIG]") {
 		t.Errorf("APPEND over the limit: %q, want NO [TOOBIG]", l)
@@ -241,10 +226,7 @@ func TestAnsweredLiteralDropped(t *testing.T) {
 // client waited for ever). A mailbox name sent as a literal still works.
 func TestAppendTrailingBytes(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	rc := dialRaw(t, e.addr)
-	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
-		t.Fatalf("LOGIN: %s", tagged)
-	}
+	rc := loginRaw(t, e)
 	msg := "Subject: t\r\n\r\nhello\r\n"
 	for _, tt := range []struct{ name, send string }{
 		{"extra bytes", fmt.Sprintf("t1 APPEND INBOX {%d+}\r\n%s extra\r\n", len(msg), msg)},
@@ -279,10 +261,7 @@ func TestAppendTrailingBytes(t *testing.T) {
 func TestShutdownDuringIdle(t *testing.T) {
 	logs := &syncBuffer{}
 	e := newEnv(t, envOptions{insecureAuth: true, log: logs})
-	rc := dialRaw(t, e.addr)
-	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
-		t.Fatalf("LOGIN: %s", tagged)
-	}
+	rc := loginRaw(t, e)
 	if _, tagged := rc.cmd(`SELECT INBOX`); !strings.HasPrefix(tagged, "OK") {
 		t.Fatalf("SELECT: %s", tagged)
 	}
@@ -306,4 +285,14 @@ func TestShutdownDuringIdle(t *testing.T) {
 	if strings.Contains(logs.String(), "cannot parse") {
 		t.Errorf("log takes the shutdown for a syntax error:\n%s", logs.String())
 	}
+}
+
+// loginRaw is a raw connection to e, logged in as alice.
+func loginRaw(t *testing.T, e *env) *rawConn {
+	t.Helper()
+	rc := dialRaw(t, e.addr)
+	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
+		t.Fatalf("LOGIN: %s", tagged)
+	}
+	return rc
 }
