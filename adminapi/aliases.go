@@ -36,9 +36,11 @@ func (a *API) createAlias(w http.ResponseWriter, r *http.Request, c call) error 
 	if err != nil {
 		return err
 	}
-	if src, err := policy.NormalizeAliasSource(rawSource); err == nil {
-		// Named for the audit whichever check refuses the create.
-		setObject(r, src)
+	// Read before the rest is checked, so that the audit names the
+	// source whichever check refuses the create.
+	source, sourceErr := policy.NormalizeAliasSource(rawSource)
+	if sourceErr == nil {
+		setObject(r, source)
 	}
 	rawDest, err := b.str("destination")
 	if err != nil {
@@ -48,8 +50,7 @@ func (a *API) createAlias(w http.ResponseWriter, r *http.Request, c call) error 
 	if err != nil {
 		return errDomainNotFound
 	}
-	source, err := policy.NormalizeAliasSource(rawSource)
-	if err != nil {
+	if sourceErr != nil {
 		return unprocessable("source", "invalid address (local@domain or @domain)")
 	}
 	dest, err := policy.NormalizeAddress(rawDest)

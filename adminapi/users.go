@@ -78,9 +78,11 @@ func (a *API) createMailbox(w http.ResponseWriter, r *http.Request, c call) erro
 	if err != nil {
 		return err
 	}
-	if e, err := policy.NormalizeAddress(rawEmail); err == nil {
-		// Named for the audit whichever check refuses the create.
-		setObject(r, e)
+	// Read before the password is checked, so that the audit names the
+	// address whichever check refuses the create.
+	email, emailErr := policy.NormalizeAddress(rawEmail)
+	if emailErr == nil {
+		setObject(r, email)
 	}
 	password, err := b.password("password")
 	if err != nil {
@@ -91,8 +93,7 @@ func (a *API) createMailbox(w http.ResponseWriter, r *http.Request, c call) erro
 		// No domain of the partner can have that name.
 		return errDomainNotFound
 	}
-	email, err := policy.NormalizeAddress(rawEmail)
-	if err != nil {
+	if emailErr != nil {
 		return unprocessable("email", "invalid email address")
 	}
 	// An unknown domain_name is 404 whatever the email (interface.md's

@@ -44,7 +44,7 @@ func TestCommandLimits(t *testing.T) {
 		{"FETCH of a number over 32 bits", "FETCH 99999999999 (FLAGS)", "BAD"},
 		{"SEARCH of a set", "SEARCH 1:*", "OK"},
 	}
-	rc := loginRaw(t, e)
+	rc := rawLogin(t, e)
 	if _, tagged := rc.cmd(`SELECT INBOX`); !strings.HasPrefix(tagged, "OK") {
 		t.Fatalf("SELECT: %s", tagged)
 	}
@@ -110,7 +110,7 @@ func TestCommandLimitsBye(t *testing.T) {
 func TestServerBugCounted(t *testing.T) {
 	logs := &syncBuffer{}
 	e := newEnv(t, envOptions{insecureAuth: true, log: logs})
-	rc := loginRaw(t, e)
+	rc := rawLogin(t, e)
 	e.st.Close()
 	if _, tagged := rc.cmd(`STATUS INBOX (MESSAGES)`); !strings.HasPrefix(tagged, "NO [SERVERBUG]") {
 		t.Fatalf("STATUS on a closed store = %q, want NO [SERVERBUG]", tagged)
@@ -130,7 +130,7 @@ func TestServerBugCounted(t *testing.T) {
 // and the connection goes on (found by a protocol audit).
 func TestUnreadableLines(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	rc := loginRaw(t, e)
+	rc := rawLogin(t, e)
 	for _, tt := range []struct{ name, send, want string }{
 		{"empty line", "\r\n", "* BAD [CLIENTBUG]"},
 		{"tag alone", "t1\r\n", "* BAD [CLIENTBUG]"},
@@ -184,7 +184,7 @@ func TestUnreadableLines(t *testing.T) {
 // connection with BYE (RFC 7888 section 4).
 func TestAnsweredLiteralDropped(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	rc := loginRaw(t, e)
+	rc := rawLogin(t, e)
 	inj := "x1 CREATE Injected\r\nx2 NOOP\r\n\r\n"
 	for _, tt := range []struct{ name, send string }{
 		{"APPEND with a bad date", fmt.Sprintf("t1 APPEND INBOX \"2020-01-01\" {%d+}\r\n%s\r\n", len(inj), inj)},
@@ -193,14 +193,7 @@ func TestAnsweredLiteralDropped(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rc.t = t
-			lines := rc.send(tt.send, "t1")
-			if l := lines[len(lines)-1]; !strings.HasPrefix(l, "t1 BAD") {
-				t.Errorf("%q: %q, want t1 BAD", tt.send, l)
-			}
-			untagged, tagged := rc.cmd("NOOP")
-			if !strings.HasPrefix(tagged, "OK") || len(untagged) > 0 {
-				t.Errorf("NOOP after it = %q %q, want OK alone (the literal run as commands?)", untagged, tagged)
-			}
+			answeredThenNoop(t, rc, tt.send, "t1 BAD")
 		})
 	}
 	rc.t = t
@@ -210,7 +203,7 @@ func TestAnsweredLiteralDropped(t *testing.T) {
 
 	// Over APPENDLIMIT: NO [TOOBIG], then BYE rather than the data read
 	// as commands.
-	big := loginRaw(t, e)
+	big := rawLogin(t, e)
 	lines := big.send(fmt.Sprintf("t1 APPEND INBOX {%d+}\r\n%s", 1<<40, inj), "t1")
 	if l := lines[len(lines)-1]; !strings.HasPrefix(l, "t1 NO [TOOBIG]") {
 		t.Errorf("APPEND over the limit: %q, want NO [TOOBIG]", l)
@@ -226,7 +219,7 @@ func TestAnsweredLiteralDropped(t *testing.T) {
 // client waited for ever). A mailbox name sent as a literal still works.
 func TestAppendTrailingBytes(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	rc := loginRaw(t, e)
+	rc := rawLogin(t, e)
 	msg := "Subject: t\r\n\r\nhello\r\n"
 	for _, tt := range []struct{ name, send string }{
 		{"extra bytes", fmt.Sprintf("t1 APPEND INBOX {%d+}\r\n%s extra\r\n", len(msg), msg)},
@@ -235,17 +228,7 @@ func TestAppendTrailingBytes(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rc.t = t
-			start := time.Now()
-			lines := rc.send(tt.send, "t1")
-			if l := lines[len(lines)-1]; !strings.HasPrefix(l, "t1 OK") {
-				t.Errorf("%q: %q, want t1 OK", tt.send, l)
-			}
-			if took := time.Since(start); took > 3*time.Second {
-				t.Errorf("answered after %v, want at once", took)
-			}
-			if _, tagged := rc.cmd("NOOP"); !strings.HasPrefix(tagged, "OK") {
-				t.Errorf("NOOP after it = %q, want OK", tagged)
-			}
+			answeredThenNoop(t, rc, tt.send, "t1 OK")
 		})
 	}
 	rc.t = t
@@ -261,7 +244,7 @@ func TestAppendTrailingBytes(t *testing.T) {
 func TestShutdownDuringIdle(t *testing.T) {
 	logs := &syncBuffer{}
 	e := newEnv(t, envOptions{insecureAuth: true, log: logs})
-	rc := loginRaw(t, e)
+	rc := rawLogin(t, e)
 	if _, tagged := rc.cmd(`SELECT INBOX`); !strings.HasPrefix(tagged, "OK") {
 		t.Fatalf("SELECT: %s", tagged)
 	}
@@ -287,12 +270,21 @@ func TestShutdownDuringIdle(t *testing.T) {
 	}
 }
 
-// loginRaw is a raw connection to e, logged in as alice.
-func loginRaw(t *testing.T, e *env) *rawConn {
+// answeredThenNoop sends a command tagged t1, which must be answered at
+// once with a tagged line starting with want, and then a NOOP, which must
+// be answered OK alone (nothing of the command left to run as commands).
+func answeredThenNoop(t *testing.T, rc *rawConn, send, want string) {
 	t.Helper()
-	rc := dialRaw(t, e.addr)
-	if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
-		t.Fatalf("LOGIN: %s", tagged)
+	start := time.Now()
+	lines := rc.send(send, "t1")
+	if l := lines[len(lines)-1]; !strings.HasPrefix(l, want) {
+		t.Errorf("%q: %q, want %s", send, l, want)
 	}
-	return rc
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("answered after %v, want at once", took)
+	}
+	untagged, tagged := rc.cmd("NOOP")
+	if !strings.HasPrefix(tagged, "OK") || len(untagged) > 0 {
+		t.Errorf("NOOP after it = %q %q, want OK alone (the command's data run as commands?)", untagged, tagged)
+	}
 }

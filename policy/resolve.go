@@ -159,7 +159,7 @@ func (r *resolver) resolve(ctx context.Context, addr string, path []string, via 
 		// through the catch-all (Postfix's virtual aliases stop, too,
 		// where an address maps onto itself).
 		if err == nil && a.Destination == addr {
-			err = fmt.Errorf("catch-all onto itself: %w", mailstore.ErrNotFound)
+			err = mailstore.ErrNotFound
 		}
 		if errors.Is(err, mailstore.ErrNotFound) {
 			if len(path) == 1 {

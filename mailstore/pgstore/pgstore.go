@@ -322,7 +322,10 @@ func (s *Store) one(ctx context.Context, fn func(querier) error) error {
 // (a write of one statement cannot, as it may have committed just before
 // the connection ended).
 func (s *Store) look(ctx context.Context, fn func(querier) error) error {
-	return retry(ctx, func() error { return beforeCommit(s.one(ctx, fn)) })
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return retry(ctx, func() error { return beforeCommit(fn(s.pool)) })
 }
 
 // retryRead runs a read of rows (query, then each) again on a new
