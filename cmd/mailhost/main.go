@@ -22,6 +22,7 @@ const usage = `mailhost: email hosting for partners, in one binary.
 
 Usage:
   mailhost serve [flags]                 run the API, SMTP, IMAP and retention
+  mailhost version                       print the version, commit and Go release
   mailhost partner create NAME [flags]   make a partner and its first API key (JSON)
   mailhost partner list [flags]          list partners (JSON)
   mailhost partner limits PARTNER -max-domains N [flags]
@@ -62,6 +63,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)
 		return 0
+	}
+	if args[0] == "version" || args[0] == "--version" || args[0] == "-version" {
+		return versionCommand(stdout)
 	}
 	if args[0] == "store" {
 		return storeCommand(args[1:], stdout, stderr)

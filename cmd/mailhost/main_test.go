@@ -128,3 +128,15 @@ func TestPartnerTimes(t *testing.T) {
 		t.Errorf("partner limits created_at = %q, want YYYY-MM-DDTHH:MM:SS", p.CreatedAt)
 	}
 }
+
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version"} {
+		code, out, errs := mh(t, arg)
+		if code != 0 || errs != "" {
+			t.Fatalf("mailhost %s = %d, stderr %q", arg, code, errs)
+		}
+		if !regexp.MustCompile(`(?m)^mailhost \S+\n`).MatchString(out) || !regexp.MustCompile(`(?m)^go go1\.\d+`).MatchString(out) {
+			t.Errorf("mailhost %s printed %q, want a 'mailhost <version>' line and a 'go go1.N' line", arg, out)
+		}
+	}
+}
