@@ -8,12 +8,16 @@ import (
 
 	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
 )
 
 // dnsJSON is what GET /domains/{domain_name}/dns answers.
 type dnsJSON struct {
 	Name    string            `json:"name"`
 	Records []mailauth.Record `json:"records"`
+	// Warnings say why the records would not work as given, such as a
+	// server host name that is not fully qualified; absent when none.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // domainDNS answers GET /domains/{domain_name}/dns: the records the
@@ -47,7 +51,11 @@ func (a *API) domainDNS(w http.ResponseWriter, r *http.Request, c call) error {
 		return err
 	}
 	records := append(mailauth.DNSRecords(d.Name, a.hostname, keys), mailauth.VerifyRecord(d.Name, d.VerifyToken))
-	writeJSON(w, http.StatusOK, dnsJSON{Name: d.Name, Records: records})
+	out := dnsJSON{Name: d.Name, Records: records}
+	if p := policy.HostnameProblem(a.hostname); p != "" {
+		out.Warnings = append(out.Warnings, p+": the MX, SPF and SRV records name it; the operator sets the server's public name in the hostname setting")
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -203,3 +203,22 @@ func TestDomainKeysNotMadeForTakenName(t *testing.T) {
 		t.Errorf("keys made %d times, want 1", n)
 	}
 }
+
+// TestDomainDNSWarnsShortHostname: a server whose host name is not fully
+// qualified would have customers publish "MX 10 vm"; the answer says so,
+// and says nothing when the name is fine.
+func TestDomainDNSWarnsShortHostname(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Hostname = "vm" })
+	must(t, "POST domain", e.a("POST", "/domains/", `{"name":"example.com"}`), 201)
+	o := must(t, "GET dns", e.a("GET", "/domains/example.com/dns", ""), 200).obj()
+	w, _ := o["warnings"].([]any)
+	if len(w) != 1 || !strings.Contains(fmt.Sprint(w[0]), "vm is not a fully qualified") || !strings.Contains(fmt.Sprint(w[0]), "hostname setting") {
+		t.Errorf("GET dns with hostname vm: warnings = %v, want one naming vm and the hostname setting", o["warnings"])
+	}
+
+	e = newEnv(t)
+	must(t, "POST domain", e.a("POST", "/domains/", `{"name":"example.com"}`), 201)
+	if o := must(t, "GET dns", e.a("GET", "/domains/example.com/dns", ""), 200).obj(); o["warnings"] != nil {
+		t.Errorf("GET dns with hostname mx.mailhost.test: warnings = %v, want none", o["warnings"])
+	}
+}

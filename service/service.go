@@ -127,6 +127,11 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if hostname == "" {
 		hostname, _ = os.Hostname()
 	}
+	if p := policy.HostnameProblem(hostname); p != "" {
+		// Customers would be told to publish "MX 10 vm": say it at once,
+		// naming the setting, rather than let GET /dns be the first sign.
+		log.Warn("set the hostname setting (MAILHOST_HOSTNAME, -hostname) to the server's public name: "+p, "hostname", hostname)
+	}
 	spamClient, err := newSpamClient(cfg)
 	if err != nil {
 		return err
