@@ -23,6 +23,8 @@ const usage = `mailhost: email hosting for partners, in one binary.
 Usage:
   mailhost serve [flags]                 run the API, SMTP, IMAP and retention
   mailhost version                       print the version, commit and Go release
+  mailhost sink [-listen ADDR]           an SMTP server that prints each message it
+                                         receives (default 127.0.0.1:2626), to try outbound mail
   mailhost partner create NAME [flags]   make a partner and its first API key (JSON)
   mailhost partner list [flags]          list partners (JSON)
   mailhost partner limits PARTNER -max-domains N [flags]
@@ -66,6 +68,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if args[0] == "version" || args[0] == "--version" || args[0] == "-version" {
 		return versionCommand(stdout)
+	}
+	if args[0] == "sink" {
+		return sinkCommand(args[1:], stdout, stderr)
 	}
 	if args[0] == "store" {
 		return storeCommand(args[1:], stdout, stderr)
