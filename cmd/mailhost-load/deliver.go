@@ -64,7 +64,7 @@ func deliver(ctx context.Context, o options, addrs []string) (*deliverResult, er
 		}
 	}
 
-	var next atomic.Int64
+	var next, late atomic.Int64
 	samples := make([][]sample, o.conns)
 	errs := make(chan error, o.conns)
 	var wg sync.WaitGroup
@@ -73,7 +73,7 @@ func deliver(ctx context.Context, o options, addrs []string) (*deliverResult, er
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := deliverOn(ctx, o, c, addrs, date, tail, hlen, &next, &samples[c]); err != nil {
+			if err := deliverOn(ctx, o, c, addrs, date, tail, hlen, start, &next, &late, &samples[c]); err != nil {
 				errs <- err
 				next.Store(int64(o.n)) // stop the others: the figures would be wrong
 			}
@@ -92,7 +92,8 @@ func deliver(ctx context.Context, o options, addrs []string) (*deliverResult, er
 	if len(all) != o.n {
 		return nil, fmt.Errorf("smtp: %d messages delivered, want %d", len(all), o.n)
 	}
-	r := &deliverResult{start: start, Messages: len(all), Seconds: elapsed.Seconds(), Rate: float64(len(all)) / elapsed.Seconds()}
+	r := &deliverResult{start: start, Messages: len(all), Seconds: elapsed.Seconds(), Rate: float64(len(all)) / elapsed.Seconds(),
+		TargetRate: o.rate, Late: int(late.Load())}
 	r.MBps = r.Rate * float64(o.size) / (1 << 20)
 	r.Latency = latencies(all)
 	if o.slice > 0 {
@@ -117,7 +118,13 @@ func deliver(ctx context.Context, o options, addrs []string) (*deliverResult, er
 // robin to the servers of -smtp (several nodes: one load, as a client
 // population spread by DNS would be), and take the next message from
 // one count, so a faster server gets more of them.
-func deliverOn(ctx context.Context, o options, n int, addrs []string, date string, tail []byte, hlen int, next *atomic.Int64, out *[]sample) error {
+//
+// With -rate R, message i starts no earlier than i/R seconds after the
+// start, whichever connection takes it (an open-loop schedule, so a slow
+// reply does not lower the offered rate while connections are free);
+// a message that starts more than 10 ms after its time is counted late:
+// the connections could not keep up with the rate.
+func deliverOn(ctx context.Context, o options, n int, addrs []string, date string, tail []byte, hlen int, start time.Time, next, late *atomic.Int64, out *[]sample) error {
 	servers := strings.Split(o.smtpAddr, ",")
 	c, err := dialSMTP(servers[n%len(servers)], "load.sender.test", 10*time.Second)
 	if err != nil {
@@ -129,6 +136,18 @@ func deliverOn(ctx context.Context, o options, n int, addrs []string, date strin
 		i := int(next.Add(1)) - 1
 		if i >= o.n {
 			return c.quit()
+		}
+		if o.rate > 0 {
+			at := start.Add(time.Duration(float64(i) / o.rate * float64(time.Second)))
+			if d := time.Until(at); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			} else if d < -10*time.Millisecond {
+				late.Add(1)
+			}
 		}
 		to := addrs[i%len(addrs)]
 		lat, err := c.send(mxSender, to, header(i, mxSender, to, date, hlen), tail)
@@ -161,6 +180,9 @@ func (r *deliverResult) print(o options) {
 	}
 	fmt.Printf("smtp: %d messages of %d bytes (%s) over %d connections to %d mailboxes in %.2fs: %.0f msg/s, %.1f MB/s\n",
 		r.Messages, o.size, cmd, o.conns, o.mailboxes, r.Seconds, r.Rate, r.MBps)
+	if r.TargetRate > 0 {
+		fmt.Printf("smtp: rate asked %.0f msg/s, achieved %.1f msg/s; %d messages started more than 10 ms late\n", r.TargetRate, r.Rate, r.Late)
+	}
 	fmt.Printf("smtp: end of DATA to reply: median %.2f ms, p99 %.2f ms, max %.2f ms\n", r.Latency.P50ms, r.Latency.P99ms, r.Latency.Maxms)
 	for _, s := range r.Slices {
 		fmt.Printf("smtp:   messages %6d-%6d: %6.0f msg/s, median %.2f ms, p99 %.2f ms\n", s.First, s.Last, s.Rate, s.Latency.P50ms, s.Latency.P99ms)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 )
@@ -52,5 +53,27 @@ func TestDotSafe(t *testing.T) {
 				t.Errorf("dotSafe(%q) = %v, want ok %v", c.in, err, c.ok)
 			}
 		})
+	}
+}
+
+// TestDeliverRate: with -rate the messages go out on schedule, not as
+// fast as the server answers, and the result says what was asked.
+func TestDeliverRate(t *testing.T) {
+	k, err := startSink("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.close()
+	o := options{smtpAddr: k.ln.Addr().String(), n: 30, size: 1024, conns: 4, mailboxes: 1, rate: 100}
+	r, err := deliver(context.Background(), o, []string{"user0@a.test"})
+	if err != nil {
+		t.Fatalf("deliver = %v", err)
+	}
+	// 30 messages at 100/s: the last starts 290 ms after the first.
+	if r.Seconds < 0.29 || r.Rate > 105 {
+		t.Errorf("30 messages at -rate 100 took %.3fs (%.1f msg/s), want at least 0.29s and at most 105 msg/s", r.Seconds, r.Rate)
+	}
+	if r.TargetRate != 100 || r.Messages != 30 {
+		t.Errorf("result = %+v, want target 100 and 30 messages", r)
 	}
 }

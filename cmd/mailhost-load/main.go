@@ -10,6 +10,9 @@
 //     mailboxes; throughput, and the latency
 //     from the end of DATA to the 250 reply (median, p99, max); with -slice K
 //     the same per K messages, to see whether cost grows as mailboxes fill.
+//     With -rate R the messages start on a fixed schedule of R a second in
+//     total (spread over the -smtp addresses), to measure the cost per
+//     message below saturation; the result gives the rate achieved.
 //   - wait (-wait): for servers whose 250 means "queued" (Postfix), poll
 //     IMAP STATUS until every message is in its mailbox, and report the end
 //     to end rate from the first MAIL to the last message stored.
@@ -57,6 +60,7 @@ type options struct {
 	domain, userFormat, password string
 	n, size, conns, mailboxes    int
 	slice                        int
+	rate                         float64
 	wait, bdat, pipelining       bool
 	submission, sink, rcptDomain string
 	submitN                      int
@@ -86,6 +90,7 @@ func main() {
 	flag.IntVar(&o.mailboxes, "m", 100, "mailboxes to spread the messages over")
 	flag.BoolVar(&o.pipelining, "pipelining", false, "send MAIL, RCPT and DATA as one group (PIPELINING, RFC 2920), as Postfix's SMTP client does; the server must offer it")
 	flag.BoolVar(&o.bdat, "bdat", false, "send messages with BDAT (CHUNKING, RFC 3030) instead of DATA; the server must offer it")
+	flag.Float64Var(&o.rate, "rate", 0, "deliver at this many messages a second in total, spread over the -smtp addresses (an open-loop schedule; -c must be large enough to carry it); 0: as fast as the connections go")
 	flag.IntVar(&o.slice, "slice", 0, "also report throughput and latency per this many messages (0: off)")
 	flag.BoolVar(&o.wait, "wait", false, "after delivery, poll IMAP STATUS until every message is stored (for queueing servers)")
 	flag.StringVar(&o.submission, "submission", "127.0.0.1:2587", "SMTP submission address (STARTTLS, AUTH PLAIN), for -submit")
@@ -144,6 +149,9 @@ func (o *options) check() error {
 	}
 	if o.mailboxes < 1 || o.conns < 1 || o.loginClients < 1 || o.n < 0 || o.logins < 0 || o.slice < 0 || o.submitN < 0 {
 		return errors.New("-m, -c and -login-clients must be at least 1; -n, -submit, -logins and -slice at least 0")
+	}
+	if o.rate < 0 {
+		return errors.New("-rate must be at least 0")
 	}
 	if o.submitN > probeID {
 		return fmt.Errorf("-submit must be below %d", probeID)

@@ -34,6 +34,10 @@ type deliverResult struct {
 	Seconds  float64 `json:"seconds"`
 	Rate     float64 `json:"msgs_per_s"`
 	MBps     float64 `json:"mb_per_s"`
+	// TargetRate is -rate (0: as fast as the connections go); Late counts
+	// the messages that started more than 10 ms after their time.
+	TargetRate float64 `json:"target_msgs_per_s,omitempty"`
+	Late       int     `json:"late_starts,omitempty"`
 	// Latency is from the client's end of DATA to the server's reply.
 	Latency latencyResult `json:"end_of_data_to_reply"`
 	// EndToEnd* are set with -wait: from the first MAIL to the last
