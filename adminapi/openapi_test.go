@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -319,5 +320,25 @@ func TestValidate(t *testing.T) {
 				t.Errorf("validate(%s) = %v, want ok=%v", tt.in, err, tt.ok)
 			}
 		})
+	}
+}
+
+// TestAPIDocRoutes keeps docs/api.md true: every route is named there as
+// `METHOD /path`, and it names no route that does not exist.
+func TestAPIDocRoutes(t *testing.T) {
+	doc, err := os.ReadFile("../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := routeTable()
+	for _, r := range routes {
+		if !strings.Contains(string(doc), "`"+r+"`") {
+			t.Errorf("docs/api.md does not describe %s", r)
+		}
+	}
+	for _, m := range regexp.MustCompile("`((?:GET|POST|PUT|DELETE) /[^`]*)`").FindAllStringSubmatch(string(doc), -1) {
+		if !slices.Contains(routes, m[1]) {
+			t.Errorf("docs/api.md describes %s, which is not a route", m[1])
+		}
 	}
 }
