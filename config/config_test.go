@@ -107,14 +107,15 @@ func TestUnknownFileKey(t *testing.T) {
 	}
 }
 
-// TestDocumented keeps config.example.toml and README.md true: every
-// setting's key and environment variable appears in both.
+// TestDocumented keeps config.example.toml and docs/configuration.md
+// true: every setting's key and environment variable appears in both, and
+// the reference gives each its flag and default.
 func TestDocumented(t *testing.T) {
 	example, err := os.ReadFile("../config.example.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,15 @@ func TestDocumented(t *testing.T) {
 			t.Errorf("config.example.toml lacks %s / %s", s.Key, s.Env)
 		}
 		if !strings.Contains(string(readme), s.Env) || !strings.Contains(string(readme), "`-"+s.Flag()+"`") {
-			t.Errorf("README.md lacks %s or -%s", s.Env, s.Flag())
+			t.Errorf("docs/configuration.md lacks %s or -%s", s.Env, s.Flag())
+		}
+		def := s.Default
+		if def == "" {
+			def = "(empty)"
+		}
+		if !strings.Contains(string(readme), "| `"+s.Key+"` | `"+s.Env+"` | `-"+s.Flag()+"` | `"+def+"` |") &&
+			!(s.Default == "" && strings.Contains(string(readme), "| `"+s.Key+"` | `"+s.Env+"` | `-"+s.Flag()+"` | `\"\"` |")) {
+			t.Errorf("docs/configuration.md: the row of %s does not give its default %q", s.Key, s.Default)
 		}
 	}
 	// The example file itself must load.

@@ -73,7 +73,7 @@ type GuessLimits struct {
 	Address Budget
 }
 
-// DefaultGuesses are the cluster-wide budgets (README, Decisions):
+// DefaultGuesses are the cluster-wide budgets (docs/decisions/0015-login-throttling.md):
 //
 //   - one account from one address: 10, then 10 an hour (one every 6
 //     minutes), which is all a guesser behind the owner's own address

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Connection limits, per client address (README, Decisions). Each service
+// Connection limits, per client address (docs/decisions/0029-connection-limits.md). Each service
 // (the MX, submission, IMAP) keeps its own Conns; each node counts its own
 // connections: these bound what one node holds, so they are not divided
 // by Share the way the cluster's login and sending budgets are.

@@ -65,7 +65,7 @@ type BackupResult struct {
 func Backup(ctx context.Context, cfg *config.Config, file string) (BackupResult, error) {
 	res := BackupResult{File: file}
 	if cfg.Store != "" {
-		return res, errors.New("backup: the store is PostgreSQL: use its own tools (pg_dump, or pg_basebackup with WAL archiving); see README")
+		return res, errors.New("backup: the store is PostgreSQL: use its own tools (pg_dump, or pg_basebackup with WAL archiving); see docs/operations.md")
 	}
 	start := time.Now()
 	tmp := file + ".tmp"

@@ -1049,7 +1049,7 @@ func TestDigestSeesEachField(t *testing.T) {
 // boltBuckets are the buckets of a bbolt store and what a copy does with
 // each. A bucket not listed fails TestCopyCoversBuckets: a change that
 // adds one must say whether a copy carries it (Dump, Load, the digest,
-// the README's list) or why not.
+// docs/operations.md's list) or why not.
 var boltBuckets = map[string]string{
 	"meta": "schema version, made by Open",
 	// Carried.
