@@ -730,6 +730,9 @@ func (s *Bolt) deleteMailboxTx(tx *bolt.Tx, d *Domain, m Mailbox) error {
 			return err
 		}
 	}
+	if err := deleteSieveTx(tx, m.ID); err != nil {
+		return err
+	}
 	return deleteAutoReplyTx(tx, m.ID)
 }
 

@@ -256,6 +256,26 @@ func (d *boltDumper) dumpState() error {
 	}); err != nil {
 		return err
 	}
+	// Scripts in key order: by mailbox, then name in byte order, the
+	// canonical order.
+	if err := eachRaw(tx, bSieveScripts, func(k, v []byte) error {
+		if len(k) < 8 {
+			return fmt.Errorf("sieve script %x: malformed", k)
+		}
+		if mailboxes.Get(k[:8]) == nil {
+			return nil
+		}
+		var r sieveRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("sieve script %x: %w", k, err)
+		}
+		id := int64(binary.BigEndian.Uint64(k))
+		name := string(k[8:])
+		return d.emit(SieveScriptRecord{SieveScript{MailboxID: id, Name: name, Script: r.Script,
+			UpdatedAt: r.UpdatedAt.UTC(), Active: sieveActiveName(tx, id) == name}})
+	}); err != nil {
+		return err
+	}
 	if err := eachJSON(tx, bWebhooks, func(_ []byte, w *Webhook) error {
 		return d.emit(WebhookRecord{*w})
 	}); err != nil {
@@ -323,7 +343,7 @@ var boltSequences = []struct {
 var dataBuckets = [][]byte{
 	bPartners, bKeys, bDomains, bDKIM, bTransfer, bMailboxes, bAliases,
 	bFolders, bSubscriptions, bBlobs, bMessages, bQueue, bSTS, bAutoReplies, bAutoReplySent,
-	bWebhooks, bEvents, bWebhookDeliveries, bEventMarks, bAudit, bCerts,
+	bSieveScripts, bWebhooks, bEvents, bWebhookDeliveries, bEventMarks, bAudit, bCerts,
 }
 
 // Load implements Loader.
@@ -607,6 +627,18 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 			return err
 		}
 		return b.Put(append(id8(r.MailboxID), r.Sender...), u64(uint64(r.SentAt.Unix())))
+	case SieveScriptRecord:
+		b, err := tx.CreateBucketIfNotExists(bSieveScripts)
+		if err != nil {
+			return err
+		}
+		if err := putJSON(b, sieveKey(r.MailboxID, r.Name), sieveRecord{Script: r.Script, UpdatedAt: utc(r.UpdatedAt)}); err != nil {
+			return err
+		}
+		if r.Active {
+			return setSieveActive(tx, r.MailboxID, r.Name)
+		}
+		return nil
 	case WebhookRecord:
 		w := r.Webhook
 		l.saw(SeqWebhooks, w.ID)

@@ -66,6 +66,7 @@ const (
 	KindSTSPolicy
 	KindAutoReply
 	KindAutoReplySent
+	KindSieveScript
 	KindWebhook
 	KindEvent
 	KindWebhookDelivery
@@ -89,7 +90,7 @@ var kindNames = [numKinds]string{
 	"settings", "partners", "API keys", "domains", "DKIM key sets",
 	"transfer months", "mailboxes", "aliases", "folders", "subscriptions", "bodies",
 	"messages", "queue entries", "MTA-STS policies", "auto-replies",
-	"auto-reply senders", "webhooks", "events", "webhook deliveries",
+	"auto-reply senders", "Sieve scripts", "webhooks", "events", "webhook deliveries",
 	"event marks", "audit entries", "ACME blobs", "sequences",
 }
 
@@ -204,6 +205,10 @@ type AutoReplySentRecord struct {
 	SentAt    time.Time
 }
 
+// SieveScriptRecord is one of a mailbox's Sieve scripts, with whether it
+// is the active one.
+type SieveScriptRecord struct{ SieveScript }
+
 // WebhookRecord is a partner's webhook, its secret included.
 type WebhookRecord struct{ Webhook }
 
@@ -283,6 +288,7 @@ func (OutboundRecord) recordKind() Kind        { return KindOutbound }
 func (STSRecord) recordKind() Kind             { return KindSTSPolicy }
 func (AutoReplyRecord) recordKind() Kind       { return KindAutoReply }
 func (AutoReplySentRecord) recordKind() Kind   { return KindAutoReplySent }
+func (SieveScriptRecord) recordKind() Kind     { return KindSieveScript }
 func (WebhookRecord) recordKind() Kind         { return KindWebhook }
 func (EventRecord) recordKind() Kind           { return KindEvent }
 func (WebhookDeliveryRecord) recordKind() Kind { return KindWebhookDelivery }
