@@ -26,13 +26,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/mailhost/mailhost/internal/publicip"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -66,9 +66,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// AllowPrivate lets deliveries go to loopback, private and
-	// link-local addresses; false refuses them when the connection is
-	// made, whatever the name resolved to (SSRF, DNS rebinding).
+	// AllowPrivate lets deliveries go to loopback, private, link-local
+	// and other non-public addresses (publicip.Is); false refuses them
+	// when the connection is made, whatever the name resolved to (SSRF,
+	// DNS rebinding).
 	AllowPrivate bool
 	// Workers is the most POSTs at once; 0 means 4.
 	Workers int
@@ -136,47 +137,13 @@ func New(cfg Config) *Worker {
 	return w
 }
 
-// errPrivate refuses a connection to a non-public address.
-var errPrivate = errors.New("webhook address is loopback, private or link-local (webhook_allow_private is off)")
-
 // refusePrivate is the dialer's check of the address it is about to
-// connect to, after name resolution.
-func refusePrivate(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("webhook address %s: %w", address, err)
-	}
-	if !PublicAddr(ap.Addr()) {
-		return fmt.Errorf("%s: %w", address, errPrivate)
+// connect to, after name resolution (publicip.Control).
+func refusePrivate(network, address string, c syscall.RawConn) error {
+	if err := publicip.Control(network, address, c); err != nil {
+		return fmt.Errorf("webhook %w (webhook_allow_private is off)", err)
 	}
 	return nil
-}
-
-// PublicAddr reports whether ip is a public unicast address: not
-// loopback, private (RFC 1918, RFC 4193), link-local, unspecified,
-// multicast, shared (RFC 6598), "this network" (0.0.0.0/8), nor an
-// IPv4-mapped form of those.
-func PublicAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
-		return false
-	}
-	for _, p := range nonPublic {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
-}
-
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"),
 }
 
 // Wake makes the worker look for due deliveries now.
