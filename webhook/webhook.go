@@ -1,7 +1,9 @@
 // Package webhook delivers the events the store records (see
 // mailstore.Webhooks) to the partners' webhooks: each delivery is a POST
-// of the event as JSON, signed with the webhook's secret, retried with
-// backoff until it is answered 2xx or a day has passed.
+// of the event as JSON, signed with the webhook's secret together with
+// the time it is sent (SignAt), so that a receiver can refuse a captured
+// POST played again later, retried with backoff until it is answered 2xx
+// or a day has passed.
 //
 // Events are durable before the worker sees them: the store writes them
 // (and one delivery row per subscribed webhook) in the transaction of
@@ -219,11 +221,32 @@ func Body(e mailstore.Event) ([]byte, error) {
 	})
 }
 
-// Sign is the X-Mailhost-Signature of body under secret.
+// Sign is the X-Mailhost-Signature of body under secret: the body
+// alone, so that a delivery captured once verifies forever. Kept for the
+// receivers that check it; SignAt is the one to check.
 func Sign(secret string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Timestamp is the X-Mailhost-Timestamp of a POST sent at t: Unix
+// seconds, in decimal.
+func Timestamp(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+
+// SignAt is the X-Mailhost-Signature-256 of body sent at t under secret:
+// "t=<Timestamp(t)>,v1=<hex HMAC-SHA256 of Timestamp(t) + "." + body>".
+// The time is signed with the body, so that a receiver that refuses a
+// timestamp far from its clock refuses a captured delivery played again
+// later: the attacker cannot change the time without the secret. "v1"
+// names the scheme, so that another can be sent beside it one day.
+func SignAt(secret string, t time.Time, body []byte) string {
+	ts := Timestamp(t)
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(m.Sum(nil))
 }
 
 // attempt POSTs one delivery and records the outcome.
@@ -291,6 +314,11 @@ func (w *Worker) post(ctx context.Context, d mailstore.WebhookDelivery) error {
 	req.Header.Set("X-Mailhost-Event", d.Event.Type)
 	req.Header.Set("X-Mailhost-Delivery", strconv.FormatInt(d.ID, 10))
 	req.Header.Set("X-Mailhost-Signature", Sign(d.Webhook.Secret, body))
+	// Signed when sent, at each attempt: a retry is a new POST, whose
+	// time a receiver checks against its clock.
+	sent := w.now()
+	req.Header.Set("X-Mailhost-Timestamp", Timestamp(sent))
+	req.Header.Set("X-Mailhost-Signature-256", SignAt(d.Webhook.Secret, sent, body))
 	resp, err := w.client.Do(req)
 	if err != nil {
 		var ue *url.Error
