@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mailhost/mailhost/internal/publicip"
 	"github.com/mailhost/mailhost/mailstore"
-	"github.com/mailhost/mailhost/webhook"
 )
 
 var errWebhookNotFound = newError(http.StatusNotFound, "Webhook not found")
@@ -107,7 +107,7 @@ func (a *API) webhookURL(raw string) (string, error) {
 		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 			return "", unprocessable("url", "must not point to a loopback or private address")
 		}
-		if ip, err := netip.ParseAddr(host); err == nil && !webhook.PublicAddr(ip) {
+		if ip, err := netip.ParseAddr(host); err == nil && !publicip.Is(ip) {
 			return "", unprocessable("url", "must not point to a loopback or private address")
 		}
 	}

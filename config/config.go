@@ -49,6 +49,9 @@ type Config struct {
 	// MTASTS applies destinations' MTA-STS policies to mail sent to MX
 	// hosts.
 	MTASTS bool
+	// OutboundAllowPrivate lets mail go to MX hosts at loopback, private
+	// and other non-public addresses (outbound.Config.AllowPrivate).
+	OutboundAllowPrivate bool
 	// RspamdURL is rspamd's normal worker (package spam); empty: no spam
 	// filter. RspamdControllerURL and RspamdPassword are its controller,
 	// taught what users move into and out of Junk; RspamdTimeout bounds
@@ -192,6 +195,7 @@ var Settings = []Setting{
 	{"relay_password", "MAILHOST_RELAY_PASSWORD", "", "password for relay_username; prefer the file or the environment to the flag, which other users can see", str(func(c *Config) *string { return &c.RelayPassword })},
 	{"relay_verify_tls", "MAILHOST_RELAY_VERIFY_TLS", "false", "require TLS to the relay with a certificate valid for its name (system roots), else defer the mail; set it for a relay with a public certificate, above all with a login", boolean(func(c *Config) *bool { return &c.RelayVerifyTLS })},
 	{"mta_sts", "MAILHOST_MTA_STS", "true", "apply each destination domain's MTA-STS policy (RFC 8461) to mail sent to its MX hosts: with mode enforce, only the MX hosts it names, over TLS with a certificate valid for their names (system roots), else the mail waits; no effect with relay", boolean(func(c *Config) *bool { return &c.MTASTS })},
+	{"outbound_allow_private", "MAILHOST_OUTBOUND_ALLOW_PRIVATE", "false", "deliver to MX hosts at loopback, private, link-local and other non-public addresses (tests, internal networks); false never connects to them and bounces mail for a domain whose MX hosts lead only there (550 5.4.4), so that a user cannot make the server talk to the operator's network; the relay is trusted whatever its address", boolean(func(c *Config) *bool { return &c.OutboundAllowPrivate })},
 	{"tls_cert", "MAILHOST_TLS_CERT", "", "PEM certificate chain file; empty: a self-signed certificate made in the data directory", str(func(c *Config) *string { return &c.TLSCert })},
 	{"tls_key", "MAILHOST_TLS_KEY", "", "PEM private key file for tls_cert", str(func(c *Config) *string { return &c.TLSKey })},
 	{"https", "MAILHOST_HTTPS", "", "management API over TLS listen address (443 in production), with the certificate the mail listeners use; with acme it also answers TLS-ALPN-01 challenges; empty turns it off", str(func(c *Config) *string { return &c.HTTPS })},

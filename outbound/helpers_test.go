@@ -377,11 +377,13 @@ type env struct {
 
 // start runs a Sender over the fixture's store until the test ends (or
 // stop is called); cfg may change its Config, whose defaults here are
-// the test clock and a fast poll.
+// the test clock, a fast poll, and AllowPrivate: the fake MX hosts
+// listen on loopback.
 func (f *fixture) start(clk *clock, cfg func(*Config)) *env {
 	f.t.Helper()
 	logs := &syncBuffer{}
 	c := Config{
+		AllowPrivate: true,
 		Store:        f.st,
 		Hostname:     "out.a.test",
 		Now:          clk.Now,

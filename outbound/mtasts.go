@@ -18,6 +18,7 @@ import (
 	"github.com/emersion/go-smtp"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/mailhost/mailhost/internal/publicip"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -506,11 +507,16 @@ func (s *Sender) dialHTTPS(ctx context.Context, network, addr string) (net.Conn,
 	if err != nil {
 		return nil, err
 	}
-	ips, err := s.addrs(ctx, name)
+	ips, refused, err := s.addrs(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("look up %s: %w", name, err)
 	}
-	d := net.Dialer{Timeout: s.cfg.DialTimeout}
+	if len(ips) == 0 {
+		// The policy server is the destination's too: not fetched from
+		// where its MX hosts would not be delivered to.
+		return nil, fmt.Errorf("%s resolves only to non-public addresses (%s): %w", name, strings.Join(refused, ", "), publicip.ErrNotPublic)
+	}
+	d := s.dialer()
 	for _, ip := range ips {
 		var c net.Conn
 		if c, err = d.DialContext(ctx, network, net.JoinHostPort(ip, port)); err == nil {

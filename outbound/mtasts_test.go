@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailhost/mailhost/internal/publicip"
 	"github.com/mailhost/mailhost/internal/testcert"
 	"github.com/mailhost/mailhost/mailstore"
 )
@@ -550,7 +552,9 @@ func TestMTASTSNotForRelay(t *testing.T) {
 }
 
 // The default client verifies the policy server's certificate under
-// TLS's RootCAs and finds its address with the Resolver.
+// TLS's RootCAs and finds its address with the Resolver; without
+// AllowPrivate it connects to no policy server on a non-public address,
+// as to no MX host there.
 func TestMTASTSDefaultClient(t *testing.T) {
 	httpsTLS, roots := namedCert(t, "mta-sts."+stsDomain)
 	p := newPolicyServer(t, httpsTLS, stsEnforced)
@@ -558,15 +562,17 @@ func TestMTASTSDefaultClient(t *testing.T) {
 	dns.res.addrs["mta-sts."+stsDomain] = loopback
 	_, port, _ := net.SplitHostPort(p.srv.Listener.Addr().String())
 	for _, tc := range []struct {
-		name  string
-		roots *x509.CertPool
-		ok    bool
+		name    string
+		roots   *x509.CertPool
+		private bool
+		ok      bool
 	}{
-		{"trusted", roots, true},
-		{"untrusted", x509.NewCertPool(), false},
+		{"trusted", roots, true, true},
+		{"untrusted", x509.NewCertPool(), true, false},
+		{"loopback without AllowPrivate", roots, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(Config{Resolver: dns, TLS: &tls.Config{RootCAs: tc.roots}, MTASTS: true})
+			s := New(Config{Resolver: dns, TLS: &tls.Config{RootCAs: tc.roots}, MTASTS: true, AllowPrivate: tc.private})
 			resp, err := s.stsClient.Get("https://mta-sts." + stsDomain + ":" + port + "/.well-known/mta-sts.txt")
 			if err == nil {
 				resp.Body.Close()
@@ -574,7 +580,13 @@ func TestMTASTSDefaultClient(t *testing.T) {
 			if (err == nil) != tc.ok {
 				t.Errorf("Get = %v, want ok %v", err, tc.ok)
 			}
+			if !tc.private && !errors.Is(err, publicip.ErrNotPublic) {
+				t.Errorf("Get = %v, want publicip.ErrNotPublic", err)
+			}
 		})
+	}
+	if n := p.count(); n != 1 {
+		t.Errorf("%d policy requests, want 1 (the trusted one)", n)
 	}
 }
 

@@ -33,6 +33,10 @@
 // (4.7.5), never sends it in plain text. Sessions
 // opened that way are cached apart from opportunistic ones (cache.go).
 // Mail to the relay is not affected.
+//
+// Without AllowPrivate, the addresses MX hosts resolve to are checked by
+// internal/publicip's rule, the one webhooks follow: loopback, private,
+// link-local and other non-public addresses are not connected to.
 package outbound
 
 import (
@@ -95,6 +99,16 @@ type Config struct {
 	// that verifies certificates under TLS's RootCAs (nil: the system's)
 	// and resolves names with Resolver.
 	MTASTSClient *http.Client
+	// AllowPrivate lets mail go to MX hosts at loopback, private,
+	// link-local and other non-public addresses (publicip.Is): test
+	// setups and internal networks. false: such an address is never
+	// connected to, whatever the name resolved to, so that a user cannot
+	// make the server talk to a service of the operator's network that
+	// trusts it by pointing a domain's MX there (SSRF); a destination that
+	// leads only there bounces (550 5.4.4; see deliverRemote). Relay is
+	// the operator's own and is trusted whatever its address: with it set
+	// nothing is checked.
+	AllowPrivate bool
 	// Port is the SMTP port of MX hosts. 0 means 25.
 	Port int
 	// Metrics, when set, is told of every attempt once it is recorded

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/mailhost/mailhost/internal/publicip"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -61,13 +63,25 @@ func (s *Sender) deliverRemote(ctx context.Context, e mailstore.Outbound, body [
 		}
 	}
 	out.deferAll(pending, reply{Text: "no host to try", Enhanced: smtp.EnhancedCode{4, 4, 0}})
+	// refused are the hosts that lead only to addresses not connected to
+	// (Config.AllowPrivate), each with those addresses; tried: a host
+	// was connected to, or could not be looked up, so the destination
+	// may yet be reached.
+	var refused []string
+	tried := false
 	for _, h := range hosts {
-		addrs, err := s.addrs(ctx, h.name)
+		addrs, private, err := s.addrs(ctx, h.name)
 		if err != nil {
+			tried = true
 			out = outcome{}
 			out.deferAll(pending, reply{Text: fmt.Sprintf("look up %s: %v", h.name, err), Enhanced: smtp.EnhancedCode{4, 4, 3}})
 			continue
 		}
+		if len(addrs) == 0 {
+			refused = append(refused, fmt.Sprintf("%s (%s)", h.name, strings.Join(private, ", ")))
+			continue
+		}
+		tried = true
 		for _, ip := range addrs {
 			o, final := s.session(ctx, net.JoinHostPort(ip, strconv.Itoa(h.port)), h.name, need, e, body, pending)
 			if final || ctx.Err() != nil {
@@ -76,7 +90,48 @@ func (s *Sender) deliverRemote(ctx context.Context, e mailstore.Outbound, body [
 			out = o
 		}
 	}
+	if !tried && len(refused) > 0 {
+		out = outcome{}
+		out.settle(pending, notPublic(refused))
+	}
 	return out
+}
+
+// notPublic is the answer for a destination whose every MX host (or its
+// implicit MX) leads only to addresses this server does not connect to.
+// It is permanent, 550 5.4.4 ("unable to route", RFC 3463): the
+// destination's own DNS sends its mail where this server does not go,
+// which retrying for days would not change, only hide from the sender
+// (as a domain whose MX leads back to the server itself bounces at
+// once in Postfix). X.7.1 would tell the sender that they may not send
+// to the recipient, which is not the matter. The text names the hosts
+// and their addresses, so that the sender, or the domain's owner, can
+// see what is wrong.
+func notPublic(hosts []string) reply {
+	what := "MX host " + hosts[0] + " resolves"
+	if len(hosts) > 1 {
+		what = "MX hosts " + strings.Join(hosts, ", ") + " resolve"
+	}
+	return reply{Code: 550, Enhanced: smtp.EnhancedCode{5, 4, 4},
+		Text: what + " only to loopback, private or other non-public addresses; this server does not deliver there"}
+}
+
+// guarded: the addresses connected to must be public (publicip.Is).
+// The relay is the operator's and is trusted whatever its address.
+func (s *Sender) guarded() bool { return s.cfg.Relay == "" && !s.cfg.AllowPrivate }
+
+// dialer makes the connections to MX hosts, the relay and MTA-STS policy
+// servers. When guarded, it refuses a non-public address at the socket,
+// after name resolution: whatever reaches it, a name or an address that
+// addrs let through, the address checked is the one connected to, so a
+// name that resolves differently the second time (DNS rebinding) cannot
+// slip past.
+func (s *Sender) dialer() *net.Dialer {
+	d := &net.Dialer{Timeout: s.cfg.DialTimeout}
+	if s.guarded() {
+		d.Control = publicip.Control
+	}
+	return d
 }
 
 // route finds the hosts to try for a destination domain, best first, or
@@ -130,22 +185,30 @@ func (s *Sender) route(ctx context.Context, domain string) ([]host, *reply) {
 
 func isRoot(name string) bool { return name == "." || name == "" }
 
-// addrs looks up a host's addresses, IPv4 and IPv6, at most
-// maxAddrsPerHost of them; a literal IP address is its own.
-func (s *Sender) addrs(ctx context.Context, name string) ([]string, error) {
+// addrs looks up a host's addresses, IPv4 and IPv6; a literal IP
+// address is its own. It answers at most maxAddrsPerHost of those the
+// server may connect to (when guarded, the public ones; see dialer), and
+// the others in refused, so that they do not use up the tries.
+func (s *Sender) addrs(ctx context.Context, name string) (ok, refused []string, err error) {
+	var ips []net.IPAddr
 	if ip := net.ParseIP(name); ip != nil {
-		return []string{ip.String()}, nil
-	}
-	ips, err := s.resolver.LookupIPAddr(ctx, name)
-	if err != nil {
-		return nil, err
+		ips = []net.IPAddr{{IP: ip}}
+	} else if ips, err = s.resolver.LookupIPAddr(ctx, name); err != nil {
+		return nil, nil, err
 	}
 	if len(ips) == 0 {
-		return nil, errors.New("no address")
+		return nil, nil, errors.New("no address")
 	}
-	var out []string
-	for _, ip := range ips[:min(len(ips), maxAddrsPerHost)] {
-		out = append(out, ip.String())
+	guarded := s.guarded()
+	for _, ip := range ips {
+		a, valid := netip.AddrFromSlice(ip.IP)
+		if guarded && (!valid || !publicip.Is(a)) {
+			refused = append(refused, ip.String())
+			continue
+		}
+		if len(ok) < maxAddrsPerHost {
+			ok = append(ok, ip.String())
+		}
 	}
-	return out, nil
+	return ok, refused, nil
 }

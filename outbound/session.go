@@ -363,8 +363,7 @@ func (s *Sender) connect(ctx context.Context, addr, host string, need error) (*s
 // dial connects to addr, reads the greeting and says EHLO (HELO if the
 // server does not know EHLO).
 func (s *Sender) dial(ctx context.Context, addr string) (*smtp.Client, net.Conn, error) {
-	d := net.Dialer{Timeout: s.cfg.DialTimeout}
-	raw, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := s.dialer().DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}

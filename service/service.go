@@ -209,7 +209,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		OnBounce: events.bounced,
 		Store:    st, Hostname: hostname, Resolver: resolver, Relay: cfg.Relay,
 		RelayUsername: cfg.RelayUsername, RelayPassword: cfg.RelayPassword, RelayVerifyTLS: cfg.RelayVerifyTLS,
-		MTASTS: cfg.MTASTS, Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
+		MTASTS: cfg.MTASTS, AllowPrivate: cfg.OutboundAllowPrivate, Workers: int(cfg.QueueWorkers), Lifetime: cfg.QueueLifetime,
 		DelayWarning: delayWarning(cfg.QueueDelayWarning),
 		Now:          o.Now, Logger: log, SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
 		Lease: o.QueueLease, PollInterval: o.QueuePoll, Metrics: mset.Outbound(),

@@ -1,7 +1,9 @@
 // Package webhook delivers the events the store records (see
 // mailstore.Webhooks) to the partners' webhooks: each delivery is a POST
-// of the event as JSON, signed with the webhook's secret, retried with
-// backoff until it is answered 2xx or a day has passed.
+// of the event as JSON, signed with the webhook's secret together with
+// the time it is sent (SignAt), so that a receiver can refuse a captured
+// POST played again later, retried with backoff until it is answered 2xx
+// or a day has passed.
 //
 // Events are durable before the worker sees them: the store writes them
 // (and one delivery row per subscribed webhook) in the transaction of
@@ -26,13 +28,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/mailhost/mailhost/internal/publicip"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -66,9 +68,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// AllowPrivate lets deliveries go to loopback, private and
-	// link-local addresses; false refuses them when the connection is
-	// made, whatever the name resolved to (SSRF, DNS rebinding).
+	// AllowPrivate lets deliveries go to loopback, private, link-local
+	// and other non-public addresses (publicip.Is); false refuses them
+	// when the connection is made, whatever the name resolved to (SSRF,
+	// DNS rebinding).
 	AllowPrivate bool
 	// Workers is the most POSTs at once; 0 means 4.
 	Workers int
@@ -136,47 +139,13 @@ func New(cfg Config) *Worker {
 	return w
 }
 
-// errPrivate refuses a connection to a non-public address.
-var errPrivate = errors.New("webhook address is loopback, private or link-local (webhook_allow_private is off)")
-
 // refusePrivate is the dialer's check of the address it is about to
-// connect to, after name resolution.
-func refusePrivate(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("webhook address %s: %w", address, err)
-	}
-	if !PublicAddr(ap.Addr()) {
-		return fmt.Errorf("%s: %w", address, errPrivate)
+// connect to, after name resolution (publicip.Control).
+func refusePrivate(network, address string, c syscall.RawConn) error {
+	if err := publicip.Control(network, address, c); err != nil {
+		return fmt.Errorf("webhook %w (webhook_allow_private is off)", err)
 	}
 	return nil
-}
-
-// PublicAddr reports whether ip is a public unicast address: not
-// loopback, private (RFC 1918, RFC 4193), link-local, unspecified,
-// multicast, shared (RFC 6598), "this network" (0.0.0.0/8), nor an
-// IPv4-mapped form of those.
-func PublicAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
-		return false
-	}
-	for _, p := range nonPublic {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
-}
-
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"),
 }
 
 // Wake makes the worker look for due deliveries now.
@@ -252,11 +221,32 @@ func Body(e mailstore.Event) ([]byte, error) {
 	})
 }
 
-// Sign is the X-Mailhost-Signature of body under secret.
+// Sign is the X-Mailhost-Signature of body under secret: the body
+// alone, so that a delivery captured once verifies forever. Kept for the
+// receivers that check it; SignAt is the one to check.
 func Sign(secret string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Timestamp is the X-Mailhost-Timestamp of a POST sent at t: Unix
+// seconds, in decimal.
+func Timestamp(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+
+// SignAt is the X-Mailhost-Signature-256 of body sent at t under secret:
+// "t=<Timestamp(t)>,v1=<hex HMAC-SHA256 of Timestamp(t) + "." + body>".
+// The time is signed with the body, so that a receiver that refuses a
+// timestamp far from its clock refuses a captured delivery played again
+// later: the attacker cannot change the time without the secret. "v1"
+// names the scheme, so that another can be sent beside it one day.
+func SignAt(secret string, t time.Time, body []byte) string {
+	ts := Timestamp(t)
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(m.Sum(nil))
 }
 
 // attempt POSTs one delivery and records the outcome.
@@ -324,6 +314,11 @@ func (w *Worker) post(ctx context.Context, d mailstore.WebhookDelivery) error {
 	req.Header.Set("X-Mailhost-Event", d.Event.Type)
 	req.Header.Set("X-Mailhost-Delivery", strconv.FormatInt(d.ID, 10))
 	req.Header.Set("X-Mailhost-Signature", Sign(d.Webhook.Secret, body))
+	// Signed when sent, at each attempt: a retry is a new POST, whose
+	// time a receiver checks against its clock.
+	sent := w.now()
+	req.Header.Set("X-Mailhost-Timestamp", Timestamp(sent))
+	req.Header.Set("X-Mailhost-Signature-256", SignAt(d.Webhook.Secret, sent, body))
 	resp, err := w.client.Do(req)
 	if err != nil {
 		var ue *url.Error

@@ -12,12 +12,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mailhost/mailhost/internal/publicip"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -59,22 +59,6 @@ func TestSign(t *testing.T) {
 	}
 }
 
-func TestPublicAddr(t *testing.T) {
-	for _, tt := range []struct {
-		ip   string
-		want bool
-	}{
-		{"93.184.216.34", true}, {"2606:2800:220:1::1", true},
-		{"127.0.0.1", false}, {"::1", false}, {"10.0.0.1", false}, {"172.16.5.4", false}, {"192.168.1.1", false},
-		{"169.254.169.254", false}, {"fe80::1", false}, {"fd00::1", false}, {"0.0.0.0", false}, {"::", false},
-		{"100.64.1.1", false}, {"::ffff:127.0.0.1", false}, {"224.0.0.1", false},
-	} {
-		if got := PublicAddr(netip.MustParseAddr(tt.ip)); got != tt.want {
-			t.Errorf("PublicAddr(%s) = %v, want %v", tt.ip, got, tt.want)
-		}
-	}
-}
-
 // TestRefusesPrivate: without AllowPrivate, a name that resolves to
 // loopback is refused when the connection is made: nothing is sent.
 func TestRefusesPrivate(t *testing.T) {
@@ -85,8 +69,8 @@ func TestRefusesPrivate(t *testing.T) {
 	_, d := setup(t, url, now)
 	w := New(Config{Store: nil, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
 	err := w.post(context.Background(), d)
-	if !errors.Is(err, errPrivate) || hits.Load() != 0 {
-		t.Errorf("post to %s = %v (%d hits), want errPrivate and no request", url, err, hits.Load())
+	if !errors.Is(err, publicip.ErrNotPublic) || hits.Load() != 0 {
+		t.Errorf("post to %s = %v (%d hits), want publicip.ErrNotPublic and no request", url, err, hits.Load())
 	}
 	w = New(Config{AllowPrivate: true, Logger: slog.New(slog.DiscardHandler)})
 	if err := w.post(context.Background(), d); err != nil || hits.Load() != 1 {
@@ -171,10 +155,10 @@ func TestErrorKeepsURLPrivate(t *testing.T) {
 	if msg := err.Error(); strings.Contains(msg, "SECRET") || !strings.Contains(msg, ln.Addr().String()) {
 		t.Errorf("error %q: want the host, and neither the path nor the query", msg)
 	}
-	// Refused as private: still errPrivate, and still without the query.
+	// Refused as private: still publicip.ErrNotPublic, and still without the query.
 	w = New(Config{Logger: slog.New(slog.DiscardHandler)})
 	err = w.post(context.Background(), d)
-	if !errors.Is(err, errPrivate) || strings.Contains(err.Error(), "SECRET") {
-		t.Errorf("post without AllowPrivate = %v, want errPrivate without the URL's path or query", err)
+	if !errors.Is(err, publicip.ErrNotPublic) || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("post without AllowPrivate = %v, want publicip.ErrNotPublic without the URL's path or query", err)
 	}
 }
