@@ -234,6 +234,12 @@ func (d *digester) add(r mailstore.Record) {
 		d.i64(r.MailboxID)
 		d.str(r.Sender)
 		d.when(r.SentAt)
+	case mailstore.SieveScriptRecord:
+		d.i64(r.MailboxID)
+		d.str(r.Name)
+		d.str(r.Script)
+		d.flag(r.Active)
+		d.when(r.UpdatedAt)
 	case mailstore.WebhookRecord:
 		w := r.Webhook
 		d.i64(w.ID)

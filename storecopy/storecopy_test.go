@@ -155,6 +155,7 @@ type extras interface {
 	mailstore.Webhooks
 	mailstore.Audit
 	mailstore.AutoReplies
+	mailstore.SieveScripts
 	mailstore.Certs
 }
 
@@ -226,6 +227,8 @@ func fillState(t *testing.T, st mailstore.Store, p1, p2 mailstore.Partner, m1, m
 			t.Fatalf("TakeAutoReply(%s) = %v, %v", sender, ok, err)
 		}
 	}
+	must(x.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: m1.ID, Name: "rules", Script: "require \"fileinto\";\nfileinto \"Lists\";\n", Active: true, UpdatedAt: t0}))
+	must(x.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: m1.ID, Name: "draft ü", Script: "keep;\n", UpdatedAt: t0.Add(time.Minute)}))
 	must(x.PutCert(ctx, "acme_account+key", []byte("-----BEGIN EC PRIVATE KEY-----\naccount\n")))
 	must(x.PutCert(ctx, "mail.a.example", bytes.Repeat([]byte{0, 1, 2, 255}, 300)))
 }
@@ -249,6 +252,7 @@ type state struct {
 	Webhooks  map[int64][]mailstore.Webhook
 	Audit     map[int64][]mailstore.AuditEntry
 	Replies   map[int64]mailstore.AutoReply
+	Sieve     map[int64][]mailstore.SieveScript
 	Certs     map[string][]byte
 }
 
@@ -317,6 +321,7 @@ func readState(t *testing.T, st mailstore.Store) state {
 	x := extrasOf(t, st)
 	s.Webhooks, s.Audit, s.Replies, s.Certs = map[int64][]mailstore.Webhook{}, map[int64][]mailstore.AuditEntry{},
 		map[int64]mailstore.AutoReply{}, map[string][]byte{}
+	s.Sieve = map[int64][]mailstore.SieveScript{}
 	for _, p := range s.Partners {
 		s.Webhooks[p.ID], _, err = x.Webhooks(ctx, p.ID, mailstore.Page{})
 		must(err)
@@ -329,6 +334,13 @@ func readState(t *testing.T, st mailstore.Store) state {
 			}
 			must(err)
 			s.Replies[m.ID] = a
+		}
+		for _, m := range s.Mailboxes[p.ID] {
+			scripts, err := x.SieveScripts(ctx, m.ID)
+			must(err)
+			if len(scripts) > 0 {
+				s.Sieve[m.ID] = scripts
+			}
 		}
 	}
 	for _, name := range []string{"acme_account+key", "mail.a.example"} {
@@ -1058,6 +1070,7 @@ var boltBuckets = map[string]string{
 	"blobs": "copied", "blob_refs": "copied", "messages": "copied", "queue": "copied",
 	"sts": "copied", "cluster": "copied (settings; job slots left: one may run once more)",
 	"autoreplies": "copied", "autoreply_sent": "copied", "webhooks": "copied",
+	"sieve_scripts": "copied", "sieve_active": "copied (SieveScriptRecord.Active)",
 	"events": "copied", "webhook_deliveries": "copied", "event_marks": "copied",
 	"audit": "copied", "certs": "copied", "subscriptions": "copied",
 	"folder_counts": "copied (MailboxRecord.FolderCount)",

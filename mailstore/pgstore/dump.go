@@ -338,6 +338,16 @@ func dumpState(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) 
 		}
 	}
 	{
+		var r mailstore.SieveScriptRecord
+		if err := each(ctx, tx, "Sieve scripts", `SELECT mailbox_id, name, script, active, updated_at FROM sieve_scripts ORDER BY mailbox_id, name COLLATE "C"`,
+			[]any{&r.MailboxID, &r.Name, &r.Script, &r.Active, &r.UpdatedAt}, func() error {
+				r.UpdatedAt = r.UpdatedAt.UTC()
+				return fn(r)
+			}); err != nil {
+			return err
+		}
+	}
+	{
 		var r mailstore.WebhookRecord
 		w := &r.Webhook
 		if err := each(ctx, tx, "webhooks", `SELECT id, partner_id, url, events, secret, created_at FROM webhooks ORDER BY id`,
@@ -412,7 +422,7 @@ func dumpState(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) 
 var dataTables = []string{
 	"partners", "api_keys", "domains", "addresses", "mailboxes", "aliases",
 	"transfer", "dkim_keys", "blobs", "folders", "subscriptions", "messages", "queue", "sts_policies",
-	"autoreplies", "autoreply_sent", "webhooks", "events", "webhook_deliveries",
+	"autoreplies", "autoreply_sent", "sieve_scripts", "webhooks", "events", "webhook_deliveries",
 	"event_marks", "audit_log", "certs",
 }
 
@@ -434,6 +444,7 @@ var tableColumns = map[string][]string{
 
 	"autoreplies":        {"mailbox_id", "enabled", "subject", "body", "starts_at", "ends_at"},
 	"autoreply_sent":     {"mailbox_id", "sender", "sent_at"},
+	"sieve_scripts":      {"mailbox_id", "name", "script", "active", "updated_at"},
 	"webhooks":           {"id", "partner_id", "url", "events", "secret", "created_at"},
 	"events":             {"id", "partner_id", "type", "created_at", "data"},
 	"webhook_deliveries": {"id", "webhook_id", "event_id", "next_attempt", "attempts", "last_error"},
@@ -636,6 +647,8 @@ func (l *pgLoader) row(r mailstore.Record) error {
 		l.add("autoreplies", r.MailboxID, r.Enabled, r.Subject, r.Body, optTime(r.Start), optTime(r.End))
 	case mailstore.AutoReplySentRecord:
 		l.add("autoreply_sent", r.MailboxID, r.Sender, utc(r.SentAt))
+	case mailstore.SieveScriptRecord:
+		l.add("sieve_scripts", r.MailboxID, r.Name, r.Script, r.Active, utc(r.UpdatedAt))
 	case mailstore.WebhookRecord:
 		w := r.Webhook
 		l.saw(mailstore.SeqWebhooks, w.ID)

@@ -1,6 +1,6 @@
 package pgstore
 
-// mailstore.SieveScripts in the sieve_scripts table (012_sieve.sql); a
+// mailstore.SieveScripts in the sieve_scripts table (011_sieve.sql); a
 // partial unique index keeps one active script per mailbox, and the
 // scripts go with the mailbox (ON DELETE CASCADE).
 
@@ -73,10 +73,12 @@ func (s *Store) ActiveSieveScript(ctx context.Context, mailboxID int64) (mailsto
 
 // lockSieve locks the mailbox's row, so that the writers of one mailbox's
 // scripts (the count limit, the one active script) go one at a time, and
-// answers ErrMailboxNotFound when there is none.
+// answers ErrMailboxNotFound when there is none. FOR NO KEY UPDATE, not
+// FOR UPDATE: inserts that refer to the mailbox (their foreign key
+// check takes KEY SHARE of its row) are not held up by it.
 func lockSieve(ctx context.Context, tx pgx.Tx, mailboxID int64) error {
 	var id int64
-	err := tx.QueryRow(ctx, `SELECT id FROM mailboxes WHERE id = $1 FOR UPDATE`, mailboxID).Scan(&id)
+	err := tx.QueryRow(ctx, `SELECT id FROM mailboxes WHERE id = $1 FOR NO KEY UPDATE`, mailboxID).Scan(&id)
 	if noRows(err) {
 		return mailstore.ErrMailboxNotFound
 	}
@@ -124,6 +126,11 @@ func (s *Store) PutSieveScript(ctx context.Context, sc mailstore.SieveScript) er
 // DeleteSieveScript implements mailstore.SieveScripts.
 func (s *Store) DeleteSieveScript(ctx context.Context, mailboxID int64, name string) error {
 	err := s.write(ctx, func(tx pgx.Tx) error {
+		if err := lockSieve(ctx, tx, mailboxID); errors.Is(err, mailstore.ErrMailboxNotFound) {
+			return mailstore.ErrNotFound
+		} else if err != nil {
+			return err
+		}
 		var active bool
 		err := tx.QueryRow(ctx, `SELECT active FROM sieve_scripts WHERE mailbox_id = $1 AND name = $2 FOR UPDATE`,
 			mailboxID, name).Scan(&active)
@@ -151,6 +158,11 @@ func (s *Store) RenameSieveScript(ctx context.Context, mailboxID int64, oldName,
 		return fmt.Errorf("rename sieve script %q of mailbox %d to %q: %w", oldName, mailboxID, newName, mailstore.ErrInvalidArgument)
 	}
 	err := s.write(ctx, func(tx pgx.Tx) error {
+		if err := lockSieve(ctx, tx, mailboxID); errors.Is(err, mailstore.ErrMailboxNotFound) {
+			return mailstore.ErrNotFound
+		} else if err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `UPDATE sieve_scripts SET name = $3 WHERE mailbox_id = $1 AND name = $2`, mailboxID, oldName, newName)
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == codeUnique {
@@ -173,6 +185,11 @@ func (s *Store) RenameSieveScript(ctx context.Context, mailboxID int64, oldName,
 // SetActiveSieveScript implements mailstore.SieveScripts.
 func (s *Store) SetActiveSieveScript(ctx context.Context, mailboxID int64, name string) error {
 	err := s.write(ctx, func(tx pgx.Tx) error {
+		if err := lockSieve(ctx, tx, mailboxID); errors.Is(err, mailstore.ErrMailboxNotFound) {
+			return mailstore.ErrNotFound
+		} else if err != nil {
+			return err
+		}
 		if name != "" {
 			var found bool
 			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sieve_scripts WHERE mailbox_id = $1 AND name = $2 FOR UPDATE)`,
