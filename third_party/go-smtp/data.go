@@ -145,13 +145,26 @@ func (r *dataReader) Read(b []byte) (n int, err error) {
 				r.state = stateEOF
 				continue
 			}
-			r.state = stateData
+			// mailhost patch: the line was a stuffed dot followed by
+			// a CR that does not end it. Only the dot is stuffing:
+			// the CR held back is content, and c is read again after
+			// it, as after any CR (a second CR may begin the CRLF
+			// before the end of the data).
+			r.r.UnreadByte()
+			c = '\r'
+			r.state = stateCR
 		case stateCR:
 			if c == '\n' {
 				r.state = stateBeginLine
 				break
 			}
-			r.state = stateData
+			// mailhost patch: a CR after a CR may be the start of
+			// the CRLF that precedes the end of the data, so it
+			// keeps the state; upstream went to stateData and read
+			// past "\r\r\n.\r\n".
+			if c != '\r' {
+				r.state = stateData
+			}
 		case stateData:
 			if c == '\r' {
 				r.state = stateCR
