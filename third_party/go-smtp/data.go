@@ -148,8 +148,7 @@ func (r *dataReader) Read(b []byte) (n int, err error) {
 			// mailhost patch: the line was a stuffed dot followed by
 			// a CR that does not end it. Only the dot is stuffing:
 			// the CR held back is content, and c is read again after
-			// it, as after any CR (a second CR may begin the CRLF
-			// before the end of the data).
+			// it, as after any CR (".\r\r\n.\r\n" ends there).
 			r.r.UnreadByte()
 			c = '\r'
 			r.state = stateCR
@@ -158,10 +157,9 @@ func (r *dataReader) Read(b []byte) (n int, err error) {
 				r.state = stateBeginLine
 				break
 			}
-			// mailhost patch: a CR after a CR may be the start of
-			// the CRLF that precedes the end of the data, so it
-			// keeps the state; upstream went to stateData and read
-			// past "\r\r\n.\r\n".
+			// mailhost patch: a CR after a CR keeps the state, as
+			// it may begin the CRLF before the end of the data
+			// ("hi\r\r\n.\r\n"; PATCHES.md item 7).
 			if c != '\r' {
 				r.state = stateData
 			}
