@@ -145,13 +145,24 @@ func (r *dataReader) Read(b []byte) (n int, err error) {
 				r.state = stateEOF
 				continue
 			}
-			r.state = stateData
+			// mailhost patch: the line was a stuffed dot followed by
+			// a CR that does not end it. Only the dot is stuffing:
+			// the CR held back is content, and c is read again after
+			// it, as after any CR (".\r\r\n.\r\n" ends there).
+			r.r.UnreadByte()
+			c = '\r'
+			r.state = stateCR
 		case stateCR:
 			if c == '\n' {
 				r.state = stateBeginLine
 				break
 			}
-			r.state = stateData
+			// mailhost patch: a CR after a CR keeps the state, as
+			// it may begin the CRLF before the end of the data
+			// ("hi\r\r\n.\r\n"; PATCHES.md item 7).
+			if c != '\r' {
+				r.state = stateData
+			}
 		case stateData:
 			if c == '\r' {
 				r.state = stateCR

@@ -864,6 +864,59 @@ func TestServer_smtpSmuggling(t *testing.T) {
 	}
 }
 
+// mailhost patch: the data ends at the first <CR><LF>.<CR><LF>, whatever
+// precedes the <CR><LF> (here a bare CR), and what follows it is read as
+// commands: a second transaction pipelined after the end is a message of
+// its own. Through BDAT the same bytes are content, byte for byte.
+func TestServer_endOfDataAfterCR(t *testing.T) {
+	for first, want := range map[string]string{
+		"hi\r\r\n.\r\n":      "hi\r\r\n",
+		".\r\r\n.\r\n":       "\r\r\n",
+		"a\r\n.\rX\r\n.\r\n": "a\r\n\rX\r\n",
+		".\r\n":              "",
+	} {
+		t.Run(fmt.Sprintf("%q", first), func(t *testing.T) {
+			be, s, c, scanner := testServerAuthenticated(t)
+			defer s.Close()
+			defer c.Close()
+			// A missed end waits for more data: fail, not hang.
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(c, "MAIL FROM:<root@nsa.gov>\r\nRCPT TO:<one@gchq.gov.uk>\r\nDATA\r\n"+first+
+				"MAIL FROM:<root@nsa.gov>\r\nRCPT TO:<two@gchq.gov.uk>\r\nDATA\r\nsecret\r\n.\r\nNOOP\r\n")
+			for _, want := range []string{"250 ", "250 ", "354 ", "250 ", "250 ", "250 ", "354 ", "250 ", "250 "} {
+				if !scanner.Scan() || !strings.HasPrefix(scanner.Text(), want) {
+					t.Fatalf("reply %q, want %q", scanner.Text(), want)
+				}
+			}
+			if len(be.messages) != 2 {
+				t.Fatalf("%d messages, want 2", len(be.messages))
+			}
+			if got := string(be.messages[0].Data); got != want || be.messages[0].To[0] != "one@gchq.gov.uk" {
+				t.Errorf("first message to %v: %q, want %q", be.messages[0].To, got, want)
+			}
+			if got := string(be.messages[1].Data); got != "secret\r\n" || be.messages[1].To[0] != "two@gchq.gov.uk" {
+				t.Errorf("second message to %v: %q, want %q", be.messages[1].To, got, "secret\r\n")
+			}
+		})
+	}
+	t.Run("BDAT", func(t *testing.T) {
+		be, s, c, scanner := testServerAuthenticated(t)
+		defer s.Close()
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		chunk := "hi\r\r\n.\r\n.\rX\r\nMAIL FROM:<x@y>\r\n"
+		io.WriteString(c, fmt.Sprintf("MAIL FROM:<root@nsa.gov>\r\nRCPT TO:<one@gchq.gov.uk>\r\nBDAT %d LAST\r\n%sNOOP\r\n", len(chunk), chunk))
+		for _, want := range []string{"250 ", "250 ", "250 ", "250 "} {
+			if !scanner.Scan() || !strings.HasPrefix(scanner.Text(), want) {
+				t.Fatalf("reply %q, want %q", scanner.Text(), want)
+			}
+		}
+		if len(be.messages) != 1 || string(be.messages[0].Data) != chunk {
+			t.Fatalf("messages %+v, want one holding %q", be.messages, chunk)
+		}
+	})
+}
+
 func TestServer_tooLongLine(t *testing.T) {
 	_, s, c, scanner := testServerAuthenticated(t)
 	defer s.Close()
