@@ -256,6 +256,10 @@ func (a *Agent) StartSubmission(ctx context.Context, user mailstore.Mailbox, fro
 			dom.Name, t.InBytes, t.OutBytes, dom.TransferMonthlyMB, month, ErrTransferCapReached)
 	}
 	sender := ""
+	var unverified mailstore.Domain
+	if !dom.Verified {
+		unverified = dom
+	}
 	if from != "" {
 		if sender, err = policy.NormalizeAddress(from); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadSender, err)
@@ -266,8 +270,19 @@ func (a *Agent) StartSubmission(ctx context.Context, user mailstore.Mailbox, fro
 			}
 			return nil, err
 		}
+		// An alias the user sends as may be in another domain, whose
+		// name goes out in the envelope: it must be verified too.
+		if name := policy.DomainOf(sender); unverified.Name == "" && name != dom.Name {
+			d, err := st.DomainByName(ctx, name)
+			if err != nil {
+				return nil, fmt.Errorf("domain of sender %s: %w", sender, err)
+			}
+			if !d.Verified {
+				unverified = d
+			}
+		}
 	}
-	return &Transaction{a: a, mode: Submission, from: sender, size: size, user: mb, domain: dom, partner: mb.PartnerID}, nil
+	return &Transaction{a: a, mode: Submission, from: sender, size: size, user: mb, domain: dom, partner: mb.PartnerID, unverified: unverified}, nil
 }
 
 // StartForward starts the local delivery of queue entry e, whose

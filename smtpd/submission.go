@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -135,6 +136,9 @@ func (s *submission) Data(r io.Reader) error {
 	if err != nil {
 		return s.refuseMessage(tx, err)
 	}
+	if err := tx.del.MaySignAs(signing); err != nil {
+		return s.refuseMessage(tx, err)
+	}
 	// After checkFrom, which refuses a bare CR in the header, and before
 	// signing: the header's lines are those checked, and bare line ends
 	// in the body become CRLF (delivery.NormalizeLineEnds), so that the
@@ -156,7 +160,37 @@ func (s *submission) Data(r io.Reader) error {
 			return s.refuseMessage(tx, fmt.Errorf("DKIM signing for %s: %w", signing.Name, err))
 		}
 	}
+	if tx.del.InboundChecks() {
+		if body, err = s.checkInbound(tx, body); err != nil {
+			return err
+		}
+	}
 	return s.deliver(tx, body, at, start)
+}
+
+// checkInbound gives a submission that reaches another partner's
+// mailbox (delivery's InboundChecks) the MX's checks: body, signed as it
+// leaves, is checked as this server would send it, from the address the
+// client reached (this server's) with the host name as HELO, so that SPF
+// and DKIM answer what a receiver elsewhere would find. The
+// Authentication-Results field is prepended to the body every recipient
+// gets; a DMARC p=reject failure refuses the message (550 5.7.1), a
+// p=quarantine one sends the other partners' copies to Junk
+// (delivery's Quarantine) without a field, since the user's own
+// recipients share the body.
+func (s *submission) checkInbound(tx transaction, body []byte) ([]byte, error) {
+	var ip net.IP
+	if ta, ok := s.conn.Conn().LocalAddr().(*net.TCPAddr); ok {
+		ip = ta.IP
+	}
+	ar, quarantine, err := s.authenticate(tx, ip, s.srv.hostname, body)
+	if err != nil {
+		return nil, s.refuseMessage(tx, err)
+	}
+	if quarantine != "" {
+		tx.del.Quarantine()
+	}
+	return prepend([]byte(ar), body), nil
 }
 
 // checkFrom applies policy.MaySendAs to every From: address and returns

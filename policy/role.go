@@ -1,0 +1,60 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Postmaster is the domainless recipient RFC 5321 section 4.5.1 has
+// every SMTP server accept ("RCPT TO:<Postmaster>", in any case), in the
+// lower case the protocols give it in.
+const Postmaster = "postmaster"
+
+// roleLocalParts are the local parts every domain that takes mail must
+// take: postmaster (RFC 5321 section 4.5.1, a MUST) and abuse (RFC 2142
+// section 2).
+var roleLocalParts = []string{"postmaster", "abuse"}
+
+// OperatorMailbox is the operator's own mailbox, where role mail goes by
+// default: postmaster@ the server's host name (the hostname setting),
+// normalised. A host name that is not a domain name (NormalizeDomain: a
+// short name without a dot, "localhost") has none: ErrBadDomain.
+func OperatorMailbox(hostname string) (string, error) {
+	d, err := NormalizeDomain(hostname)
+	if err != nil {
+		return "", fmt.Errorf("operator mailbox at host name %q: %w", hostname, err)
+	}
+	return Postmaster + "@" + d, nil
+}
+
+// RoleFallback decides where mail for addr goes that nothing of its own
+// takes: it answers operator and true when addr is the domainless
+// "postmaster", or postmaster@ or abuse@ a hosted domain that has no
+// mailbox, alias or catch-all for it (resolved, Resolve's answer for
+// addr, matches ErrUnknownUser). The domain's own mailbox, alias and
+// catch-all come first, so a partner that wants its abuse reports keeps
+// them; the operator gets the rest, since RFC 5321 and RFC 2142 want
+// these addresses to reach someone. Anything else, an empty operator
+// (none), and the operator's own address (which would loop), answer
+// false: resolved stands.
+//
+// addr must be normalised (NormalizeAddress), or be Postmaster.
+func RoleFallback(addr string, resolved error, operator string) (string, bool) {
+	if operator == "" || addr == operator {
+		return "", false
+	}
+	if addr == Postmaster {
+		return operator, true
+	}
+	at := strings.LastIndexByte(addr, '@')
+	if at < 0 || !errors.Is(resolved, ErrUnknownUser) {
+		return "", false
+	}
+	for _, l := range roleLocalParts {
+		if addr[:at] == l {
+			return operator, true
+		}
+	}
+	return "", false
+}
