@@ -10,8 +10,14 @@ import (
 
 func mh(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return mhIn(t, "", args...)
+}
+
+// mhIn runs the command line with stdin.
+func mhIn(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(args, &out, &errOut)
+	code := run(args, strings.NewReader(stdin), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
