@@ -10,6 +10,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -54,6 +55,18 @@ func TestOperatorPostmaster(t *testing.T) {
 	}
 	if n := inboxCount(t, addrs.IMAP, "postmaster@own.example", "password123"); n != 1 {
 		t.Errorf("own.example's postmaster has %d messages, want 1", n)
+	}
+	// The command line sets the operator's password while the server
+	// runs (mailhost mailbox password, over the control socket).
+	err := WithOperator(context.Background(), &config.Config{DataDir: dir}, func(op Operator) error {
+		_, err := op.SetMailboxPassword(context.Background(), "postmaster@mx.test", "the operator's own")
+		return err
+	})
+	if err != nil {
+		t.Fatalf("set the operator's password over the socket: %v", err)
+	}
+	if n := inboxCount(t, addrs.IMAP, "postmaster@mx.test", "the operator's own"); n != uint32(len(rcpts)) {
+		t.Errorf("with the new password the operator's INBOX has %d messages, want %d", n, len(rcpts))
 	}
 	stop()
 
