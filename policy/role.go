@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -28,6 +29,17 @@ func OperatorMailbox(hostname string) (string, error) {
 	return Postmaster + "@" + d, nil
 }
 
+// RoleAddress reports whether addr is a role address: the domainless
+// "postmaster", or postmaster@ or abuse@ any domain. addr must be
+// normalised (NormalizeAddress), or be Postmaster.
+func RoleAddress(addr string) bool {
+	if addr == Postmaster {
+		return true
+	}
+	at := strings.LastIndexByte(addr, '@')
+	return at >= 0 && slices.Contains(roleLocalParts, addr[:at])
+}
+
 // RoleFallback decides where mail for addr goes that nothing of its own
 // takes: it answers operator and true when addr is the domainless
 // "postmaster", or postmaster@ or abuse@ a hosted domain that has no
@@ -44,17 +56,8 @@ func RoleFallback(addr string, resolved error, operator string) (string, bool) {
 	if operator == "" || addr == operator {
 		return "", false
 	}
-	if addr == Postmaster {
+	if addr == Postmaster || RoleAddress(addr) && errors.Is(resolved, ErrUnknownUser) {
 		return operator, true
-	}
-	at := strings.LastIndexByte(addr, '@')
-	if at < 0 || !errors.Is(resolved, ErrUnknownUser) {
-		return "", false
-	}
-	for _, l := range roleLocalParts {
-		if addr[:at] == l {
-			return operator, true
-		}
 	}
 	return "", false
 }

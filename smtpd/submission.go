@@ -85,7 +85,9 @@ func (s *submission) refuseSender(from string, err error) error {
 // 4.2.2 for a full mailbox); the remote destinations of its aliases and
 // every address of a domain not hosted here are queued, as the user's
 // submission: the user's domain is charged and the envelope sender is
-// the user's own (no SRS).
+// the user's own (no SRS). A sender whose domain is not verified reaches
+// only its own partner's mailboxes: 550 5.7.1 naming the domain for any
+// other recipient (policy.MayReach).
 func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -114,12 +116,16 @@ func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
 
 // Data reads the message and checks that every address of its From:
 // field(s) is the user's to use (553 5.7.1 otherwise, 550 5.6.0 without
-// one). It removes Authentication-Results fields that claim this server
+// one), and that the first one's domain, which signs it, may reach the
+// recipients (550 5.7.1 when it is not verified and they are not all
+// the user's partner's mailboxes). It removes Authentication-Results fields that claim this server
 // (the local copies would otherwise carry a forged verdict), adds Date:
 // and Message-ID: when missing, prepends a Received field, has the message
 // DKIM-signed for the From: address's domain, then stores and queues it
 // with one store.Deliver call charged to the user's domain: 451 4.7.1 when
-// its transfer cap for the month is used, and nothing stored.
+// its transfer cap for the month is used, and nothing stored. A message
+// that reaches another partner's mailbox gets the MX's checks first
+// (checkInbound).
 func (s *submission) Data(r io.Reader) error {
 	tx := s.transaction()
 	if tx.empty() {
