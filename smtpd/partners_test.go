@@ -8,6 +8,7 @@ import (
 	"github.com/mailhost/mailhost/internal/dnstest"
 	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/spam/rspamdtest"
 )
 
 // partnerFixture adds to a fixture (partner acme) the partner other:
@@ -137,5 +138,24 @@ func TestCrossPartnerSubmission(t *testing.T) {
 	inbox = e.inbox(t, "gus@good.example")
 	if len(inbox) != 1 || strings.Contains(string(inbox[0]), "Authentication-Results:") {
 		t.Errorf("gus's INBOX = %d messages, want 1 without Authentication-Results:\n%s", len(inbox), inbox)
+	}
+}
+
+// TestSpamCrossPartner: a submission to another partner's mailbox gets
+// the spam filter of that mailbox's domain, as from the MX: what rspamd
+// flags lands in its Junk folder; the same message to a mailbox of the
+// sender's own partner stays in INBOX.
+func TestSpamCrossPartner(t *testing.T) {
+	r := rspamdtest.Start(t)
+	e := newSubmissionEnv(t, func(c *Config) { c.Spam = spamClient(t, r.URL, 0) })
+	partnerFixture(t, e.fixture)
+	msg := strings.Replace(spamMessage("hello", "See you there. "+rspamdtest.JunkToken), "From: Ann <ann@remote.test>", "From: Gus <gus@good.example>", 1)
+	if err := e.submit(t, "gus@good.example", "gus@good.example", []string{"bob@a.test", "pat@reject.example"}, msg); err != nil {
+		t.Fatalf("submit = %v, want 250", err)
+	}
+	for _, c := range []struct{ mailbox, folder string }{{"bob@a.test", "Junk"}, {"pat@reject.example", "INBOX"}} {
+		if n := len(e.folderBodies(t, c.mailbox, c.folder)); n != 1 {
+			t.Errorf("%s's %s has %d messages, want 1", c.mailbox, c.folder, n)
+		}
 	}
 }
