@@ -61,6 +61,13 @@ func operatorMailbox(ctx context.Context, st mailstore.Store, hostname string, p
 	if errors.Is(err, mailstore.ErrNotFound) {
 		plan, _ := plans.Get("starter")
 		d, err = st.CreateDomain(ctx, p.ID, mailstore.NewDomain{Name: domain, Plan: plan}, now)
+		if errors.Is(err, mailstore.ErrDomainExists) {
+			// Another node sharing the store made it a moment ago, or
+			// another partner holds the name: the first is ours.
+			if mine, merr := st.Domain(ctx, p.ID, domain); merr == nil {
+				d, err = mine, nil
+			}
+		}
 	}
 	if err != nil {
 		if errors.Is(err, mailstore.ErrDomainExists) || errors.Is(err, mailstore.ErrDomainRelated) || errors.Is(err, mailstore.ErrDomainLimit) {
