@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mailhost/mailhost/autoconfig"
@@ -80,6 +81,12 @@ type Config struct {
 	SpamDefault string
 	// Metrics, when set, is told of every request. nil: none.
 	Metrics Metrics
+	// OnKeyFirstUse, when set, is called with a key's id the first time
+	// a request authenticates with that key in this process, before the
+	// request is handled; once per key id. The wiring deletes the first
+	// start's key file (service.KeyFileName) once its key has been used.
+	// It must not block. nil: nothing.
+	OnKeyFirstUse func(keyID int64)
 }
 
 // Metrics is told of the API's requests, for monitoring; the wiring
@@ -121,6 +128,9 @@ type API struct {
 	allowPrivateHooks bool
 	metrics           Metrics
 	spamDefault       string
+	onKeyFirstUse     func(keyID int64)
+	// keysUsed holds the ids of the keys onKeyFirstUse was called for.
+	keysUsed sync.Map
 }
 
 // New returns the API for cfg.
@@ -141,6 +151,7 @@ func New(cfg Config) *API {
 
 		allowPrivateHooks: cfg.AllowPrivateWebhooks,
 		metrics:           cfg.Metrics,
+		onKeyFirstUse:     cfg.OnKeyFirstUse,
 	}
 	if a.dns == nil {
 		a.dns = net.DefaultResolver

@@ -41,6 +41,11 @@ func (a *API) authed(fn apiFunc) http.HandlerFunc {
 		}
 		st.partnerID, st.keyPrefix = c.partnerID, c.keyPrefix
 		defer noteObject(r, st)
+		if a.onKeyFirstUse != nil {
+			if _, seen := a.keysUsed.LoadOrStore(keyID, struct{}{}); !seen {
+				a.onKeyFirstUse(keyID)
+			}
+		}
 		if ok, wait := a.limiter.Take(keyID, a.now()); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
 			writeError(w, r, errTooMany)

@@ -179,7 +179,7 @@ func (r *Responder) Delivered(ctx context.Context, from string, msg []byte, mail
 		}
 		if err := r.send(ctx, mb, ar, sender, h, now); err != nil {
 			level := slog.LevelError
-			if errors.Is(err, mailstore.ErrTransferCapReached) {
+			if errors.Is(err, mailstore.ErrTransferCapReached) || errors.Is(err, policy.ErrSenderNotVerified) {
 				level = slog.LevelInfo
 			}
 			r.log.Log(ctx, level, "auto-reply not sent", "mailbox", mb.Email, "to", sender, "err", err)
@@ -286,6 +286,13 @@ func (r *Responder) send(ctx context.Context, mb mailstore.Mailbox, ar mailstore
 	}
 	if d.Suspended {
 		return fmt.Errorf("domain %s suspended", d.Name)
+	}
+	// A reply is the mailbox's domain sending as itself, to the sender
+	// (outside, as for the MX): a domain its partner has not verified
+	// may not (policy.MayReach), or naming bigbank.example would have
+	// this server answer anyone as bigbank.example, DKIM-signed.
+	if err := policy.MayReach(d, mb.PartnerID, nil, []string{to}); err != nil {
+		return err
 	}
 	msg := r.compose(mb.Email, ar, to, orig, now)
 	if r.cfg.Signer != nil {

@@ -315,7 +315,7 @@ var Settings = []Setting{
 		return nil
 	}},
 	{"srs_secret", "MAILHOST_SRS_SECRET", "", "secret of the Sender Rewriting Scheme for forwarded mail; empty: a random one kept in the data directory (srs.key)", str(func(c *Config) *string { return &c.SRSSecret })},
-	{"postmaster", "MAILHOST_POSTMASTER", "", "address that mail to RCPT TO:<postmaster> (RFC 5321 section 4.5.1) goes to, and mail to postmaster@ of every hosted domain with no such mailbox, alias or catch-all; a hosted address or one elsewhere; empty: both are refused as unknown users (550 5.1.1)", func(c *Config, v string) error {
+	{"postmaster", "MAILHOST_POSTMASTER", "", "address that mail to RCPT TO:<postmaster> (RFC 5321 section 4.5.1) goes to, and mail to postmaster@ and abuse@ of every hosted domain with no such mailbox, alias or catch-all; a hosted address or one elsewhere; empty: the operator mailbox postmaster@<hostname> made at start (at <name>.localhost when hostname is not a domain name)", func(c *Config, v string) error {
 		if v != "" {
 			if _, err := policy.NormalizeAddress(v); err != nil {
 				return fmt.Errorf("want an email address, got %q: %w", v, err)

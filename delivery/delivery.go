@@ -28,6 +28,15 @@
 //	  reached through an     forwarded out (SRS)  queued, as a domain     forwarded out (SRS)
 //	  alias of another                            not hosted
 //	  partner
+//	sender's domain not      -                    only the user's own     -
+//	verified (the user's,                         partner's mailboxes,
+//	the envelope's, the                           else ErrSender-
+//	From:'s)                                      NotVerified
+//	(policy.MayReach)
+//	another partner's        checked (every       checked, those          not checked (it
+//	mailbox: the MX's        message is)          copies (Inbound-        was when it came)
+//	checks (policy.                               Checks, Quarantine,
+//	FromOutside)                                  Filter)
 //	SRS address              bounce routing       resolved as any         resolved as any
 //	                         (srs.go)             address                 address
 //	quota at RCPT            SIZE= announced      SIZE= announced         the entry's size
@@ -58,6 +67,14 @@
 // entry's sender) are a fourth way, Agent.Bounce (bounce.go): resolved as
 // the entry's partner's mail, no quota check and no cap, and a recipient
 // that leads nowhere is dropped rather than refused.
+//
+// A domain a partner named and has not verified sends only to its own
+// partner's mailboxes (policy.MayReach: at RCPT for the user's and the
+// envelope sender's domain, after DATA for the From: domain through
+// MaySignAs), so that naming bigbank.example gives no one a way to write
+// as it to others, signed by this server. Mail between partners is mail
+// from outside to its recipient: a submission that reaches another
+// partner's mailbox has smtpd run the MX's checks (InboundChecks).
 //
 // A domain a partner named and has not verified (issue 11) is entered
 // only by mail from outside and by that partner's own mailboxes and
@@ -121,9 +138,10 @@ type Config struct {
 	RefuseInboundOverCap bool
 	// Postmaster is where mail to the domainless recipient "postmaster"
 	// goes (RFC 5321 section 4.5.1 requires taking it), and mail to
-	// postmaster@ a hosted domain where nothing (mailbox, alias,
-	// catch-all) takes it: a normalised address, hosted here or not.
-	// "": both are ErrUnknownRecipient.
+	// postmaster@ and abuse@ a hosted domain where nothing (mailbox,
+	// alias, catch-all) takes it (policy.RoleFallback): the operator's
+	// address, normalised, hosted here or not. "": they are
+	// ErrUnknownRecipient.
 	Postmaster string
 	// Now is the clock that picks the month of transfer checks. nil:
 	// time.Now.
@@ -256,6 +274,10 @@ func (a *Agent) StartSubmission(ctx context.Context, user mailstore.Mailbox, fro
 			dom.Name, t.InBytes, t.OutBytes, dom.TransferMonthlyMB, month, ErrTransferCapReached)
 	}
 	sender := ""
+	var unverified mailstore.Domain
+	if !dom.Verified {
+		unverified = dom
+	}
 	if from != "" {
 		if sender, err = policy.NormalizeAddress(from); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadSender, err)
@@ -266,8 +288,19 @@ func (a *Agent) StartSubmission(ctx context.Context, user mailstore.Mailbox, fro
 			}
 			return nil, err
 		}
+		// An alias the user sends as may be in another domain, whose
+		// name goes out in the envelope: it must be verified too.
+		if name := policy.DomainOf(sender); unverified.Name == "" && name != dom.Name {
+			d, err := st.DomainByName(ctx, name)
+			if err != nil {
+				return nil, fmt.Errorf("domain of sender %s: %w", sender, err)
+			}
+			if !d.Verified {
+				unverified = d
+			}
+		}
 	}
-	return &Transaction{a: a, mode: Submission, from: sender, size: size, user: mb, domain: dom, partner: mb.PartnerID}, nil
+	return &Transaction{a: a, mode: Submission, from: sender, size: size, user: mb, domain: dom, partner: mb.PartnerID, unverified: unverified}, nil
 }
 
 // StartForward starts the local delivery of queue entry e, whose

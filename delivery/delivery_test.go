@@ -30,10 +30,10 @@ func srsFrom(sender, domain string) string {
 
 // fixture is a real store in t.TempDir():
 //
-//	a.test      bob, carol, full (1 MB quota, full); aliases info -> bob,
+//	a.test      verified; bob, carol, full (1 MB quota, full); aliases info -> bob,
 //	            fwd -> someone@remote.test, loop1 <-> loop2,
 //	            x -> nobody@a.test, tofull -> full
-//	b.test      dave; catch-all @b.test -> dave
+//	b.test      dave; catch-all @b.test -> dave; not verified
 //	capped.test cap; has used its 1 MB transfer cap this month
 //	susp.test   sue; suspended
 //	            and an alias toeve@a.test -> eve@other.test
@@ -114,6 +114,11 @@ func newFixture(t *testing.T) *fixture {
 		f.boxes[mb.Email] = mb
 	}
 	if _, err := st.SetVerified(ctx, other.ID, "verified.test", true, testNow); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	// bob's domain is verified, so that bob sends anywhere
+	// (policy.MayReach); b.test is not.
+	if f.domains["a.test"], err = st.SetVerified(ctx, p.ID, "a.test", true, testNow); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
 	if _, err := st.CreateAlias(ctx, p.ID, "a.test", "toeve@a.test", "eve@other.test", testNow); err != nil {
@@ -373,7 +378,7 @@ func TestRoutesHere(t *testing.T) {
 		{"the other partner's own entry", "verified.test", false, "other.test", true},
 		{"the queue's own bounce, unverified", "", false, "other.test", false},
 		{"the queue's own bounce, verified", "", false, "verified.test", true},
-		{"a deleted domain's entry, unverified", "", true, "a.test", false},
+		{"a deleted domain's entry, unverified", "", true, "b.test", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := mailstore.Outbound{Kind: mailstore.KindSubmission, DomainID: f.domains[tc.domain].ID, Destination: tc.destination}

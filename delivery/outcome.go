@@ -67,7 +67,23 @@ var (
 	// ErrSenderNotOwned: the submitting user may not send as the
 	// envelope sender (policy.MaySendAs, policy.ErrNotOwner).
 	ErrSenderNotOwned = &Refusal{"sender address not owned by the user", false}
+	// ErrSenderNotVerified: a submission whose sender's domain is not
+	// verified is for someone other than the user's own partner's
+	// mailboxes (policy.MayReach); the error is a *NotVerifiedError.
+	ErrSenderNotVerified = &Refusal{"sender domain not verified", false}
 )
+
+// NotVerifiedError is ErrSenderNotVerified with what a reply names: the
+// recipient refused ("" when the message was refused after DATA, for its
+// From: domain) and the sender's domain that is not verified.
+type NotVerifiedError struct {
+	Recipient string
+	Domain    string
+	err       error
+}
+
+func (e *NotVerifiedError) Error() string   { return e.err.Error() }
+func (e *NotVerifiedError) Unwrap() []error { return []error{ErrSenderNotVerified, e.err} }
 
 // Temporary reports whether err leaves the mail to be tried again: a
 // Refusal that says so, or any error that is not a Refusal (a failed

@@ -74,7 +74,10 @@ type Verdict struct {
 // Domains with the setting "off" are not filtered; when no local
 // recipient's domain filters, the filter is not asked. A submission is
 // checked with the user (rspamd's rules for outgoing mail): "reject" is
-// ErrSpam, anything else leaves the message as it is.
+// ErrSpam; "add header" and "rewrite subject" send the copies of other
+// partners' mailboxes whose domain filters (InboundChecks) to Junk,
+// without a field (the body is shared with the user's other
+// recipients); anything else leaves the message as it is.
 //
 // When the filter cannot be asked (down, slow) the message is delivered
 // unscanned with UnscannedHeader (Verdict.Unscanned says why), or, with
@@ -88,32 +91,36 @@ func (t *Transaction) Filter(ctx context.Context, in FilterInput, body []byte) (
 	}
 	var filtering []int64 // local recipients whose domain filters
 	reject := false
+	// The mailboxes whose domain's setting applies: the MX's, and a
+	// submission's that are another partner's (InboundChecks).
+	checked := t.outside
 	if t.mode == MX {
-		filters := map[int64]string{}
-		for _, m := range t.mailboxes {
-			f, ok := filters[m.DomainID]
-			if !ok {
-				d, err := t.a.cfg.Store.DomainWithID(ctx, m.DomainID)
-				if err != nil {
-					return nil, Verdict{}, fmt.Errorf("spam filter of domain %d: %w", m.DomainID, err)
-				}
-				f = d.SpamFilter
-				if f == "" {
-					f = t.a.cfg.SpamDefault
-				}
-				filters[m.DomainID] = f
+		checked = t.mailboxes
+	}
+	filters := map[int64]string{}
+	for _, m := range checked {
+		f, ok := filters[m.DomainID]
+		if !ok {
+			d, err := t.a.cfg.Store.DomainWithID(ctx, m.DomainID)
+			if err != nil {
+				return nil, Verdict{}, fmt.Errorf("spam filter of domain %d: %w", m.DomainID, err)
 			}
-			switch f {
-			case mailstore.SpamFilterOff:
-				continue
-			case mailstore.SpamFilterReject:
-				reject = true
+			f = d.SpamFilter
+			if f == "" {
+				f = t.a.cfg.SpamDefault
 			}
-			filtering = append(filtering, m.ID)
+			filters[m.DomainID] = f
 		}
-		if len(filtering) == 0 {
-			return body, Verdict{}, nil
+		switch f {
+		case mailstore.SpamFilterOff:
+			continue
+		case mailstore.SpamFilterReject:
+			reject = true
 		}
+		filtering = append(filtering, m.ID)
+	}
+	if t.mode == MX && len(filtering) == 0 {
+		return body, Verdict{}, nil
 	}
 	env := spam.Envelope{IP: in.IP, Helo: in.Helo, From: t.from, QueueID: in.QueueID, User: t.user.Email}
 	for _, r := range t.rcpts {
@@ -141,6 +148,13 @@ func (t *Transaction) Filter(ctx context.Context, in FilterInput, body []byte) (
 	if t.mode == Submission {
 		if res.Action == spam.Reject {
 			return nil, v, refuse(ErrSpam, why)
+		}
+		// Other partners' mailboxes whose domain filters get what the
+		// filter flags in Junk, as from the MX; the body, shared with
+		// the user's other recipients, gets no field of the verdict.
+		if (res.Action == spam.AddHeader || res.Action == spam.RewriteSubject) && len(filtering) > 0 {
+			t.junk = unionIDs(t.junk, filtering)
+			v.Junk = filtering
 		}
 		return body, v, nil
 	}
@@ -174,10 +188,25 @@ func (t *Transaction) Filter(ctx context.Context, in FilterInput, body []byte) (
 
 // Quarantine sends the message to every local recipient's Junk folder
 // instead of its INBOX: what a DMARC p=quarantine policy asks of a
-// message that fails it (RFC 7489 section 6.3). Recipients the spam
-// filter already sends there stay so.
+// message that fails it (RFC 7489 section 6.3). Of a submission, only
+// the mailboxes the policy is checked for (InboundChecks: other
+// partners') are. Recipients the spam filter already sends there stay
+// so.
 func (t *Transaction) Quarantine() {
+	if t.mode == Submission {
+		t.junk = unionIDs(t.junk, mailboxIDs(t.outside))
+		return
+	}
 	t.junk = unionIDs(t.junk, t.MailboxIDs())
+}
+
+// mailboxIDs are the ids of ms.
+func mailboxIDs(ms []mailstore.Mailbox) []int64 {
+	ids := make([]int64, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	return ids
 }
 
 // unionIDs is a with the ids of b it lacks.

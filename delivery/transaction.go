@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
@@ -29,6 +28,11 @@ type Transaction struct {
 	// Submission: the user and its domain, as read at the start.
 	user   mailstore.Mailbox
 	domain mailstore.Domain
+	// unverified is the first domain the submission sends as (the
+	// user's, the envelope sender's) that is not verified; the zero
+	// Domain (Name "") when there is none. policy.MayReach holds its
+	// recipients to the user's partner's mailboxes.
+	unverified mailstore.Domain
 
 	rcpts     []Recipient
 	mailboxes []mailstore.Mailbox
@@ -41,6 +45,10 @@ type Transaction struct {
 	// junk are the mailboxes that get the message in their Junk folder
 	// (Filter).
 	junk []int64
+	// outside are the mailboxes of a submission that are another
+	// partner's (policy.FromOutside): the message gets the MX's checks
+	// for them (InboundChecks).
+	outside []mailstore.Mailbox
 }
 
 // Recipient is an accepted recipient and where it leads.
@@ -68,6 +76,18 @@ type plan struct {
 	forwards  []forward
 }
 
+// remote are the plan's remote destinations.
+func (p plan) remote() []string {
+	var to []string
+	for _, q := range p.relays {
+		to = append(to, q.to)
+	}
+	for _, f := range p.forwards {
+		to = append(to, f.to)
+	}
+	return to
+}
+
 type queued struct {
 	kind     mailstore.OutboundKind
 	domainID int64
@@ -85,11 +105,19 @@ func (t *Transaction) AddRecipient(ctx context.Context, addr, raw string) error 
 	if err != nil {
 		return err
 	}
+	if t.mode == Submission && t.unverified.Name != "" {
+		if err := policy.MayReach(t.unverified, t.partner, p.mailboxes, p.remote()); err != nil {
+			return &NotVerifiedError{Recipient: addr, Domain: t.unverified.Name, err: fmt.Errorf("%s: %w", addr, err)}
+		}
+	}
 	r := Recipient{Address: addr, Remote: len(p.relays) > 0 || len(p.forwards) > 0}
 	for _, m := range p.mailboxes {
 		r.MailboxIDs = append(r.MailboxIDs, m.ID)
 		if !slices.ContainsFunc(t.mailboxes, func(h mailstore.Mailbox) bool { return h.ID == m.ID }) {
 			t.mailboxes = append(t.mailboxes, m)
+			if t.mode == Submission && policy.FromOutside(t.partner, m) {
+				t.outside = append(t.outside, m)
+			}
 		}
 	}
 	for _, q := range p.relays {
@@ -117,15 +145,16 @@ func (t *Transaction) accept(ctx context.Context, addr, raw string, partner int6
 			return p, err
 		}
 	}
-	if addr == Postmaster {
-		return t.postmaster(ctx, addr)
+	var res policy.Resolution
+	var err error
+	if addr != Postmaster {
+		res, err = policy.Resolve(ctx, t.a.dir, addr, partner)
 	}
-	res, err := policy.Resolve(ctx, t.a.dir, addr, partner)
-	if errors.Is(err, policy.ErrUnknownUser) && strings.HasPrefix(addr, Postmaster+"@") && addr != t.a.cfg.Postmaster {
-		// A hosted domain without a postmaster of its own: RFC 5321
-		// section 4.5.1 has every domain the server takes mail for
-		// accept it.
-		return t.postmaster(ctx, addr)
+	if to, ok := policy.RoleFallback(addr, err, t.a.cfg.Postmaster); ok {
+		return t.postmaster(ctx, addr, to)
+	}
+	if addr == Postmaster {
+		return plan{}, fmt.Errorf("%s: no postmaster configured: %w", addr, ErrUnknownRecipient)
 	}
 	if err != nil {
 		// Also a domain another partner hosts and has not verified
@@ -177,19 +206,16 @@ func (t *Transaction) accept(ctx context.Context, addr, raw string, partner int6
 
 // Postmaster is the domainless recipient RFC 5321 section 4.5.1 has
 // every SMTP server accept ("RCPT TO:<Postmaster>", in any case), as
-// AddRecipient takes it: lower case.
-const Postmaster = "postmaster"
+// AddRecipient takes it: lower case (policy.Postmaster).
+const Postmaster = policy.Postmaster
 
-// postmaster accepts addr, "postmaster" or postmaster@ a hosted domain
-// that has none, for Config.Postmaster: resolved as mail from outside to
-// it (it is the operator's address); one in a domain not hosted here is
-// queued for it with the sender as it is (no domain is charged, no SRS:
-// the operator chose the address), as a submission is.
-func (t *Transaction) postmaster(ctx context.Context, addr string) (plan, error) {
-	to := t.a.cfg.Postmaster
-	if to == "" {
-		return plan{}, fmt.Errorf("%s: no postmaster configured: %w", addr, ErrUnknownRecipient)
-	}
+// postmaster accepts addr, a role address nothing of its own takes
+// (policy.RoleFallback: "postmaster", or postmaster@ or abuse@ a hosted
+// domain that has none), for to, Config.Postmaster: resolved as mail
+// from outside to it (it is the operator's address); one in a domain not
+// hosted here is queued for it with the sender as it is (no domain is
+// charged, no SRS: the operator chose the address), as a submission is.
+func (t *Transaction) postmaster(ctx context.Context, addr, to string) (plan, error) {
 	_, err := policy.Resolve(ctx, t.a.dir, to, 0)
 	if errors.Is(err, policy.ErrNotHosted) {
 		if t.mode == Submission {
@@ -360,6 +386,35 @@ func (t *Transaction) Commit(ctx context.Context, body []byte, at time.Time) (Re
 
 // Mode is how the message came.
 func (t *Transaction) Mode() Mode { return t.mode }
+
+// MaySignAs checks, once the message is read, the domain of a
+// submission's From: address, which signs it: when it is not verified
+// the message may go only to the user's own partner's mailboxes, as at
+// RCPT for the envelope sender's (policy.MayReach); else a
+// *NotVerifiedError, with no Recipient. Other modes answer nil.
+func (t *Transaction) MaySignAs(from mailstore.Domain) error {
+	if t.mode != Submission {
+		return nil
+	}
+	var remote []string
+	for _, r := range t.relay {
+		remote = append(remote, r.To...)
+	}
+	if err := policy.MayReach(from, t.partner, t.mailboxes, remote); err != nil {
+		return &NotVerifiedError{Domain: from.Name, err: fmt.Errorf("From: domain: %w", err)}
+	}
+	return nil
+}
+
+// InboundChecks reports whether the message gets the checks of mail from
+// outside: an Authentication-Results field, the DMARC policy, and the
+// spam filter of its recipients' domains (Filter). The MX's mail does; so
+// does a submission that reaches another partner's mailbox
+// (policy.FromOutside), which is mail from outside to that partner. A
+// Forward was checked when it came.
+func (t *Transaction) InboundChecks() bool {
+	return t.mode == MX || len(t.outside) > 0
+}
 
 // From is the envelope sender ("" for <>), normalised for a submission.
 func (t *Transaction) From() string { return t.from }

@@ -1,6 +1,11 @@
 package policy
 
-import "github.com/mailhost/mailhost/mailstore"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
 
 // NoPartner is the sender partner of mail that comes from this server
 // but from no partner's mailbox or alias: the queue's own bounces, and
@@ -26,4 +31,47 @@ const NoPartner int64 = -1
 // only.
 func DeliverLocally(senderPartnerID int64, to mailstore.Domain) bool {
 	return senderPartnerID == 0 || to.Verified || to.PartnerID == senderPartnerID
+}
+
+// ErrSenderNotVerified: a mailbox of a domain that is not verified
+// submitted mail for someone other than its own partner's mailboxes (see
+// MayReach).
+var ErrSenderNotVerified = errors.New("sender domain not verified")
+
+// MayReach decides whether a submission of a user of partner
+// senderPartnerID that sends as an address of domain from (its own
+// mailbox's, or that of an alias it sends as) may go to the local
+// mailboxes ms and to remote addresses (decisions.md,
+// "Domain ownership": "Until a domain is verified, its mailboxes send
+// only to mailboxes of their own partner"). A verified domain may reach
+// anyone. An unverified one reaches its own partner's mailboxes only:
+// another partner's mailbox, or any remote address (also one an alias
+// expands to), is an error matching ErrSenderNotVerified. Otherwise a
+// partner that names bigbank.example without owning it would send as
+// bigbank.example to everyone else, signed by this server.
+func MayReach(from mailstore.Domain, senderPartnerID int64, ms []mailstore.Mailbox, remote []string) error {
+	if from.Verified {
+		return nil
+	}
+	if len(remote) > 0 {
+		return fmt.Errorf("%s to %s, not hosted here: %w", from.Name, remote[0], ErrSenderNotVerified)
+	}
+	for _, m := range ms {
+		if m.PartnerID != senderPartnerID {
+			return fmt.Errorf("%s to %s, another partner's mailbox: %w", from.Name, m.Email, ErrSenderNotVerified)
+		}
+	}
+	return nil
+}
+
+// FromOutside reports whether mail from senderPartnerID (as
+// DeliverLocally takes it) to mailbox to is checked as mail from outside
+// is on the MX: an Authentication-Results field, the DMARC policy, the
+// spam filter of to's domain. Mail from outside is (0, and NoPartner),
+// and so is one partner's user writing to another partner's mailbox:
+// partners do not vouch for each other, so a message between them
+// carries what a message from elsewhere would. A partner's mail between
+// its own mailboxes is not checked.
+func FromOutside(senderPartnerID int64, to mailstore.Mailbox) bool {
+	return senderPartnerID <= 0 || to.PartnerID != senderPartnerID
 }

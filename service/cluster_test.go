@@ -19,6 +19,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/mailhost/mailhost/config"
+	"github.com/mailhost/mailhost/internal/dnstest"
 	"github.com/mailhost/mailhost/internal/pgtest"
 	"github.com/mailhost/mailhost/storecopy"
 )
@@ -163,6 +164,7 @@ func TestTwoNodes(t *testing.T) {
 	}
 	url := pgtest.URL(t)
 	relay := startSink(t)
+	dns := dnstest.Start(t)
 	const lease = 4 * time.Second
 	spec := func(name string) childSpec {
 		return childSpec{Env: map[string]string{
@@ -170,7 +172,7 @@ func TestTwoNodes(t *testing.T) {
 			// PostgreSQL no store file makes it.
 			"MAILHOST_DATA": filepath.Join(t.TempDir(), name), "MAILHOST_STORE": url, "MAILHOST_NODE": name,
 			"MAILHOST_HOSTNAME": name + ".test", "MAILHOST_SUBMISSION": "127.0.0.1:0",
-			"MAILHOST_RELAY": relay.addr,
+			"MAILHOST_RELAY": relay.addr, "MAILHOST_DNS": dns.Addr,
 		}, QueueLease: lease, QueuePoll: 200 * time.Millisecond}
 	}
 	specA := spec("a")
@@ -200,6 +202,7 @@ func TestTwoNodes(t *testing.T) {
 			t.Fatalf("POST %s on b = %d %s", c.path, code, body)
 		}
 	}
+	verifyDomain(t, dns, b.api(), key, "example.com", "b.test")
 	if code, body := call(t, "GET", a.api()+"/domains/example.com", key, ""); code != 200 || !strings.Contains(body, `"name":"example.com"`) {
 		t.Fatalf("GET /domains/example.com on a = %d %s, want the domain b made", code, body)
 	}

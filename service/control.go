@@ -97,6 +97,15 @@ func controlHandler(op Operator) http.Handler {
 		v, err := op.FlushQueue(r.Context())
 		reply(w, v, err)
 	})
+	mux.HandleFunc("PUT /mailboxes/{email}/password", func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ Password string }
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&in); err != nil {
+			reply(w, nil, fmt.Errorf("password: %v: %w", err, mailstore.ErrInvalidArgument))
+			return
+		}
+		v, err := op.SetMailboxPassword(r.Context(), r.PathValue("email"), in.Password)
+		reply(w, v, err)
+	})
 	mux.HandleFunc("DELETE /queue/{id}", func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 		if err != nil {
@@ -230,6 +239,10 @@ func (o *socketOps) Queue(ctx context.Context, p mailstore.Page) (v QueueList, e
 
 func (o *socketOps) FlushQueue(ctx context.Context) (v Flushed, err error) {
 	return v, o.call(ctx, "POST", "/queue/flush", nil, &v)
+}
+
+func (o *socketOps) SetMailboxPassword(ctx context.Context, email, password string) (v MailboxInfo, err error) {
+	return v, o.call(ctx, "PUT", "/mailboxes/"+url.PathEscape(email)+"/password", map[string]string{"password": password}, &v)
 }
 
 func (o *socketOps) DeleteQueued(ctx context.Context, id int64) (v mailstore.Outbound, err error) {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+
+	"github.com/mailhost/mailhost/internal/dnstest"
 )
 
 // TestQueueCrash kills the server (SIGKILL) while four clients submit
@@ -23,8 +25,9 @@ func TestQueueCrash(t *testing.T) {
 		t.Skip("slow")
 	}
 	relay := startSink(t)
+	dns := dnstest.Start(t)
 	dir := t.TempDir()
-	spec := childSpec{Env: map[string]string{"MAILHOST_DATA": dir, "MAILHOST_SUBMISSION": "127.0.0.1:0", "MAILHOST_RELAY": relay.addr}}
+	spec := childSpec{Env: map[string]string{"MAILHOST_DATA": dir, "MAILHOST_SUBMISSION": "127.0.0.1:0", "MAILHOST_RELAY": relay.addr, "MAILHOST_DNS": dns.Addr}}
 	srv := startChild(t, spec)
 	api, submission := srv.api(), srv.Submission
 	key := keyRE.FindString(srv.printed)
@@ -36,6 +39,7 @@ func TestQueueCrash(t *testing.T) {
 			t.Fatalf("POST %s = %d %s", c.path, code, body)
 		}
 	}
+	verifyDomain(t, dns, api, key, "example.com", "mx.test")
 
 	var (
 		mu    sync.Mutex

@@ -1,9 +1,19 @@
 package service
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/mailhost/mailhost/credential"
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 // KeyFileName is the file in the data directory that receives the default
@@ -11,7 +21,10 @@ import (
 // server runs as, and root. The key is printed on stdout too, as
 // decisions.md has it ("prints its API key once"), except when stdout is
 // systemd's journal (IsJournal), which would keep it for months: there
-// the notice names the file instead.
+// the notice names the file instead. The file is deleted once the key
+// has been used (keyFileWatch): a key that works has been kept
+// elsewhere, and a secret left in the data directory would end up in
+// its backups and copies.
 const KeyFileName = "initial-api-key"
 
 // writeKeyFile writes the first-start key to DATA/initial-api-key,
@@ -36,8 +49,61 @@ func writeKeyFile(dataDir, key string) (string, error) {
 // journal).
 func printFirstKey(stdout io.Writer, show bool, name string, id int64, key, path string) {
 	if show {
-		fmt.Fprintf(stdout, "Created partner %q (id %d). Its API key, shown only this once:\n\n    %s\n\nUse it as: Authorization: Bearer <key>\n(It is also in %s, mode 0600: delete that file once the key is kept elsewhere.)\n\n", name, id, key, path)
+		fmt.Fprintf(stdout, "Created partner %q (id %d). Its API key, shown only this once:\n\n    %s\n\nUse it as: Authorization: Bearer <key>\n(It is also in %s, mode 0600: it is deleted after the key's first successful use.)\n\n", name, id, key, path)
 		return
 	}
-	fmt.Fprintf(stdout, "Created partner %q (id %d). Its API key is in %s (mode 0600, not printed: stdout is systemd's journal).\nRead it (as root or the server's user), keep it elsewhere, then delete the file.\n\n", name, id, path)
+	fmt.Fprintf(stdout, "Created partner %q (id %d). Its API key is in %s (mode 0600, not printed: stdout is systemd's journal).\nRead it (as root or the server's user) and keep it elsewhere: the file is deleted after the key's first successful use.\n\n", name, id, path)
+}
+
+// keyFileWatch deletes DATA/initial-api-key once its key has been used:
+// its Used is adminapi's Config.OnKeyFirstUse.
+type keyFileWatch struct {
+	path  string
+	keyID int64
+	log   *slog.Logger
+	once  sync.Once
+}
+
+// watchKeyFile answers the watch of the key file in dataDir, or nil
+// when there is none, or it holds no key of this store (a file the
+// operator edited, or left by an earlier store), which is left alone.
+// It is read at every start, so that a file a restart found still there
+// goes once its key is used.
+func watchKeyFile(ctx context.Context, st mailstore.Store, dataDir string, log *slog.Logger) (*keyFileWatch, error) {
+	path := filepath.Join(dataDir, KeyFileName)
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the first key's file: %w", err)
+	}
+	lookup, _, err := credential.ParseAPIKey(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return nil, nil
+	}
+	k, err := st.APIKeyByLookup(ctx, lookup)
+	if errors.Is(err, mailstore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the first key's file: %w", err)
+	}
+	return &keyFileWatch{path: path, keyID: k.ID, log: log}, nil
+}
+
+// Used deletes the file the first time keyID is its key's.
+func (w *keyFileWatch) Used(keyID int64) {
+	if keyID != w.keyID {
+		return
+	}
+	w.once.Do(func() {
+		err := os.Remove(w.path)
+		switch {
+		case err == nil:
+			w.log.Info("deleted the first start's API key file: its key has been used", "path", w.path, "key_id", keyID)
+		case !errors.Is(err, fs.ErrNotExist):
+			w.log.Warn("could not delete the first start's API key file; delete it by hand", "path", w.path, "err", err)
+		}
+	})
 }

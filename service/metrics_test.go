@@ -15,6 +15,8 @@ import (
 
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-smtp"
+
+	"github.com/mailhost/mailhost/internal/dnstest"
 )
 
 // scrape reads GET /metrics of api and answers each sample by its series
@@ -59,8 +61,9 @@ func TestMetricsScrape(t *testing.T) {
 	}
 	down := ln.Addr().String()
 	ln.Close() // nothing listens there: every attempt is deferred
+	dns := dnstest.Start(t)
 	addrs, out, _ := startServer(t, t.TempDir(), "MAILHOST_ALLOW_INSECURE_AUTH", "true",
-		"MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", down)
+		"MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", down, "MAILHOST_DNS", dns.Addr)
 	key := keyRE.FindString(out.String())
 	api := "http://" + addrs.HTTP
 	for _, c := range []struct{ method, path, body string }{
@@ -73,6 +76,7 @@ func TestMetricsScrape(t *testing.T) {
 			t.Fatalf("%s %s = %d %s", c.method, c.path, code, body)
 		}
 	}
+	verifyDomain(t, dns, api, key, "example.com", "mx.test")
 	if code, _ := call(t, "GET", api+"/domains/nosuch.example", key, ""); code != 404 {
 		t.Fatalf("GET /domains/nosuch.example = %d, want 404", code)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
 )
 
 // Operator is what the command line does to a store: provision partners and
@@ -33,6 +34,18 @@ type Operator interface {
 	// DeleteQueued removes a queue entry (see mailstore's
 	// DeleteOutbound) and answers it as it was.
 	DeleteQueued(ctx context.Context, id int64) (mailstore.Outbound, error)
+	// SetMailboxPassword sets the password of any partner's mailbox
+	// (the operator's own, postmaster@ the host name, first of all):
+	// policy's password lengths, else ErrInvalidArgument;
+	// ErrMailboxNotFound.
+	SetMailboxPassword(ctx context.Context, email, password string) (MailboxInfo, error)
+}
+
+// MailboxInfo is a mailbox as the command line shows it.
+type MailboxInfo struct {
+	ID        int64  `json:"id"`
+	PartnerID int64  `json:"partner_id"`
+	Email     string `json:"email"`
 }
 
 // QueueList is a page of the outbound queue.
@@ -261,4 +274,27 @@ func (o *storeOps) audit(ctx context.Context, partnerID int64, command, object s
 	if _, err := a.AddAudit(ctx, e); err != nil {
 		slog.Default().Error("audit entry", "command", command, "partner_id", partnerID, "err", err)
 	}
+}
+
+func (o *storeOps) SetMailboxPassword(ctx context.Context, email, password string) (MailboxInfo, error) {
+	if n := utf8.RuneCountInString(password); n < policy.MinPasswordLen || n > policy.MaxPasswordLen {
+		return MailboxInfo{}, fmt.Errorf("password must be %d to %d characters: %w", policy.MinPasswordLen, policy.MaxPasswordLen, mailstore.ErrInvalidArgument)
+	}
+	addr, err := policy.NormalizeAddress(email)
+	if err != nil {
+		return MailboxInfo{}, fmt.Errorf("%w: %w", mailstore.ErrInvalidArgument, err)
+	}
+	m, _, err := o.store.MailboxByEmail(ctx, addr)
+	if err != nil {
+		return MailboxInfo{}, fmt.Errorf("mailbox %s: %w", addr, err)
+	}
+	hash, err := credential.HashPassword(password)
+	if err != nil {
+		return MailboxInfo{}, err
+	}
+	if m, err = o.store.SetPassword(ctx, m.PartnerID, addr, hash, o.now()); err != nil {
+		return MailboxInfo{}, fmt.Errorf("mailbox %s: %w", addr, err)
+	}
+	o.audit(ctx, m.PartnerID, "mailbox password", addr)
+	return MailboxInfo{ID: m.ID, PartnerID: m.PartnerID, Email: m.Email}, nil
 }

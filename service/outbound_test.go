@@ -19,6 +19,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/mailhost/mailhost/config"
+	"github.com/mailhost/mailhost/internal/dnstest"
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -157,9 +158,10 @@ func submit(addr, user, pass, from string, to []string, msg string) error {
 func TestSubmissionRelayForwardAndCap(t *testing.T) {
 	relay := startSink(t)
 	dir := t.TempDir()
+	dns := dnstest.Start(t)
 	addrs, out, _ := startServer(t, dir,
 		"MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_SUBMISSIONS", "127.0.0.1:0",
-		"MAILHOST_RELAY", relay.addr)
+		"MAILHOST_RELAY", relay.addr, "MAILHOST_DNS", dns.Addr)
 	key := keyRE.FindString(out.String())
 	api := "http://" + addrs.HTTP
 	for _, c := range []struct{ method, path, body string }{
@@ -171,6 +173,7 @@ func TestSubmissionRelayForwardAndCap(t *testing.T) {
 			t.Fatalf("%s %s = %d %s", c.method, c.path, code, body)
 		}
 	}
+	verifyDomain(t, dns, api, key, "example.com", "mx.test")
 
 	msg := "From: alice@example.com\r\nTo: bob@remote.test\r\nSubject: hello\r\n\r\nHi Bob!\r\n"
 	if err := submit(addrs.Submission, "alice@example.com", "password123", "alice@example.com", []string{"bob@remote.test"}, msg); err != nil {
@@ -187,14 +190,14 @@ func TestSubmissionRelayForwardAndCap(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("GET /dns = %d %s", code, body)
 	}
-	var dns struct {
+	var listed struct {
 		Records []struct{ Type, Name, Value string }
 	}
-	if err := json.Unmarshal([]byte(body), &dns); err != nil {
+	if err := json.Unmarshal([]byte(body), &listed); err != nil {
 		t.Fatal(err)
 	}
 	txt := map[string][]string{}
-	for _, r := range dns.Records {
+	for _, r := range listed.Records {
 		if r.Type == "TXT" {
 			txt[r.Name] = append(txt[r.Name], r.Value)
 		}
@@ -292,7 +295,8 @@ func stuckServer(t *testing.T) (dir, api, key string) {
 	down := ln.Addr().String()
 	ln.Close() // nothing listens there: every attempt is deferred
 	dir = t.TempDir()
-	addrs, out, _ := startServer(t, dir, "MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", down)
+	dns := dnstest.Start(t)
+	addrs, out, _ := startServer(t, dir, "MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", down, "MAILHOST_DNS", dns.Addr)
 	key = keyRE.FindString(out.String())
 	api = "http://" + addrs.HTTP
 	for _, c := range []struct{ path, body string }{
@@ -303,6 +307,7 @@ func stuckServer(t *testing.T) (dir, api, key string) {
 			t.Fatalf("POST %s = %d %s", c.path, code, body)
 		}
 	}
+	verifyDomain(t, dns, api, key, "example.com", "mx.test")
 	msg := "From: alice@example.com\r\nTo: bob@remote.test\r\nSubject: stuck\r\n\r\nnever sent\r\n"
 	if err := submit(addrs.Submission, "alice@example.com", "password123", "alice@example.com", []string{"bob@remote.test"}, msg); err != nil {
 		t.Fatalf("submit: %v", err)

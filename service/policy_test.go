@@ -49,7 +49,8 @@ func (s *sink) repliesTo(rcpt string) []sinkMessage {
 // null sender and a copy it was not named in (Bcc) get nothing.
 func TestAutoReplyOnce(t *testing.T) {
 	relay := startSink(t)
-	addrs, out, _ := startServer(t, t.TempDir(), "MAILHOST_RELAY", relay.addr)
+	dns := dnstest.Start(t)
+	addrs, out, _ := startServer(t, t.TempDir(), "MAILHOST_RELAY", relay.addr, "MAILHOST_DNS", dns.Addr)
 	key := keyRE.FindString(out.String())
 	api := "http://" + addrs.HTTP
 	for _, c := range []struct{ method, path, body string }{
@@ -61,6 +62,7 @@ func TestAutoReplyOnce(t *testing.T) {
 			t.Fatalf("%s %s = %d %s", c.method, c.path, code, body)
 		}
 	}
+	verifyDomain(t, dns, api, key, "example.com", "mx.test")
 	if code, body := call(t, "PUT", api+"/users/alice@example.com/autoreply", key,
 		`{"enabled":true,"subject":"Away until Monday","body":"I am away.\nAlice"}`); code != 200 {
 		t.Fatalf("PUT autoreply = %d %s", code, body)
@@ -160,5 +162,53 @@ func TestBlocklistAndDMARCWired(t *testing.T) {
 		"From: a@reject.test\r\nSubject: forged\r\n\r\nx\r\n")
 	if !errors.As(err, &se) || se.Code != 550 || !strings.Contains(se.Message, "DMARC") {
 		t.Errorf("DMARC p=reject failure = %v, want 550 naming DMARC", err)
+	}
+}
+
+// TestAutoReplyUnverified: a mailbox of a domain its partner has not
+// verified sends no auto-reply: the reply would be the domain writing as
+// itself to whoever the envelope names, signed by this server
+// (policy.MayReach). The verified domain's reply, sent after, proves the
+// first message was decided.
+func TestAutoReplyUnverified(t *testing.T) {
+	relay := startSink(t)
+	dns := dnstest.Start(t)
+	addrs, out, _ := startServer(t, t.TempDir(), "MAILHOST_RELAY", relay.addr, "MAILHOST_DNS", dns.Addr)
+	key := keyRE.FindString(out.String())
+	api := "http://" + addrs.HTTP
+	for _, c := range []struct{ path, body string }{
+		{"/domains/", `{"name":"example.com"}`},
+		{"/domains/", `{"name":"bigbank.example"}`},
+		{"/users/", `{"domain_name":"example.com","email":"alice@example.com","password":"password123"}`},
+		{"/users/", `{"domain_name":"bigbank.example","email":"ceo@bigbank.example","password":"password123"}`},
+	} {
+		if code, body := call(t, "POST", api+c.path, key, c.body); code != 201 {
+			t.Fatalf("POST %s = %d %s", c.path, code, body)
+		}
+	}
+	verifyDomain(t, dns, api, key, "example.com", "mx.test")
+	for _, m := range []string{"ceo@bigbank.example", "alice@example.com"} {
+		if code, body := call(t, "PUT", api+"/users/"+m+"/autoreply", key, `{"enabled":true,"subject":"Away","body":"Wire the money."}`); code != 200 {
+			t.Fatalf("PUT autoreply of %s = %d %s", m, code, body)
+		}
+	}
+	for _, s := range []struct{ from, to string }{{"victim@remote.test", "ceo@bigbank.example"}, {"grace@remote.test", "alice@example.com"}} {
+		msg := "From: " + s.from + "\r\nTo: " + s.to + "\r\nSubject: hello\r\nMessage-ID: <1@remote.test>\r\n\r\nHi\r\n"
+		if err := mxSend(t, addrs.SMTP, s.from, []string{s.to}, msg); err != nil {
+			t.Fatalf("send to %s = %v", s.to, err)
+		}
+	}
+	// A reply is queued before the 250 of the message it answers, and
+	// counted in its domain's transfer then.
+	_, body := call(t, "GET", api+"/domains/bigbank.example/usage", key, "")
+	var usage struct {
+		TransferOutBytes int64 `json:"transfer_out_bytes"`
+	}
+	if err := json.Unmarshal([]byte(body), &usage); err != nil || usage.TransferOutBytes != 0 {
+		t.Errorf("bigbank.example's usage = %s, want nothing sent out", body)
+	}
+	relay.wait(t, "grace@remote.test")
+	if got := relay.repliesTo("victim@remote.test"); len(got) != 0 {
+		t.Errorf("the unverified domain's mailbox replied: %s", got[0].Data)
 	}
 }

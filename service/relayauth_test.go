@@ -7,6 +7,8 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+
+	"github.com/mailhost/mailhost/internal/dnstest"
 )
 
 // loginSink is a sink that takes mail only after AUTH PLAIN, in clear
@@ -69,8 +71,10 @@ func startLoginSink(t *testing.T, user, pass string) *loginSink {
 // mail goes out through a relay that wants a login.
 func TestRelayLogin(t *testing.T) {
 	relay := startLoginSink(t, "queue@relay.test", "relay pass 1")
+	dns := dnstest.Start(t)
 	addrs, out, _ := startServer(t, t.TempDir(), "MAILHOST_SUBMISSION", "127.0.0.1:0",
-		"MAILHOST_RELAY", relay.addr, "MAILHOST_RELAY_USERNAME", "queue@relay.test", "MAILHOST_RELAY_PASSWORD", "relay pass 1")
+		"MAILHOST_RELAY", relay.addr, "MAILHOST_RELAY_USERNAME", "queue@relay.test", "MAILHOST_RELAY_PASSWORD", "relay pass 1",
+		"MAILHOST_DNS", dns.Addr)
 	key := keyRE.FindString(out.String())
 	api := "http://" + addrs.HTTP
 	for _, c := range []struct{ path, body string }{
@@ -81,6 +85,7 @@ func TestRelayLogin(t *testing.T) {
 			t.Fatalf("POST %s = %d %s", c.path, code, body)
 		}
 	}
+	verifyDomain(t, dns, api, key, "example.com", "mx.test")
 	msg := "From: alice@example.com\r\nTo: bob@remote.test\r\nSubject: via login\r\n\r\nHi Bob!\r\n"
 	if err := submit(addrs.Submission, "alice@example.com", "password123", "alice@example.com", []string{"bob@remote.test"}, msg); err != nil {
 		t.Fatalf("submit: %v", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/mailhost/mailhost/config"
+	"github.com/mailhost/mailhost/internal/dnstest"
 )
 
 // TestUnverifiedDomainOfAnotherPartner is issue 11's first reproduction:
@@ -20,8 +21,9 @@ import (
 func TestUnverifiedDomainOfAnotherPartner(t *testing.T) {
 	relay := startSink(t)
 	dir := t.TempDir()
+	dns := dnstest.Start(t)
 	addrs, out, _ := startServer(t, dir,
-		"MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", relay.addr)
+		"MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", relay.addr, "MAILHOST_DNS", dns.Addr)
 	key := keyRE.FindString(out.String())
 	api := "http://" + addrs.HTTP
 	var acme NewKey
@@ -45,6 +47,9 @@ func TestUnverifiedDomainOfAnotherPartner(t *testing.T) {
 			t.Fatalf("POST %s %s = %d %s", c.path, c.body, code, body)
 		}
 	}
+	// The default partner's example.com is verified: its users send to
+	// anyone. acme's remote.test is not.
+	verifyDomain(t, dns, api, key, "example.com", "mx.test")
 	messages := func(email string) int {
 		t.Helper()
 		code, body := call(t, "GET", api+"/users/"+email+"/usage", acme.APIKey, "")

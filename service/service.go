@@ -159,6 +159,24 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err := firstStart(ctx, st, ops, o.Stdout, o.ShowKey, cfg.DataDir, log); err != nil {
 		return err
 	}
+	// Where role mail that no domain takes goes: the postmaster setting,
+	// else the operator's own mailbox.
+	operator, err := operatorMailbox(ctx, st, hostname, policy.NewPlans(cfg.Plans), o.Stdout, o.ShowKey, cfg.DataDir, o.Now(), log)
+	if err != nil {
+		return err
+	}
+	postmaster := cfg.Postmaster
+	if postmaster == "" {
+		postmaster = operator
+	}
+	keyFile, err := watchKeyFile(ctx, st, cfg.DataDir, log)
+	if err != nil {
+		return err
+	}
+	var onKeyFirstUse func(int64)
+	if keyFile != nil {
+		onKeyFirstUse = keyFile.Used
+	}
 
 	tlsConfig, err := loadTLS(cfg.TLSCert, cfg.TLSKey, cfg.DataDir, hostname)
 	if err != nil {
@@ -347,6 +365,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			DefaultMaxMailboxes: cfg.DefaultMaxMailboxes, DefaultMaxAliases: cfg.DefaultMaxAliases,
 			RateLimit: cfg.APIRateLimit, RateBurst: cfg.APIRateBurst, Share: share,
 			Clients: clients, AllowPrivateWebhooks: cfg.WebhookAllowPrivate, Metrics: mset.API(), SpamDefault: cfg.SpamFilter,
+			OnKeyFirstUse: onKeyFirstUse,
 		})
 		for _, l := range []struct {
 			name, addr string
@@ -413,7 +432,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MXMaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
-			Postmaster: cfg.Postmaster, OnQuotaFull: events.quotaFull, Metrics: mset.SMTP(),
+			Postmaster: postmaster, OnQuotaFull: events.quotaFull, Metrics: mset.SMTP(),
 			DNSBL: cfg.DNSBL, DNSBLResolver: resolver, DMARCEnforce: cfg.DMARCEnforce,
 		}
 		if ars, ok := st.(autoreply.Store); ok {
@@ -435,15 +454,21 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 
 	if cfg.Submission != "" || cfg.Submissions != "" {
-		s := smtpd.NewSubmission(withSpam(smtpd.Config{
+		sub := smtpd.Config{
 			Store: st, Hostname: hostname, TLS: tlsConfig, Logger: log, Now: o.Now,
 			MaxMessageBytes: cfg.MaxMessageBytes, OnQueued: sender.Wake, Memory: memory,
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP), MaxConnRatePerIP: noLimit(cfg.MaxConnRatePerIP),
 			MaxConnsPerUserIP: noLimit(cfg.MaxConnsPerUserIP), Logins: logins, AllowInsecureAuth: cfg.AllowInsecureAuth,
-			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share, Postmaster: cfg.Postmaster, OnQuotaFull: events.quotaFull,
+			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share, Postmaster: postmaster, OnQuotaFull: events.quotaFull,
 			Signer:  mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
-			Metrics: mset.SMTP(),
-		}, cfg, spamClient))
+			Metrics: mset.SMTP(), DMARCEnforce: cfg.DMARCEnforce,
+		}
+		if cfg.InboundChecks {
+			// For the messages that reach another partner's mailbox,
+			// which get the MX's checks.
+			sub.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}
+		}
+		s := smtpd.NewSubmission(withSpam(sub, cfg, spamClient))
 		servers = append(servers, s)
 		if err := listenPair(s, "submission", cfg.Submission, &addrs.Submission, "submissions", cfg.Submissions, &addrs.Submissions); err != nil {
 			closeAll()

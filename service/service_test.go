@@ -15,7 +15,20 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/config"
+	"github.com/mailhost/mailhost/internal/dnstest"
 )
+
+// verifyDomain proves the domain name of key's partner through the API,
+// as a partner does: an MX record at dns (the server's `dns` setting)
+// names the server's host name, host. Its users then send to anyone
+// (policy.MayReach), not only to their own partner's mailboxes.
+func verifyDomain(t *testing.T, dns *dnstest.Server, api, key, name, host string) {
+	t.Helper()
+	dns.SetMX(name, host)
+	if code, body := call(t, "POST", api+"/domains/"+name+"/verify", key, ""); code != 200 {
+		t.Fatalf("POST /domains/%s/verify = %d %s, want 200", name, code, body)
+	}
+}
 
 // startServer runs the whole service on random loopback ports in dir and
 // returns its addresses, what it printed, and a stop function.
@@ -156,11 +169,11 @@ func TestFirstStartAndRestart(t *testing.T) {
 		t.Errorf("restart printed a key again: %q", out.String())
 	}
 	api = "http://" + addrs.HTTP
-	code, body := call(t, "GET", api+"/users/", key, "")
+	code, body := call(t, "GET", api+"/users/?domain_id=2", key, "")
 	var users []map[string]any
 	json.Unmarshal([]byte(body), &users)
 	if code != 200 || len(users) != 1 || users[0]["email"] != "a@example.com" {
-		t.Errorf("after restart GET /users/ = %d %s", code, body)
+		t.Errorf("after restart GET /users/?domain_id=2 = %d %s", code, body)
 	}
 	if code, _ := call(t, "GET", api+"/domains/", acme.APIKey, ""); code != 401 {
 		t.Errorf("revoked key: GET /domains/ = %d, want 401", code)

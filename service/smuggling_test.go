@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mailhost/mailhost/internal/dnstest"
 )
 
 // TestSmugglingNotRelayed is issue 11's second reproduction: a body that
@@ -20,9 +22,10 @@ import (
 func TestSmugglingNotRelayed(t *testing.T) {
 	relay := startSink(t)
 	dir := t.TempDir()
+	dns := dnstest.Start(t)
 	addrs, out, _ := startServer(t, dir,
 		"MAILHOST_SUBMISSION", "127.0.0.1:0", "MAILHOST_RELAY", relay.addr,
-		"MAILHOST_ALLOW_INSECURE_AUTH", "true")
+		"MAILHOST_ALLOW_INSECURE_AUTH", "true", "MAILHOST_DNS", dns.Addr)
 	key := keyRE.FindString(out.String())
 	api := "http://" + addrs.HTTP
 	for _, c := range []struct{ path, body string }{
@@ -34,6 +37,7 @@ func TestSmugglingNotRelayed(t *testing.T) {
 			t.Fatalf("POST %s = %d %s", c.path, code, body)
 		}
 	}
+	verifyDomain(t, dns, api, key, "example.com", "mx.test")
 	smuggled := func(end string) string {
 		return "Hi" + end + "MAIL FROM:<evil@x.test>" + end + "RCPT TO:<victim@y.test>" + end + "DATA" + end + "smuggled" + end
 	}

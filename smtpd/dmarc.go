@@ -68,21 +68,20 @@ func (e *dmarcRejected) Unwrap() error { return errDMARCReject }
 // quarantine.
 const quarantineField = "X-Mailhost-Quarantine"
 
-// authenticate runs the Authenticator on msg and returns the
-// Authentication-Results field to prepend and, with Config.DMARCEnforce,
-// the field marking a quarantined message ("" for none), or an error
-// that refuses the message.
-func (s *session) authenticate(tx transaction, msg []byte) (ar, quarantine string, err error) {
+// authenticate runs the Authenticator on msg, as sent by ip, which said
+// helo, and returns the Authentication-Results field to prepend and,
+// with Config.DMARCEnforce, the field marking a quarantined message (""
+// for none), or an error that refuses the message.
+func (s *session) authenticate(tx transaction, ip net.IP, helo string, msg []byte) (ar, quarantine string, err error) {
 	a := s.srv.cfg.Authenticator
 	if a == nil {
 		return "", "", nil
 	}
-	ip := net.IP(s.ip.AsSlice())
 	da, ok := a.(DMARCAuthenticator)
 	if !ok || !s.srv.cfg.DMARCEnforce {
-		return headerLine(a.Check(s.ctx, ip, s.helo, tx.from, msg)), "", nil
+		return headerLine(a.Check(s.ctx, ip, helo, tx.from, msg)), "", nil
 	}
-	h, v := da.CheckDMARC(s.ctx, ip, s.helo, tx.from, msg)
+	h, v := da.CheckDMARC(s.ctx, ip, helo, tx.from, msg)
 	ar = headerLine(h)
 	if !v.Fail {
 		return ar, "", nil

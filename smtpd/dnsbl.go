@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mailhost/mailhost/delivery"
+	"github.com/mailhost/mailhost/policy"
 )
 
 // DNS blocklists (RFC 5782), MX only.
@@ -178,10 +178,11 @@ func (s *session) startDNSBL() {
 	s.dnsbl.start(r, cfg.DNSBL, s.ip, func(msg string, args ...any) { s.log.Warn(msg, args...) })
 }
 
-// checkDNSBL refuses a recipient when the client is listed, except
-// postmaster (the domainless one, or postmaster@ any domain).
+// checkDNSBL refuses a recipient when the client is listed, except the
+// role addresses (policy.RoleAddress: the domainless postmaster, and
+// postmaster@ and abuse@ any domain), where a listed sender asks why.
 func (s *session) checkDNSBL(addr string) error {
-	if s.dnsbl == nil || addr == delivery.Postmaster || strings.HasPrefix(addr, delivery.Postmaster+"@") {
+	if s.dnsbl == nil || policy.RoleAddress(addr) {
 		return nil
 	}
 	l, err := s.dnsbl.wait(s.ctx)

@@ -12,7 +12,7 @@ import (
 // TestDNSBLRefusesListedClient: a client listed in the second of two
 // lists (the stub DNS answers 127.0.0.2 for 1.0.0.127.<list>, as a real
 // list does) is refused at RCPT with 554 5.7.1 naming the list, for
-// every recipient but postmaster, which is delivered; the next
+// every recipient but postmaster and abuse, which are delivered; the next
 // transaction of the connection gets the same answer.
 func TestDNSBLRefusesListedClient(t *testing.T) {
 	dns := dnstest.Start(t)
@@ -35,6 +35,7 @@ func TestDNSBLRefusesListedClient(t *testing.T) {
 	}
 	r.cmd("RCPT TO:<Postmaster>", "250")
 	r.cmd("RCPT TO:<postmaster@a.test>", "250")
+	r.cmd("RCPT TO:<abuse@a.test>", "250")
 	r.cmd("DATA", "354")
 	r.send("From: someone@remote.test", "Subject: please delist me", "", "hello", ".")
 	r.expect("250")

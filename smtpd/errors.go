@@ -43,6 +43,7 @@ func reply(err error) *smtp.SMTPError {
 	var se *smtp.SMTPError
 	var listed *listedError
 	var dmarcRej *dmarcRejected
+	var notVerified *delivery.NotVerifiedError
 	switch {
 	case errors.As(err, &se):
 		return se // go-smtp's own, e.g. smtp.ErrDataTooLarge
@@ -51,6 +52,16 @@ func reply(err error) *smtp.SMTPError {
 		// 5.7.1 naming DMARC is what large receivers answer.
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
 			Message: fmt.Sprintf("Message rejected: it fails DMARC and %s publishes p=reject", sanitizeDomain(dmarcRej.domain))}
+	case errors.As(err, &notVerified):
+		// decisions.md, "Domain ownership": until its domain is
+		// verified a mailbox sends only to its own partner's mailboxes.
+		// The reply says why, so that the partner knows what to do.
+		what := "<" + clean(notVerified.Recipient) + ">: sender domain"
+		if notVerified.Recipient == "" {
+			what = "From: domain"
+		}
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
+			Message: fmt.Sprintf("%s %s is not verified; it may send only to its own partner's mailboxes", what, sanitizeDomain(notVerified.Domain))}
 	case errors.As(err, &listed):
 		// RFC 5782 has no code; 554 5.7.1 naming the list is what
 		// Postfix answers (reject_rbl_client), so the sender's operator

@@ -47,6 +47,8 @@ func passwordHash(t *testing.T) string {
 //	        loop1 <-> loop2, c1 -> ... -> c8 -> bob (8 hops, allowed),
 //	        d1 -> ... -> d9 -> bob (9 hops, too deep), x -> nobody@b.test
 //	b.test: dave, erin; catch-all @b.test -> dave
+//
+// Both are the partner acme's, verified.
 type fixture struct {
 	t       *testing.T
 	st      *mailstore.Bolt
@@ -69,6 +71,10 @@ func newFixture(t *testing.T, dir string) *fixture {
 	for _, d := range []string{"a.test", "b.test"} {
 		if _, err := st.CreateDomain(ctx, f.partner.ID, mailstore.NewDomain{Name: d, Plan: plan, MaxMailboxes: 100, MaxAliases: 100}, testNow); err != nil {
 			t.Fatalf("create domain %s: %v", d, err)
+		}
+		// Verified, so that their users send anywhere (policy.MayReach).
+		if _, err := st.SetVerified(ctx, f.partner.ID, d, true, testNow); err != nil {
+			t.Fatalf("verify domain %s: %v", d, err)
 		}
 	}
 	for _, m := range []string{"bob@a.test", "carol@a.test", "jösé@a.test", "dave@b.test", "erin@b.test"} {

@@ -54,13 +54,13 @@ func TestSizeOver32Bits(t *testing.T) {
 
 // TestPostmaster: RCPT TO:<postmaster>, in any case and without a
 // domain, is accepted (RFC 5321 section 4.5.1; issue 11: it was 501) and
-// delivered to Config.Postmaster, and so is postmaster@ a hosted domain
-// that has no mailbox, alias or catch-all of that name; one with a
-// catch-all keeps it. Without Config.Postmaster both are unknown users.
+// delivered to Config.Postmaster, and so are postmaster@ and abuse@ a
+// hosted domain that has no mailbox, alias or catch-all of that name;
+// one with a catch-all keeps it. Without Config.Postmaster both are unknown users.
 func TestPostmaster(t *testing.T) {
 	t.Run("configured", func(t *testing.T) {
 		e := newEnv(t, func(c *Config) { c.Postmaster = "Carol@A.test" })
-		for _, rcpt := range []string{"postmaster", "PostMaster", "postmaster@a.test", "postmaster@b.test"} {
+		for _, rcpt := range []string{"postmaster", "PostMaster", "postmaster@a.test", "abuse@a.test", "postmaster@b.test"} {
 			r := e.dialRaw(t)
 			r.cmd("EHLO client.test", "250 ")
 			r.cmd("MAIL FROM:<s@remote.test>", "250 ")
@@ -75,7 +75,7 @@ func TestPostmaster(t *testing.T) {
 			s, _, _ = strings.Cut(s, "\r\n")
 			subjects = append(subjects, s)
 		}
-		if want := "to postmaster,to PostMaster,to postmaster@a.test"; strings.Join(subjects, ",") != want {
+		if want := "to postmaster,to PostMaster,to postmaster@a.test,to abuse@a.test"; strings.Join(subjects, ",") != want {
 			t.Errorf("carol got %q, want %s", subjects, want)
 		}
 		// b.test has a catch-all: its postmaster@ is the catch-all's.

@@ -145,8 +145,8 @@ type Config struct {
 	// n live nodes each allows MaxRecipientsPerHour/n.
 	Share *policy.Share
 	// Postmaster is where mail to RCPT TO:<postmaster> goes, and mail to
-	// postmaster@ a hosted domain that has none (delivery.Config's
-	// Postmaster). "": both are answered 550 5.1.1.
+	// postmaster@ and abuse@ a hosted domain that has none
+	// (delivery.Config's Postmaster). "": they are answered 550 5.1.1.
 	Postmaster string
 	// OnQuotaFull is delivery.Config's: told of each mailbox whose quota
 	// refuses a recipient. nil: nothing.

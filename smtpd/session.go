@@ -176,8 +176,8 @@ func recipientAddress(to string) (string, error) {
 	if strings.IndexByte(to, 0) >= 0 {
 		return "", fmt.Errorf("%q: %w", to, errNULRecipient)
 	}
-	if strings.EqualFold(to, delivery.Postmaster) {
-		return delivery.Postmaster, nil
+	if strings.EqualFold(to, policy.Postmaster) {
+		return policy.Postmaster, nil
 	}
 	addr, err := policy.NormalizeAddress(to)
 	if err != nil {
@@ -256,7 +256,7 @@ func (s *session) Data(r io.Reader) error {
 	msg = delivery.NormalizeLineEnds(msg)
 	// The checks, and the DMARC policy with Config.DMARCEnforce
 	// (dmarc.go).
-	ar, quarantine, err := s.authenticate(tx, msg)
+	ar, quarantine, err := s.authenticate(tx, net.IP(s.ip.AsSlice()), s.helo, msg)
 	if err != nil {
 		return s.refusal("message refused", err, "id", tx.id, "from", tx.from)
 	}

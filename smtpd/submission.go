@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -84,7 +85,9 @@ func (s *submission) refuseSender(from string, err error) error {
 // 4.2.2 for a full mailbox); the remote destinations of its aliases and
 // every address of a domain not hosted here are queued, as the user's
 // submission: the user's domain is charged and the envelope sender is
-// the user's own (no SRS).
+// the user's own (no SRS). A sender whose domain is not verified reaches
+// only its own partner's mailboxes: 550 5.7.1 naming the domain for any
+// other recipient (policy.MayReach).
 func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,12 +116,16 @@ func (s *submission) Rcpt(to string, opts *smtp.RcptOptions) error {
 
 // Data reads the message and checks that every address of its From:
 // field(s) is the user's to use (553 5.7.1 otherwise, 550 5.6.0 without
-// one). It removes Authentication-Results fields that claim this server
+// one), and that the first one's domain, which signs it, may reach the
+// recipients (550 5.7.1 when it is not verified and they are not all
+// the user's partner's mailboxes). It removes Authentication-Results fields that claim this server
 // (the local copies would otherwise carry a forged verdict), adds Date:
 // and Message-ID: when missing, prepends a Received field, has the message
 // DKIM-signed for the From: address's domain, then stores and queues it
 // with one store.Deliver call charged to the user's domain: 451 4.7.1 when
-// its transfer cap for the month is used, and nothing stored.
+// its transfer cap for the month is used, and nothing stored. A message
+// that reaches another partner's mailbox gets the MX's checks first
+// (checkInbound).
 func (s *submission) Data(r io.Reader) error {
 	tx := s.transaction()
 	if tx.empty() {
@@ -133,6 +140,9 @@ func (s *submission) Data(r io.Reader) error {
 	}
 	signing, err := s.checkFrom(tx, msg)
 	if err != nil {
+		return s.refuseMessage(tx, err)
+	}
+	if err := tx.del.MaySignAs(signing); err != nil {
 		return s.refuseMessage(tx, err)
 	}
 	// After checkFrom, which refuses a bare CR in the header, and before
@@ -156,7 +166,37 @@ func (s *submission) Data(r io.Reader) error {
 			return s.refuseMessage(tx, fmt.Errorf("DKIM signing for %s: %w", signing.Name, err))
 		}
 	}
+	if tx.del.InboundChecks() {
+		if body, err = s.checkInbound(tx, body); err != nil {
+			return err
+		}
+	}
 	return s.deliver(tx, body, at, start)
+}
+
+// checkInbound gives a submission that reaches another partner's
+// mailbox (delivery's InboundChecks) the MX's checks: body, signed as it
+// leaves, is checked as this server would send it, from the address the
+// client reached (this server's) with the host name as HELO, so that SPF
+// and DKIM answer what a receiver elsewhere would find. The
+// Authentication-Results field is prepended to the body every recipient
+// gets; a DMARC p=reject failure refuses the message (550 5.7.1), a
+// p=quarantine one sends the other partners' copies to Junk
+// (delivery's Quarantine) without a field, since the user's own
+// recipients share the body.
+func (s *submission) checkInbound(tx transaction, body []byte) ([]byte, error) {
+	var ip net.IP
+	if ta, ok := s.conn.Conn().LocalAddr().(*net.TCPAddr); ok {
+		ip = ta.IP
+	}
+	ar, quarantine, err := s.authenticate(tx, ip, s.srv.hostname, body)
+	if err != nil {
+		return nil, s.refuseMessage(tx, err)
+	}
+	if quarantine != "" {
+		tx.del.Quarantine()
+	}
+	return prepend([]byte(ar), body), nil
 }
 
 // checkFrom applies policy.MaySendAs to every From: address and returns

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/mailhost/mailhost/config"
@@ -37,6 +39,10 @@ Usage:
   mailhost queue flush [flags]           retry every queued message now
   mailhost queue delete ENTRY_ID [flags] drop a queued message for one destination:
                                          no bounce, not sent (JSON: the entry)
+  mailhost mailbox password EMAIL [flags]
+                                         set a mailbox's password (any partner's; the
+                                         operator's postmaster@<hostname> first of all),
+                                         read from the first line of stdin
   mailhost store copy --from DIR_OR_URL --to DIR_OR_URL
                                          copy a stopped store into an empty one (bbolt, PostgreSQL)
   mailhost backup FILE [flags]           copy the bbolt store to FILE, also while the server runs
@@ -52,10 +58,10 @@ file; the CLI works while the server runs, through its control socket.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// No command is a mistake (exit 2, usage on stderr), as for any
 	// other wrong use: a script that forgot its command must not pass.
 	if len(args) == 0 {
@@ -85,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	want := map[string]int{
 		"serve": 0, "partner create": 1, "partner list": 0, "partner limits": 1, "key create": 1,
 		"key list": 1, "key revoke": 1, "retention run": 0,
-		"queue list": 0, "queue flush": 0, "queue delete": 1,
+		"queue list": 0, "queue flush": 0, "queue delete": 1, "mailbox password": 1,
 	}
 	nargs, ok := want[cmd]
 	if !ok {
@@ -127,6 +133,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		limits.MaxDomains = maxDomains
 	}
+	var password string
+	if cmd == "mailbox password" {
+		var err error
+		if password, err = readPassword(stdin); err != nil {
+			fmt.Fprintf(stderr, "mailhost mailbox password: %v\n", err)
+			return 2
+		}
+	}
 	cfg, err := flags.Load(nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "mailhost: configuration: %v\n", err)
@@ -141,7 +155,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = service.Run(ctx, cfg, service.Options{Stdout: stdout, ShowKey: show, Logger: service.NewLogger(cfg, stderr)})
 	} else {
 		err = service.WithOperator(ctx, cfg, func(op service.Operator) error {
-			return operate(ctx, op, cmd, pos, page, limits, stdout)
+			return operate(ctx, op, cmd, pos, page, limits, password, stdout)
 		})
 	}
 	if err != nil {
@@ -151,7 +165,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func operate(ctx context.Context, op service.Operator, cmd string, pos []string, page mailstore.Page, limits mailstore.PartnerLimits, stdout io.Writer) error {
+func operate(ctx context.Context, op service.Operator, cmd string, pos []string, page mailstore.Page, limits mailstore.PartnerLimits, password string, stdout io.Writer) error {
 	var v any
 	var err error
 	switch cmd {
@@ -183,6 +197,8 @@ func operate(ctx context.Context, op service.Operator, cmd string, pos []string,
 			return errors.New("ENTRY_ID must be a number (see mailhost queue list)")
 		}
 		v, err = op.DeleteQueued(ctx, id)
+	case "mailbox password":
+		v, err = op.SetMailboxPassword(ctx, pos[0], password)
 	}
 	if err != nil {
 		return err
@@ -190,4 +206,19 @@ func operate(ctx context.Context, op service.Operator, cmd string, pos []string,
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// readPassword reads a password from the first line of r, without its
+// line end: a password given as an argument would be in the process
+// list and the shell's history.
+func readPassword(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read the password from stdin: %w", err)
+	}
+	line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+	if line == "" {
+		return "", errors.New("give the password on stdin, one line")
+	}
+	return line, nil
 }

@@ -2,16 +2,27 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mailhost/mailhost/credential"
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 func mh(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return mhIn(t, "", args...)
+}
+
+// mhIn runs the command line with stdin.
+func mhIn(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(args, &out, &errOut)
+	code := run(args, strings.NewReader(stdin), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -138,5 +149,58 @@ func TestVersion(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^mailhost \S+\n`).MatchString(out) || !regexp.MustCompile(`(?m)^go go1\.\d+`).MatchString(out) {
 			t.Errorf("mailhost %s printed %q, want a 'mailhost <version>' line and a 'go go1.N' line", arg, out)
 		}
+	}
+}
+
+// TestMailboxPassword: mailhost mailbox password sets any partner's
+// mailbox password from the first line of stdin, checks its length, and
+// names an unknown mailbox.
+func TestMailboxPassword(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	st, err := mailstore.Open(ctx, dir, mailstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.CreatePartner(ctx, "acme", time.Now())
+	if err == nil {
+		_, err = st.CreateDomain(ctx, p.ID, mailstore.NewDomain{Name: "a.test", Plan: mailstore.Plan{Name: "starter", QuotaMB: 10, RetentionDays: 30, TransferMonthlyMB: 100}}, time.Now())
+	}
+	if err == nil {
+		_, err = st.CreateMailbox(ctx, p.ID, "a.test", "bob@a.test", "not a hash", time.Now())
+	}
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errs := mhIn(t, "a new password\r\nignored\n", "mailbox", "password", "Bob@A.test", "-data", dir)
+	if code != 0 || !strings.Contains(out, `"email": "bob@a.test"`) {
+		t.Fatalf("mailbox password = %d %q %q, want 0 and the mailbox", code, out, errs)
+	}
+	for _, tc := range []struct {
+		stdin, email string
+		code         int
+		errs         string
+	}{
+		{"short\n", "bob@a.test", 1, "8 to 1024"},
+		{"a new password\n", "nobody@a.test", 1, "not found"},
+		{"", "bob@a.test", 2, "on stdin"},
+	} {
+		if code, _, errs := mhIn(t, tc.stdin, "mailbox", "password", tc.email, "-data", dir); code != tc.code || !strings.Contains(errs, tc.errs) {
+			t.Errorf("mailbox password %s with %q = %d %q, want %d and %q", tc.email, tc.stdin, code, errs, tc.code, tc.errs)
+		}
+	}
+	st, err = mailstore.Open(ctx, dir, mailstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m, _, err := st.MailboxByEmail(ctx, "bob@a.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := credential.VerifyPassword(m.PasswordHash, "a new password"); err != nil {
+		t.Errorf("the stored hash does not verify the new password: %v", err)
 	}
 }

@@ -22,7 +22,7 @@ const serveEnv = "MAILHOST_TEST_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(serveEnv) != "" {
-		os.Exit(run(strings.Fields(os.Getenv(serveEnv)), os.Stdout, os.Stderr))
+		os.Exit(run(strings.Fields(os.Getenv(serveEnv)), os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
