@@ -392,7 +392,10 @@ func (r *run) header(name string) []string {
 	if v, ok := r.headers[key]; ok {
 		return v
 	}
-	raw := r.msg.Header(name)
+	var raw []string
+	if validFieldName(name) {
+		raw = r.msg.Header(name)
+	}
 	out := make([]string, len(raw))
 	for i, v := range raw {
 		if strings.Contains(v, "=?") {
@@ -493,7 +496,7 @@ func (r *run) test(t *test) (bool, error) {
 		return r.match(t.m, vals, true)
 	case testExists:
 		for _, n := range t.names {
-			if len(r.msg.Header(r.expand(n))) == 0 {
+			if name := r.expand(n); !validFieldName(name) || len(r.msg.Header(name)) == 0 {
 				return false, nil
 			}
 		}
@@ -525,7 +528,20 @@ func (r *run) test(t *test) (bool, error) {
 			}
 			flags = parseFlags(l)
 		}
-		return r.match(t.m, flags, true)
+		m := t.m
+		if m.typ != matchCount {
+			// Each key is a list of flags too: "b A" asks for b or
+			// A (RFC 5232 section 5).
+			var keys []*value
+			for _, k := range r.expandAll(m.keys) {
+				for _, f := range strings.Fields(k) {
+					keys = append(keys, &value{lit: f})
+				}
+			}
+			m = &matchSpec{cmp: m.cmp, typ: m.typ, rel: m.rel, keys: keys,
+				re: make([]*regexp.Regexp, len(keys)), glob: make([]*glob, len(keys))}
+		}
+		return r.match(m, flags, true)
 	case testMailboxExists:
 		for _, n := range t.names {
 			if r.opts.Mailboxes == nil {

@@ -2,7 +2,6 @@ package sieve
 
 import (
 	"strings"
-	"unicode/utf8"
 )
 
 // Comparators (RFC 4790 section 9, RFC 5228 section 2.7.3) and match
@@ -211,10 +210,11 @@ func (g *glob) match(s string, fold bool, caps *[]string, work *int) bool {
 			ti++
 			continue
 		case '?':
+			// "?" is one octet with i;octet and i;ascii-casemap
+			// (RFC 5228 section 2.7.1).
 			if si < len(s) {
-				_, w := utf8.DecodeRuneInString(s[si:])
-				spans[t.wild] = [2]int{si, si + w}
-				si += w
+				spans[t.wild] = [2]int{si, si + 1}
+				si++
 				ti++
 				continue
 			}
@@ -230,8 +230,7 @@ func (g *glob) match(s string, fold bool, caps *[]string, work *int) bool {
 			*work += n
 			return false
 		}
-		_, w := utf8.DecodeRuneInString(s[starEnd:])
-		starEnd += w
+		starEnd++
 		spans[g.toks[starTi].wild][1] = starEnd
 		si, ti = starEnd, starTi+1
 	}
