@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	)
+)
 
 // Parse parses and checks a script: its syntax (RFC 5228 section 8), that
 // each command and test is known with the arguments it takes, and that
