@@ -1,8 +1,10 @@
 package sieve
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 )
 
@@ -972,6 +974,10 @@ func compileRegex(pat string, cmp comparator) (*regexp.Regexp, error) {
 	}
 	re, err := regexp.Compile(pat)
 	if err != nil {
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("bad regular expression: %s", se.Code)
+		}
 		return nil, fmt.Errorf("bad regular expression: %v", err)
 	}
 	return re, nil
