@@ -46,7 +46,7 @@
 //
 // Run bounds the work of one message (RunOptions): at most 50,000 steps
 // (each command, test and value-key comparison is one; pattern matching
-// and body decoding add one per thousand octets or backtracking steps),
+// and body decoding add one per 256 octets compared or decoded),
 // at most 64 regular expressions compiled from keys holding variables,
 // at most 64 KiB of a value given to one :matches or :regex match, at
 // most 1 MiB of body read by the body test (beyond it the body is not

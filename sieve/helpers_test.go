@@ -78,7 +78,7 @@ func mustParse(t *testing.T, script string) *Script {
 	t.Helper()
 	s, err := Parse([]byte(script), ParseOptions{})
 	if err != nil {
-		t.Fatalf("Parse: %v\n%s", err, script)
+		t.Fatalf("Parse: %v\n%.300s", err, script)
 	}
 	return s
 }

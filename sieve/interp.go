@@ -91,9 +91,9 @@ func (s *Script) Run(ctx context.Context, msg Message, env Envelope, opts RunOpt
 
 func (r *run) step(n int) error {
 	r.steps += n
-	if r.work >= 1000 {
-		r.steps += r.work / 1000
-		r.work %= 1000
+	if r.work >= workPerStep {
+		r.steps += r.work / workPerStep
+		r.work %= workPerStep
 	}
 	if r.steps > r.opts.MaxSteps {
 		return fmt.Errorf("more than %d steps: %w", r.opts.MaxSteps, ErrLimit)
@@ -563,6 +563,9 @@ func (r *run) test(t *test) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		if err := r.step(0); err != nil {
+			return false, err
+		}
 		// RFC 5173 section 5: the body test sets no match variables.
 		return r.match(t.m, vals, false)
 	}
@@ -613,7 +616,12 @@ func (r *run) match(m *matchSpec, vals []string, setVars bool) (bool, error) {
 				if setVars {
 					cp = &caps
 				}
-				if g.match(truncate(v, r.opts.MaxMatchInput), m.cmp == cmpCasemap, cp, &r.work) {
+				limit := (r.opts.MaxSteps-r.steps)*workPerStep - r.work + 1
+				ok := g.match(truncate(v, r.opts.MaxMatchInput), m.cmp == cmpCasemap, cp, &r.work, limit)
+				if err := r.step(0); err != nil {
+					return false, err
+				}
+				if ok {
 					if setVars {
 						r.matchVars = caps
 					}
@@ -665,3 +673,7 @@ func (r *run) regex(pat string, cmp comparator) (*regexp.Regexp, error) {
 	r.res2[key] = re
 	return re, nil
 }
+
+// workPerStep is how many octets compared, decoded or backtracked over
+// count as one step.
+const workPerStep = 256

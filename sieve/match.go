@@ -189,14 +189,20 @@ func compileGlob(p string) *glob {
 // match tells whether s matches, with each wildcard's match shortest
 // first from the left (RFC 5229 section 3.2); caps gets ${0} and the
 // wildcards' matches when not nil. work counts the steps taken, so the
-// caller can charge them.
-func (g *glob) match(s string, fold bool, caps *[]string, work *int) bool {
+// caller can charge them; past limit steps the match gives up, false.
+// Only the last star backtracks, so the steps are at most len(s) times
+// the pattern's length.
+func (g *glob) match(s string, fold bool, caps *[]string, work *int, limit int) bool {
 	spans := make([][2]int, g.nwild)
 	ti, si := 0, 0
 	starTi, starEnd := -1, 0
 	n := 0
 	for {
 		n++
+		if n > limit {
+			*work += n
+			return false
+		}
 		if ti == len(g.toks) {
 			if si == len(s) {
 				break
@@ -219,6 +225,7 @@ func (g *glob) match(s string, fold bool, caps *[]string, work *int) bool {
 				continue
 			}
 		default:
+			n += len(t.lit)
 			if hasPrefix(s[si:], t.lit, fold) {
 				si += len(t.lit)
 				ti++
