@@ -11,7 +11,7 @@ import (
 func TestParseErrors(t *testing.T) {
 	cases := []struct {
 		name, script, want string
-		offered          []string
+		offered            []string
 	}{
 		{"unknown command", "require \"fileinto\";\n\nif true {\n      filein \"x\";\n}", `line 4, column 7: unknown command "filein"`, nil},
 		{"unknown test", "if hedaer :is \"a\" \"b\" { keep; }", `line 1, column 4: unknown test "hedaer"`, nil},
