@@ -100,6 +100,7 @@ func TestRFC5228(t *testing.T) {
 		{"3.1 elsif", `if false { discard; } elsif true { keep; } else { redirect "a@b.example"; }`, "Subject: x\n\nx\n", Envelope{}, "keep"},
 		{"3.1 else", `if false { discard; } elsif false { keep; } else { redirect "a@b.example"; }`, "Subject: x\n\nx\n", Envelope{}, "redirect:a@b.example"},
 		// 4.2 redirect cancels the implicit keep; 4.3 keep; 4.4 discard.
+		{"4.2 redirect phrase", `redirect "Boss <boss@example.com>";`, "Subject: x\n\nx\n", Envelope{}, "redirect:boss@example.com"},
 		{"4.2 redirect", `redirect "a@example.com";`, "Subject: x\n\nx\n", Envelope{}, "redirect:a@example.com"},
 		{"4.4 discard then keep", `discard; keep;`, "Subject: x\n\nx\n", Envelope{}, "discard, keep"},
 		// 5.4 envelope, 5.5 exists, 5.9 size.

@@ -309,7 +309,7 @@ func (c *checker) command(r *rawCommand) (*command, error) {
 		if err == nil {
 			cmd.arg, err = c.value(pos[0].strs[0], pos[0].pos)
 		}
-		if err == nil && cmd.arg.parts == nil && !validAddress(cmd.arg.lit) {
+		if err == nil && cmd.arg.parts == nil && !validAddress(angleAddr(cmd.arg.lit)) {
 			err = errAt(pos[0].pos, "redirect to %q, which is not an address", cmd.arg.lit)
 		}
 	case "fileinto":

@@ -214,7 +214,9 @@ func (r *run) command(c *command) error {
 		r.res.Actions = append(r.res.Actions, FileInto{Folder: folder, Flags: flags, Create: c.create, Copy: c.copy})
 		return nil
 	case cmdRedirect:
-		addr := r.expand(c.arg)
+		// A sieve-address may be "phrase <addr-spec>" (RFC 5228
+		// section 2.4.2.3): the action carries the addr-spec.
+		addr := strings.TrimSpace(angleAddr(r.expand(c.arg)))
 		if !validAddress(addr) {
 			return r.errAt(c.pos, "redirect to %q, which is not an address", addr)
 		}
