@@ -11,27 +11,27 @@ import (
 // :localpart and :domain not to match).
 func addresses(v string) []string {
 	var out []string
-	var cur strings.Builder
+	var cur []byte
 	depth := 0 // comment nesting
-	inQuote, inAngle := false, false
-	angle := ""
-	hasAngle := false
+	inQuote, inAngle, hasAngle := false, false, false
+	angleStart, angleEnd := 0, 0
 	flush := func() {
-		a := strings.TrimSpace(cur.String())
+		var a string
 		if hasAngle {
-			a = strings.TrimSpace(angle)
+			a = strings.TrimSpace(v[angleStart:angleEnd])
 			// An obsolete route: "@a,@b:user@host".
 			if strings.HasPrefix(a, "@") {
 				if i := strings.IndexByte(a, ':'); i >= 0 {
 					a = a[i+1:]
 				}
 			}
+		} else {
+			a = strings.TrimSpace(string(cur))
 		}
 		if a != "" || hasAngle {
 			out = append(out, a)
 		}
-		cur.Reset()
-		angle = ""
+		cur = cur[:0]
 		hasAngle = false
 	}
 	for i := 0; i < len(v); i++ {
@@ -40,13 +40,13 @@ func addresses(v string) []string {
 		case inQuote:
 			if c == '\\' && i+1 < len(v) {
 				i++
-				cur.WriteByte(v[i])
+				cur = append(cur, v[i])
 				continue
 			}
 			if c == '"' {
 				inQuote = false
 			}
-			cur.WriteByte(c)
+			cur = append(cur, c)
 		case depth > 0:
 			switch c {
 			case '\\':
@@ -59,30 +59,27 @@ func addresses(v string) []string {
 		case inAngle:
 			if c == '>' {
 				inAngle = false
-				continue
+				angleEnd = i
 			}
-			angle += string(c)
 		default:
 			switch c {
 			case '"':
 				inQuote = true
-				cur.WriteByte(c)
+				cur = append(cur, c)
 			case '(':
 				depth++
 			case '<':
 				inAngle, hasAngle = true, true
-				angle = ""
-			case ',':
+				angleStart, angleEnd = i+1, len(v)
+			case ',', ';':
 				flush()
 			case ':':
 				// A group's display name ends here.
 				if !hasAngle {
-					cur.Reset()
+					cur = cur[:0]
 				}
-			case ';':
-				flush()
 			default:
-				cur.WriteByte(c)
+				cur = append(cur, c)
 			}
 		}
 	}

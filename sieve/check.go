@@ -245,7 +245,7 @@ func (a *args) tagsThen(handle func(tag arg) (bool, error), want ...argKind) ([]
 func noTags(arg) (bool, error) { return false, nil }
 
 func (c *checker) command(r *rawCommand) (*command, error) {
-	what := fmt.Sprintf("command %q", r.name)
+	what := `command "` + r.name + `"`
 	ext, known := commandExt[r.name]
 	switch r.name {
 	case "stop", "keep", "discard", "redirect":
@@ -493,14 +493,14 @@ func (c *checker) value(s string, p Pos) (*value, error) {
 		}
 	}
 	if !c.exts["variables"] || !strings.Contains(s, "${") {
-		return &value{lit: s}, nil
+		return &value{lit: s, low: asciiLower(s)}, nil
 	}
 	parts, err := parseVars(s)
 	if err != nil {
 		return nil, errAt(p, "%v", err)
 	}
 	if parts == nil {
-		return &value{lit: s}, nil
+		return &value{lit: s, low: asciiLower(s)}, nil
 	}
 	return &value{lit: s, parts: parts}, nil
 }
@@ -521,7 +521,7 @@ var datePartNames = map[string]bool{
 }
 
 func (c *checker) test(r *rawTest) (*test, error) {
-	what := fmt.Sprintf("test %q", r.name)
+	what := `test "` + r.name + `"`
 	if ext := testExt[r.name]; ext != "" {
 		if err := c.need(r.pos, what, ext); err != nil {
 			return nil, err

@@ -44,7 +44,8 @@ type run struct {
 	vacation  bool
 	discarded bool
 
-	headers map[string][]string // decoded, by lower-case name
+	headers map[string][]string   // decoded, by lower-case name
+	addrs   map[string][][]string // addresses of each field, by lower-case name
 	body    *bodyParts
 	res2    map[string]*regexp.Regexp
 	nRe     int
@@ -134,6 +135,14 @@ func (r *run) expand(v *value) string {
 		}
 	}
 	return b.String()
+}
+
+// lower is the ASCII lower case of a value, computed once for constants.
+func (r *run) lower(v *value) string {
+	if v.parts == nil {
+		return v.low
+	}
+	return asciiLower(r.expand(v))
 }
 
 func (r *run) expandAll(vs []*value) []string {
@@ -415,7 +424,7 @@ func (r *run) header(name string) []string {
 }
 
 // indexed applies :index and :last (RFC 5260 section 6).
-func indexed(vals []string, t *test) []string {
+func indexed[T any](vals []T, t *test) []T {
 	if t.index == 0 {
 		return vals
 	}
@@ -427,6 +436,25 @@ func indexed(vals []string, t *test) []string {
 		return nil
 	}
 	return vals[i : i+1]
+}
+
+// addressLists returns the addresses of each field named name, parsed
+// once per run.
+func (r *run) addressLists(name string) [][]string {
+	key := strings.ToLower(name)
+	if l, ok := r.addrs[key]; ok {
+		return l
+	}
+	vals := r.header(name)
+	l := make([][]string, len(vals))
+	for i, v := range vals {
+		l[i] = addresses(v)
+	}
+	if r.addrs == nil {
+		r.addrs = map[string][][]string{}
+	}
+	r.addrs[key] = l
+	return l
 }
 
 func (r *run) test(t *test) (bool, error) {
@@ -464,8 +492,8 @@ func (r *run) test(t *test) (bool, error) {
 	case testAddress:
 		var vals []string
 		for _, n := range t.names {
-			for _, h := range indexed(r.header(r.expand(n)), t) {
-				for _, a := range addresses(h) {
+			for _, list := range indexed(r.addressLists(r.expand(n)), t) {
+				for _, a := range list {
 					if p, ok := addressPart(a, t.part, r.opts.SubaddressSeparator); ok {
 						vals = append(vals, p)
 					}
@@ -537,7 +565,7 @@ func (r *run) test(t *test) (bool, error) {
 			var keys []*value
 			for _, k := range r.expandAll(m.keys) {
 				for _, f := range strings.Fields(k) {
-					keys = append(keys, &value{lit: f})
+					keys = append(keys, &value{lit: f, low: asciiLower(f)})
 				}
 			}
 			m = &matchSpec{cmp: m.cmp, typ: m.typ, rel: m.rel, keys: keys,
@@ -592,6 +620,10 @@ func (r *run) match(m *matchSpec, vals []string, setVars bool) (bool, error) {
 	}
 	var caps []string
 	for _, v := range vals {
+		lv := v
+		if m.typ == matchContains && m.cmp != cmpOctet {
+			lv = asciiLower(v)
+		}
 		for i, k := range m.keys {
 			if err := r.step(1); err != nil {
 				return false, err
@@ -602,7 +634,11 @@ func (r *run) match(m *matchSpec, vals []string, setVars bool) (bool, error) {
 					return true, nil
 				}
 			case matchContains:
-				if contains(m.cmp, v, r.expand(k)) {
+				if m.cmp == cmpOctet {
+					if strings.Contains(v, r.expand(k)) {
+						return true, nil
+					}
+				} else if strings.Contains(lv, r.lower(k)) {
 					return true, nil
 				}
 			case matchValue:

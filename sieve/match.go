@@ -63,13 +63,6 @@ func equal(cmp comparator, a, b string) bool {
 	return compareNumeric(a, b) == 0
 }
 
-func contains(cmp comparator, s, sub string) bool {
-	if cmp == cmpOctet {
-		return strings.Contains(s, sub)
-	}
-	return strings.Contains(asciiLower(s), asciiLower(sub))
-}
-
 // compare orders a and b by the comparator (RFC 5231 :value).
 func compare(cmp comparator, a, b string) int {
 	switch cmp {

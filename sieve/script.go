@@ -161,6 +161,7 @@ type matchSpec struct {
 // (RFC 5229 section 3) expanded at run time.
 type value struct {
 	lit   string
+	low   string // asciiLower(lit), for constants
 	parts []part // nil for a constant
 }
 
