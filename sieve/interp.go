@@ -125,17 +125,29 @@ func (r *run) expand(v *value) string {
 	}
 	var b strings.Builder
 	for _, p := range v.parts {
+		var s string
 		switch {
 		case !p.isVar:
-			b.WriteString(p.lit)
+			s = p.lit
 		case p.name != "":
-			b.WriteString(r.vars[p.name])
+			s = r.vars[p.name]
 		case p.num >= 0 && p.num < len(r.matchVars):
-			b.WriteString(r.matchVars[p.num])
+			s = r.matchVars[p.num]
 		}
+		// A string of many references to a long variable stays
+		// within maxExpanded.
+		if b.Len()+len(s) > maxExpanded {
+			b.WriteString(truncate(s, maxExpanded-b.Len()))
+			break
+		}
+		b.WriteString(s)
 	}
+	r.work += b.Len()
 	return b.String()
 }
+
+// maxExpanded bounds a string after variable expansion.
+const maxExpanded = 64 << 10
 
 // lower is the ASCII lower case of a value, computed once for constants.
 func (r *run) lower(v *value) string {
@@ -271,6 +283,10 @@ func (r *run) command(c *command) error {
 		if c.varName != "" {
 			cur = parseFlags([]string{r.vars[c.varName]})
 		}
+		r.work += (len(cur) + 1) * (len(list) + 1)
+		if err := r.step(0); err != nil {
+			return err
+		}
 		switch c.kind {
 		case cmdSetFlag:
 			cur = list
@@ -324,6 +340,18 @@ func (r *run) command(c *command) error {
 	return fmt.Errorf("%s: command not implemented", c.pos)
 }
 
+// setMatchVars keeps ${0} to ${9}, each truncated like a variable.
+func (r *run) setMatchVars(v []string) {
+	if len(v) > 10 {
+		v = v[:10]
+	}
+	out := make([]string, len(v))
+	for i, s := range v {
+		out[i] = truncate(s, r.opts.MaxVariableSize)
+	}
+	r.matchVars = out
+}
+
 func (r *run) setVar(name, val string) {
 	if r.vars == nil {
 		r.vars = map[string]string{}
@@ -357,6 +385,9 @@ func (r *run) addKeep(p Pos, flags []string, what string) error {
 	return nil
 }
 
+// maxFlags bounds the flags of one list; more are dropped.
+const maxFlags = 256
+
 // parseFlags splits flag lists at blanks and drops duplicates, ignoring
 // case (RFC 5232 section 3).
 func parseFlags(lists []string) []string {
@@ -373,6 +404,9 @@ func mergeFlags(cur, add []string) []string {
 	out := append([]string(nil), cur...)
 next:
 	for _, f := range add {
+		if len(out) >= maxFlags {
+			break
+		}
 		for _, g := range out {
 			if strings.EqualFold(f, g) {
 				continue next
@@ -661,7 +695,7 @@ func (r *run) match(m *matchSpec, vals []string, setVars bool) (bool, error) {
 				}
 				if ok {
 					if setVars {
-						r.matchVars = caps
+						r.setMatchVars(caps)
 					}
 					return true, nil
 				}
@@ -682,7 +716,7 @@ func (r *run) match(m *matchSpec, vals []string, setVars bool) (bool, error) {
 					continue
 				}
 				if sm := re.FindStringSubmatch(in); sm != nil {
-					r.matchVars = sm[:min(len(sm), 10)]
+					r.setMatchVars(sm[:min(len(sm), 10)])
 					return true, nil
 				}
 			}

@@ -197,3 +197,55 @@ func TestRunLimits(t *testing.T) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
+
+func TestRunBounds(t *testing.T) {
+	ctx := context.Background()
+	msg := NewMessage([]byte(crlf(plain)))
+	// Many references to a long variable expand to at most maxExpanded.
+	s := mustParse(t, `require ["variables", "reject"]; set "a" "`+strings.Repeat("x", 4000)+`"; reject "`+strings.Repeat("${a}", 5000)+`";`)
+	res, err := s.Run(ctx, msg, Envelope{}, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Actions[0].(Reject).Reason); n != maxExpanded {
+		t.Errorf("expanded reason of %d bytes, want %d", n, maxExpanded)
+	}
+	// A flag list holds at most maxFlags flags.
+	var flags strings.Builder
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&flags, "f%d ", i)
+	}
+	s = mustParse(t, `require "imap4flags"; addflag "`+flags.String()+`"; addflag "`+flags.String()+`"; keep;`)
+	if res, err = s.Run(ctx, msg, Envelope{}, RunOptions{}); err != nil || len(res.Actions[0].(Keep).Flags) != maxFlags {
+		t.Errorf("flags: %v, want %d flags", err, maxFlags)
+	}
+	// Match variables are truncated like variables.
+	s = mustParse(t, `require ["variables", "reject"]; if header :matches "Subject" "*" { reject "${1}"; }`)
+	long := NewMessage([]byte("Subject: " + strings.Repeat("y", 10000) + "\r\n\r\nx"))
+	if res, err = s.Run(ctx, long, Envelope{}, RunOptions{}); err != nil || len(res.Actions[0].(Reject).Reason) != DefaultMaxVariableSize {
+		t.Errorf("match variable: %v, %d bytes, want %d", err, len(res.Actions[0].(Reject).Reason), DefaultMaxVariableSize)
+	}
+}
+
+// A Script runs concurrently (go test -race checks that Run changes
+// nothing shared).
+func TestRunConcurrent(t *testing.T) {
+	s := mustParse(t, benchScript())
+	msg := NewMessage([]byte(benchMessage))
+	done := make(chan string)
+	for i := 0; i < 4; i++ {
+		go func() {
+			res, err := s.Run(context.Background(), msg, Envelope{To: "bob+work@example.com"}, RunOptions{})
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			done <- describe(res)
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		if got := <-done; got != "fileinto:Reports/Q2" {
+			t.Errorf("concurrent Run = %s", got)
+		}
+	}
+}
