@@ -50,9 +50,19 @@
 // at most 64 regular expressions compiled from keys holding variables,
 // at most 64 KiB of a value given to one :matches or :regex match, at
 // most 1 MiB of body read by the body test (beyond it the body is not
-// seen), 4 KiB per variable (RFC 5229 section 4 lets longer values be
-// truncated), and 5 distinct redirects. Exceeding a limit is an error
+// seen), 4 KiB per variable and match variable (RFC 5229 section 4 lets
+// longer values be truncated), 64 KiB per string after variable
+// expansion, 256 flags per flag list, and 5 distinct redirects. Exceeding a limit is an error
 // wrapping ErrLimit. The context is checked every 64 steps.
+//
+// # Compared with Pigeonhole
+//
+// The RFC examples were also run through Debian's dovecot-sieve
+// (sieve-test) with the same results, except two places where this
+// package follows the RFC: i;ascii-casemap orders after mapping letters
+// to upper case (RFC 4790 section 9.2; Pigeonhole maps to lower case,
+// which puts "_" below letters), and an empty group
+// ("undisclosed-recipients:;") holds no address for :count.
 //
 // Scripts run concurrently: a Script is not changed by Run.
 package sieve

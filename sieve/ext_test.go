@@ -284,6 +284,11 @@ func TestRelational(t *testing.T) {
 		{`header :value "lt" :comparator "i;octet" "subject" "Example"`, false},
 		{`header :value "ne" "subject" "EXAMPLE"`, false},
 		{`address :count "eq" :comparator "i;ascii-numeric" "bcc" "0"`, true},
+		// i;ascii-casemap orders after mapping to upper case (RFC 4790
+		// section 9.2): "E" (0x45) is below "_" (0x5F). Pigeonhole maps
+		// to lower case and answers true.
+		{`header :value "gt" "subject" "_"`, false},
+		{`header :value "lt" "subject" "_"`, true},
 	} {
 		res, err := runOn(t, req+"if "+c.test+" { discard; }", msg, Envelope{}, RunOptions{})
 		if got := !res.ImplicitKeep; err != nil || got != c.want {
@@ -310,6 +315,8 @@ if allof ( address :count "eq" :comparator "i;ascii-numeric" ["to", "cc"] ["1"],
 	runCases(t, []runCase{
 		{"priority", script, "X-Priority: 1 (Highest)\nFrom: zed@example.com\nTo: me@foo.example.com\n\nx\n", Envelope{}, "fileinto:Priority, fileinto:Only me"},
 		{"no priority is infinity", script, "X-Priority: none\nFrom: zed@example.com\nTo: a@x, b@x\n\nx\n", Envelope{}, "fileinto:From N-Z"},
+		// An empty group holds no address (Pigeonhole counts one).
+		{"empty group", `require ["relational", "comparator-i;ascii-numeric", "fileinto"]; if address :count "eq" :comparator "i;ascii-numeric" ["to", "cc"] "2" { fileinto "two"; }`, "To: friends: a@x.example;, b@y.example\nCc: undisclosed-recipients:;\n\nx\n", Envelope{}, "fileinto:two"},
 		{"spam", script, "From: a@example.com\nTo: a@x, b@x, c@x, d@x, e@x, f@x\n\nx\n", Envelope{}, "fileinto:SPAM"},
 		{"a-m", script, "From: alice@example.com\nTo: me@foo.example.com\n\nx\n", Envelope{}, "fileinto:From A-M, fileinto:Only me"},
 	})
