@@ -304,9 +304,14 @@ func checkName(n string) (reply, bool) {
 // capabilities writes the capability list and OK (RFC 5804 section 1.7).
 func (s *session) capabilities() error {
 	cfg := s.srv.cfg
-	exts := cfg.Parse.Extensions
-	if exts == nil {
-		exts = sieve.Extensions
+	exts := sieve.Extensions
+	if cfg.Parse.Extensions != nil {
+		exts = nil
+		for _, e := range cfg.Parse.Extensions {
+			if sieve.Supported(e) {
+				exts = append(exts, e)
+			}
+		}
 	}
 	lines := []string{
 		quote("IMPLEMENTATION") + " " + quote(cfg.Implementation),

@@ -30,6 +30,16 @@ var Extensions = []string{
 	"variables",
 }
 
+// Supported tells whether ext is one of Extensions.
+func Supported(ext string) bool {
+	for _, e := range Extensions {
+		if e == ext {
+			return true
+		}
+	}
+	return false
+}
+
 // Default limits; each can be changed in ParseOptions or RunOptions.
 const (
 	DefaultMaxScriptSize   = 64 << 10
@@ -50,7 +60,7 @@ var ErrLimit = errors.New("sieve limit reached")
 // extension with the default limits.
 type ParseOptions struct {
 	// Extensions are the extensions scripts may require; nil offers
-	// all of Extensions. The comparators i;octet and i;ascii-casemap
+	// all of Extensions, and names not in Extensions are ignored. The comparators i;octet and i;ascii-casemap
 	// are always there (RFC 5228 section 2.7.3).
 	Extensions []string
 	// MaxSize is the largest script accepted, in bytes; 0 means

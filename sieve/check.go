@@ -35,7 +35,9 @@ func Parse(src []byte, opts ParseOptions) (*Script, error) {
 		offered = Extensions
 	}
 	for _, e := range offered {
-		c.offered[e] = true
+		if Supported(e) {
+			c.offered[e] = true
+		}
 	}
 	c.offered["comparator-i;octet"] = true
 	c.offered["comparator-i;ascii-casemap"] = true
@@ -208,6 +210,15 @@ func (a *args) num(tag arg) (uint64, error) {
 // tagsThen reads the tags with handle, then returns the positional
 // arguments, which must be as many as want (strings or string lists).
 func (a *args) tagsThen(handle func(tag arg) (bool, error), want ...argKind) ([]arg, error) {
+	pos, err := a.tags(handle)
+	if err != nil {
+		return nil, err
+	}
+	return a.positional(pos, want...)
+}
+
+// tags reads the tags with handle and returns the positional arguments.
+func (a *args) tags(handle func(tag arg) (bool, error)) ([]arg, error) {
 	var pos []arg
 	for a.more() {
 		x := a.next()
@@ -226,6 +237,11 @@ func (a *args) tagsThen(handle func(tag arg) (bool, error), want ...argKind) ([]
 		}
 		pos = append(pos, x)
 	}
+	return pos, nil
+}
+
+// positional checks the positional arguments against want.
+func (a *args) positional(pos []arg, want ...argKind) ([]arg, error) {
 	if len(pos) != len(want) {
 		return nil, errAt(a.pos, "%s takes %d positional arguments, not %d", a.what, len(want), len(pos))
 	}
@@ -795,17 +811,14 @@ func (c *checker) test(r *rawTest) (*test, error) {
 		pos, err = a.tagsThen(matchTags, argStringList, argStringList)
 	case "hasflag":
 		t.kind = testHasFlag
-		n := 0
-		for _, x := range r.args {
-			if x.kind == argString || x.kind == argStringList {
-				n++
+		pos, err = a.tags(matchTags)
+		if err == nil {
+			want := []argKind{argStringList}
+			if len(pos) == 2 {
+				want = []argKind{argStringList, argStringList}
 			}
+			pos, err = a.positional(pos, want...)
 		}
-		want := []argKind{argStringList}
-		if n == 2 {
-			want = []argKind{argStringList, argStringList}
-		}
-		pos, err = a.tagsThen(matchTags, want...)
 		if err == nil && len(pos) == 2 {
 			if err = c.need(pos[0].pos, "hasflag with variable names", "variables"); err == nil {
 				for i, s := range pos[0].strs {

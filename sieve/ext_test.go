@@ -121,6 +121,8 @@ fileinto :flags "${flagvar}" "x";`, "Disposition-Notification-To: mel@example.co
 		{"5 hasflag is", `require ["imap4flags", "fileinto"]; setflag "A B"; if hasflag :is "b A" { fileinto "y"; }`, plain, Envelope{}, `fileinto:y[A B]`},
 		{"5 hasflag list", `require ["imap4flags", "fileinto"]; setflag "A B"; if hasflag ["b","A"] { fileinto "y"; }`, plain, Envelope{}, `fileinto:y[A B]`},
 		{"5 hasflag no", `require ["imap4flags", "fileinto"]; setflag "A B"; if hasflag "C" { fileinto "y"; }`, plain, Envelope{}, `implicit[A B]`},
+		{"5 hasflag comparator", `require ["imap4flags", "fileinto"]; setflag "A B"; if hasflag :comparator "i;octet" :is "a" { fileinto "y"; }`, plain, Envelope{}, `implicit[A B]`},
+		{"5 hasflag count variable", `require ["imap4flags", "relational", "comparator-i;ascii-numeric", "variables", "fileinto"]; set "MyFlags" "x y z"; if hasflag :count "ge" :comparator "i;ascii-numeric" "MyFlags" "2" { fileinto "two"; }`, plain, Envelope{}, `fileinto:two`},
 		{"5 hasflag count", `require ["imap4flags", "relational", "comparator-i;ascii-numeric", "fileinto"]; setflag "A B"; if hasflag :count "ge" :comparator "i;ascii-numeric" "2" { fileinto "two"; }`, plain, Envelope{}, `fileinto:two[A B]`},
 	})
 	// 5: MyVar holds "NonJunk Junk gnus-forward $Forwarded NotJunk JunkRecorded $Junk $NotJunk".

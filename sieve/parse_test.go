@@ -20,6 +20,7 @@ func TestParseErrors(t *testing.T) {
 		{"tag not required", `require "fileinto"; fileinto :create "x";`, `line 1, column 30: tag :create needs require "mailbox"`, nil},
 		{"unsupported", "require [\"fileinto\",\n  \"notify\"];", `line 2, column 3: extension "notify" is not supported`, nil},
 		{"not offered", `require ["fileinto", "vacation"];`, `line 1, column 22: extension "vacation" is not supported`, []string{"fileinto"}},
+		{"offered but not implemented", `require "notify";`, `line 1, column 9: extension "notify" is not supported`, []string{"notify"}},
 		{"capability case", `require "FileInto";`, `line 1, column 9: extension "FileInto" is not supported`, nil},
 		{"require late", "keep;\nrequire \"fileinto\";", "line 2, column 1: require must come before any other command", nil},
 		{"require in block", "if true { require \"fileinto\"; }", "line 1, column 11: require must come before any other command", nil},
