@@ -106,7 +106,8 @@ func TestRFC5228(t *testing.T) {
 		// 5.4 envelope, 5.5 exists, 5.9 size.
 		{"5.4 envelope from", `require "envelope"; if envelope :all :is "from" "tim@example.com" { discard; }`, "Subject: x\n\nx\n", Envelope{From: "tim@example.com"}, "discard"},
 		{"5.4 envelope null", `require "envelope"; if envelope :all :is "from" "" { discard; }`, "Subject: x\n\nx\n", Envelope{From: ""}, "discard"},
-		{"5.4 envelope null domain", `require "envelope"; if envelope :domain :is "from" "" { discard; }`, "Subject: x\n\nx\n", Envelope{From: ""}, "implicit"},
+		{"5.4 envelope null domain", `require "envelope"; if envelope :domain :is "from" "" { discard; }`, "Subject: x\n\nx\n", Envelope{From: ""}, "discard"},
+		{"5.4 envelope null localpart", `require "envelope"; if envelope :localpart :is "from" "" { discard; }`, "Subject: x\n\nx\n", Envelope{From: "<>"}, "discard"},
 		{"5.4 envelope to domain", `require "envelope"; if envelope :domain :is "to" "EXAMPLE.com" { discard; }`, "Subject: x\n\nx\n", Envelope{To: "me+x@example.com"}, "discard"},
 		{"5.5 exists all", `if exists ["From", "Date"] { discard; }`, "From: a@b\n\nx\n", Envelope{}, "implicit"},
 		{"5.9 size under", `if size :under 1K { discard; }`, "Subject: x\n\nx\n", Envelope{}, "discard"},

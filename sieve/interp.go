@@ -553,6 +553,12 @@ func (r *run) test(t *test) (bool, error) {
 				continue
 			}
 			a = strings.TrimSuffix(strings.TrimPrefix(a, "<"), ">")
+			if a == "" {
+				// RFC 5228 section 5.4: the null reverse-path is the
+				// empty string whatever the address part.
+				vals = append(vals, "")
+				continue
+			}
 			if p, ok := addressPart(a, t.part, r.opts.SubaddressSeparator); ok {
 				vals = append(vals, p)
 			}
