@@ -182,8 +182,9 @@ type Discard struct{}
 // to answer (once per sender and Handle per Days, not to lists or
 // bounces: see ShouldRespond) is the responder's decision.
 type Vacation struct {
-	// Days is the interval between replies to the same sender, at
-	// least 1 (default 7).
+	// Days is the interval between replies to the same sender: the
+	// script's :days brought within 1 to 365 (RFC 5230 section 4.1
+	// lets the site bound it), 7 by default.
 	Days int
 	// Subject is the reply's subject; "" means the responder's default
 	// ("Auto: " and the original subject).

@@ -45,15 +45,25 @@
 // without variables is compiled once, at parse time.
 //
 // Run bounds the work of one message (RunOptions): at most 50,000 steps
-// (each command, test and value-key comparison is one; pattern matching
-// and body decoding add one per 256 octets compared or decoded),
-// at most 64 regular expressions compiled from keys holding variables,
-// at most 64 KiB of a value given to one :matches or :regex match, at
-// most 1 MiB of body read by the body test (beyond it the body is not
-// seen), 4 KiB per variable and match variable (RFC 5229 section 4 lets
-// longer values be truncated), 64 KiB per string after variable
-// expansion, 256 flags per flag list, and 5 distinct redirects. Exceeding a limit is an error
-// wrapping ErrLimit. The context is checked every 64 steps.
+// (each command, test and value-key comparison is one; pattern
+// matching, variable expansion and body decoding add one per 256 octets
+// compared, written or decoded), at most 64 regular expressions
+// compiled from keys holding variables, at most 64 KiB of a value given
+// to one :matches or :regex match, at most 1 MiB of body read by the
+// body test (beyond it the body is not seen), 4 KiB per variable and
+// match variable (RFC 5229 section 4 lets longer values be truncated),
+// 64 KiB per string after variable expansion, 256 flags per flag list,
+// and 5 distinct redirects. Exceeding a limit is an error wrapping
+// ErrLimit. The context is checked every 64 steps.
+//
+// # The body test
+//
+// :raw is the body after the header, undecoded. :text and :content see
+// each leaf MIME part decoded (transfer encoding, then charset to
+// UTF-8), one value per part; :text takes the text/* parts (a part
+// without Content-Type is text/plain) and drops the tags of text/html.
+// A message/rfc822 part is one part (its own parts are not walked), and
+// the prologue and epilogue of multipart parts are not tested.
 //
 // # Compared with Pigeonhole
 //
