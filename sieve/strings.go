@@ -33,7 +33,7 @@ func decodeEncoded(s string) (string, error) {
 		ok := false
 		switch kind {
 		case "hex":
-			dec, ok = decodeHexSeq(body, false)
+			dec, ok = decodeHexSeq(body)
 		case "unicode":
 			var err error
 			dec, ok, err = decodeUnicodeSeq(body)
@@ -79,7 +79,7 @@ func hexFields(body string, maxLen int) ([]string, bool) {
 	return out, len(out) > 0
 }
 
-func decodeHexSeq(body string, _ bool) (string, bool) {
+func decodeHexSeq(body string) (string, bool) {
 	f, ok := hexFields(body, 2)
 	if !ok {
 		return "", false
