@@ -911,7 +911,6 @@ func (c *checker) test(r *rawTest) (*test, error) {
 
 var relOps = map[string]relOp{"gt": relGT, "ge": relGE, "lt": relLT, "le": relLE, "eq": relEQ, "ne": relNE}
 
-
 // validFieldName: printable US-ASCII but ":" (RFC 5322 section 3.6.8).
 func validFieldName(s string) bool {
 	if s == "" {
