@@ -1,0 +1,175 @@
+// Package managesieve is the server side of ManageSieve (RFC 5804): users
+// upload, list, fetch, rename, delete and activate their Sieve scripts.
+// Scripts are checked with package sieve before they are stored; where
+// they are stored, and who may log in, are the ScriptStore's and the
+// Authenticator's business.
+//
+// Only SASL PLAIN is offered, and only over TLS (STARTTLS) unless
+// Config.AllowInsecureAuth is set. Each command must arrive within
+// Config.IdleTimeout; lines are at most 8 KiB outside literals, and a
+// literal at most Config.MaxScriptSize (a larger one, up to 1 MiB, is
+// read and refused; beyond that the connection closes). Three failed
+// logins close the connection.
+package managesieve
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/mailhost/mailhost/sieve"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Store keeps the scripts; required.
+	Store ScriptStore
+	// Auth checks logins; required.
+	Auth Authenticator
+	// TLS enables STARTTLS when set.
+	TLS *tls.Config
+	// AllowInsecureAuth lets AUTHENTICATE run without TLS (tests,
+	// loopback listeners behind a TLS proxy).
+	AllowInsecureAuth bool
+	// Parse are the options scripts are checked with: the extensions
+	// offered (announced in the SIEVE capability) and the size limit.
+	Parse sieve.ParseOptions
+	// MaxRedirects is announced in the MAXREDIRECTS capability; 0
+	// means sieve.DefaultMaxRedirects.
+	MaxRedirects int
+	// Implementation is the IMPLEMENTATION capability; "" means
+	// "mailhost".
+	Implementation string
+	// IdleTimeout bounds the wait for each command; 0 means 10
+	// minutes (5 minutes before login).
+	IdleTimeout time.Duration
+	// WriteTimeout bounds each reply's write; 0 means 1 minute.
+	WriteTimeout time.Duration
+	// Logger gets a line per connection error; nil means slog.Default.
+	Logger *slog.Logger
+}
+
+// Server is a ManageSieve server.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	// mu guards the fields below.
+	mu        sync.Mutex
+	listeners map[net.Listener]bool
+	conns     map[net.Conn]bool
+	closing   bool
+	wg        sync.WaitGroup
+}
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("managesieve: server closed")
+
+// New returns a server; Serve starts it.
+func New(cfg Config) *Server {
+	if cfg.Implementation == "" {
+		cfg.Implementation = "mailhost"
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 10 * time.Minute
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = time.Minute
+	}
+	if cfg.MaxRedirects <= 0 {
+		cfg.MaxRedirects = sieve.DefaultMaxRedirects
+	}
+	if cfg.Parse.MaxSize <= 0 {
+		cfg.Parse.MaxSize = sieve.DefaultMaxScriptSize
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{cfg: cfg, log: log, listeners: map[net.Listener]bool{}, conns: map[net.Conn]bool{}}
+}
+
+// Serve accepts connections on ln until Shutdown, and returns
+// ErrServerClosed then.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			c.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = true
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+			}()
+			newSession(s, c).serve()
+		}()
+	}
+}
+
+// Shutdown stops accepting, closes every connection (a command under way
+// has its store call finish first only if it is faster than the close)
+// and waits for the sessions to end or ctx to be done.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
