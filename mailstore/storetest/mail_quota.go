@@ -155,6 +155,12 @@ func mailDeliverQuotaPartial(t *testing.T, open Open) {
 	if err != nil || !slices.Equal(res.Delivered, []int64{full.ID}) || len(res.OverQuota) != 0 {
 		t.Errorf("Deliver(IgnoreQuota) = %+v, %v; want delivered", res, err)
 	}
+	// The body is referenced by the copy stored and the entry.
+	if v, ok := m.s.(mailstore.Verifier); ok {
+		if drift, err := v.Verify(m.ctx); err != nil || len(drift) != 0 {
+			t.Errorf("Verify() = %v, %v; want no drift", drift, err)
+		}
+	}
 	// Only the store makes KindLocal entries.
 	if _, err := m.s.Deliver(m.ctx, mailstore.Delivery{Body: []byte("x"), ReceivedAt: mailNow,
 		Relay: []mailstore.Relay{{Kind: mailstore.KindLocal, DomainID: dom.ID, To: []string{"room@a.example"}}}}); !errors.Is(err, mailstore.ErrInvalidArgument) {
