@@ -133,8 +133,8 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 			}
 		}
 		if len(res.OverQuota) > 0 && len(res.Delivered) == 0 {
-			// Nothing was written: the mailboxes the loop found full come
-			// before any t.add, as no recipient took the message.
+			// No recipient took the message, so the loop wrote nothing:
+			// refused with nothing of it stored.
 			refused = fmt.Errorf("mailbox %d: %w", res.OverQuota[0], ErrOverQuota)
 			return nil
 		}

@@ -51,9 +51,9 @@ import (
 // (mailstore.Mail.Deliver) is decided so on the recipients' mailbox rows,
 // which step 1 locked: another node's batch that wants them waits (or
 // skips and defers) until this one commits, and then reads its counters,
-// so that two nodes cannot both find room that only one has. If the transaction fails for another reason, each delivery of
-// the batch runs again alone, so that one bad delivery cannot fail the
-// others.
+// so that two nodes cannot both find room that only one has. If the
+// transaction fails for another reason, each delivery of the batch runs
+// again alone, so that one bad delivery cannot fail the others.
 
 const (
 	// maxDeliverDepth bounds Options.DeliverDepth, how many batches may
@@ -885,14 +885,14 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 			AS q(id, kind, domain_id, from_addr, destination, recipients, blob_id, size, at, held)`,
 			qRows.id, qRows.kind, qRows.domain, qRows.from, qRows.dest, qRows.rcpts, qRows.blob, qRows.size, qRows.at, qRows.held)
 	}
+	// RETURNING's order is not the insert's: each KindLocal entry is
+	// found by its body and address, one per (delivery, mailbox).
+	type retryKey struct {
+		blob int64
+		addr string
+	}
+	retryIDs := map[retryKey]int64{}
 	if len(retryRows.blob) > 0 {
-		// RETURNING's order is not the insert's: each row is found by its
-		// body and address, one entry per (delivery, mailbox).
-		type key struct {
-			blob int64
-			addr string
-		}
-		ids := map[key]int64{}
 		b.Queue(`INSERT INTO queue (kind, domain_id, from_addr, destination, recipients, blob_id, size, queued_at, next_attempt, held)
 			SELECT q.kind, q.domain_id, q.from_addr, q.destination, q.recipients::jsonb, q.blob_id, q.size, q.at, q.at, false
 			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::timestamptz[])
@@ -900,22 +900,12 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 			RETURNING id, blob_id, recipients->0->>'address'`,
 			retryRows.kind, retryRows.domain, retryRows.from, retryRows.dest, retryRows.rcpts, retryRows.blob, retryRows.size, retryRows.at).Query(func(rows pgx.Rows) error {
 			var id int64
-			var k key
+			var k retryKey
 			_, err := pgx.ForEachRow(rows, []any{&id, &k.blob, &k.addr}, func() error {
-				ids[k] = id
+				retryIDs[k] = id
 				return nil
 			})
-			if err != nil {
-				return err
-			}
-			for i, c := range retryOf {
-				id, ok := ids[key{retryRows.blob[i], retryAddr[i]}]
-				if !ok {
-					return fmt.Errorf("queue entry of %s not returned", retryAddr[i])
-				}
-				c.res.Queued = append(c.res.Queued, id)
-			}
-			return nil
+			return err
 		})
 	}
 	if len(events) > 0 {
@@ -927,6 +917,10 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 	}
 	if err := tx.send(ctx, b, true); err != nil {
 		return fmt.Errorf("store deliveries: %w", err)
+	}
+	for i, c := range retryOf {
+		// Every row inserted is returned: none can be missing here.
+		c.res.Queued = append(c.res.Queued, retryIDs[retryKey{retryRows.blob[i], retryAddr[i]}])
 	}
 	if s.recipients != nil {
 		// Committed: the recipients' bytes as the batch counted them
