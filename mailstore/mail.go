@@ -180,14 +180,15 @@ type Mail interface {
 	// committed before, earlier ones of the same group commit included):
 	// a mailbox that has reached its quota (Mailbox.Full) is not written
 	// to, so that concurrent deliveries take a mailbox past its quota by
-	// one message at most. When no local recipient took the message and
-	// one was refused so, Deliver stores and queues nothing and answers
-	// ErrOverQuota (the sender retries). When others took it (or none was
-	// left but Skipped ones), each refused mailbox's copy is queued in
-	// the same transaction as a KindLocal entry to its address, from
-	// Delivery.From (DeliveryResult.OverQuota): the queue delivers it
-	// here later under the same rule, or bounces it when it expires.
-	// Delivery.IgnoreQuota turns the rule off.
+	// one message at most. When one was refused so and no local recipient
+	// took the message, Deliver stores and queues nothing, the relays and
+	// the other recipients included, and answers ErrOverQuota (the sender
+	// retries it whole). When another local recipient took it, each
+	// refused mailbox's copy is queued in the same transaction as a
+	// KindLocal entry to its address, from Delivery.From
+	// (DeliveryResult.OverQuota): the queue delivers it here later under
+	// the same rule, or bounces it when it expires. Delivery.IgnoreQuota
+	// turns the rule off.
 	//
 	// With Relay, the same transaction queues the message for its remote
 	// recipients (DeliveryResult.Queued), and MailboxIDs may be empty: a
