@@ -30,7 +30,7 @@ var ErrBounceUndeliverable = errors.New("bounce recipient leads nowhere")
 // that leads nowhere is ErrBounceUndeliverable (dropped) instead of a
 // refusal, since there is no one to refuse it to.
 func (a *Agent) Bounce(ctx context.Context, to string, partner int64, body []byte, now time.Time) error {
-	d := mailstore.Delivery{Body: body, ReceivedAt: now}
+	d := mailstore.Delivery{Body: body, ReceivedAt: now, IgnoreQuota: true}
 	res, err := policy.Resolve(ctx, a.dir, to, partner)
 	switch {
 	case err == nil:

@@ -25,7 +25,8 @@ func (r *recorder) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore
 // notification, and that it checks neither quota nor cap.
 func TestBounce(t *testing.T) {
 	f := newFixture(t)
-	f.deliver("full@a.test", 1<<20) // full@ is at its quota
+	// full@ is at its quota (the fixture): Deliver would refuse anything
+	// else (mailstore.Mail.Deliver), a bounce goes in.
 	for _, c := range []struct {
 		to        string
 		partner   int64

@@ -40,6 +40,10 @@
 //	SRS address              bounce routing       resolved as any         resolved as any
 //	                         (srs.go)             address                 address
 //	quota at RCPT            SIZE= announced      SIZE= announced         the entry's size
+//	mailbox full at Commit   ErrOverQuota if no   ErrOverQuota if no      ErrOverQuota if no
+//	(concurrent deliveries)  local mailbox took   local mailbox took      local mailbox took
+//	                         it, else its copy    it, else its copy       it (the entry waits),
+//	                         queued (KindLocal)   queued (KindLocal)      else its copy queued
 //	recipient domain's cap   ErrTransferCap-      not checked             as the MX (since
 //	                         Reached with                                 issue 10: before, not
 //	                         RefuseInboundOverCap                         checked)

@@ -458,6 +458,7 @@ func TestCommit(t *testing.T) {
 
 		want      *Refusal // nil: delivered
 		delivered []string
+		overQuota []string
 		gone      []string
 		queued    []relay // the queue entries made, by domain
 	}{
@@ -481,6 +482,22 @@ func TestCommit(t *testing.T) {
 		{name: "forward with one mailbox deleted meanwhile", mode: Forward, from: "joe@elsewhere.test", rcpts: []string{"bob@a.test", "carol@a.test"},
 			before:    func(f *fixture) { f.deleteMailbox("carol@a.test") },
 			delivered: []string{"bob@a.test"}, gone: []string{"carol@a.test"}},
+		// The quota of concurrent deliveries (mailstore.Mail.Deliver):
+		// another message filled the mailbox after its recipient was
+		// accepted.
+		{name: "mx to a mailbox filled meanwhile", mode: MX, from: "joe@elsewhere.test", rcpts: []string{"carol@a.test"},
+			before: func(f *fixture) { f.deliver("carol@a.test", 1<<20) },
+			want:   ErrOverQuota},
+		{name: "mx to a mailbox filled meanwhile and another", mode: MX, from: "joe@elsewhere.test", rcpts: []string{"carol@a.test", "bob@a.test"},
+			before:    func(f *fixture) { f.deliver("carol@a.test", 1<<20) },
+			delivered: []string{"bob@a.test"}, overQuota: []string{"carol@a.test"},
+			queued: []relay{{mailstore.KindLocal, "a.test", "joe@elsewhere.test", []string{"carol@a.test"}}}},
+		{name: "submission to a mailbox filled meanwhile and a remote address", mode: Submission, from: "bob@a.test", rcpts: []string{"carol@a.test", "joe@remote.test"},
+			before: func(f *fixture) { f.deliver("carol@a.test", 1<<20) },
+			want:   ErrOverQuota},
+		{name: "forward to a mailbox filled meanwhile", mode: Forward, from: "joe@elsewhere.test", rcpts: []string{"carol@a.test"},
+			before: func(f *fixture) { f.deliver("carol@a.test", 1<<20) },
+			want:   ErrOverQuota},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -502,6 +519,16 @@ func TestCommit(t *testing.T) {
 			}
 			if tc.want == ErrTransferCapReached && !errors.Is(err, mailstore.ErrTransferCapReached) {
 				t.Errorf("Commit = %v, want it to match mailstore.ErrTransferCapReached too", err)
+			}
+			if tc.want == ErrOverQuota && (!errors.Is(err, mailstore.ErrOverQuota) || !Temporary(err)) {
+				t.Errorf("Commit = %v, want it temporary and matching mailstore.ErrOverQuota too", err)
+			}
+			var overQuota []int64
+			for _, m := range tc.overQuota {
+				overQuota = append(overQuota, f.boxes[m].ID)
+			}
+			if !slices.Equal(res.OverQuota, overQuota) {
+				t.Errorf("OverQuota = %v, want %v (%v)", res.OverQuota, overQuota, tc.overQuota)
 			}
 			var want []int64
 			for _, m := range tc.delivered {

@@ -37,7 +37,10 @@ var (
 	// one (policy.ErrBadAddress).
 	ErrBadAddress = &Refusal{"bad address", false}
 	// ErrOverQuota: a mailbox the recipient reaches is full, or would be
-	// with the message's size (policy.AcceptAtRCPT).
+	// with the message's size (policy.AcceptAtRCPT); or, from Commit,
+	// every local mailbox of the message reached its quota since its
+	// recipient was accepted (concurrent deliveries: see Commit), and
+	// nothing was stored. It also matches mailstore.ErrOverQuota then.
 	ErrOverQuota = &Refusal{"mailbox full", true}
 	// ErrTransferCapReached: a domain the message would be counted
 	// against has used its monthly transfer cap: the submitting user's,

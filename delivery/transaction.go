@@ -355,19 +355,35 @@ type Result struct {
 // used its cap (ErrTransferCapReached, matching
 // mailstore.ErrTransferCapReached too). When nothing was stored nor
 // queued the answer is ErrGone, with the Result (every recipient Gone).
+//
+// The store applies the quota of concurrent deliveries (mailstore.Mail.
+// Deliver): a mailbox that reached its quota since its recipient was
+// accepted (other messages to it committed meanwhile) is not written to.
+// When that leaves the message no local mailbox, nothing is stored nor
+// queued and the answer is ErrOverQuota (matching mailstore.ErrOverQuota
+// too), temporary: the MX's and submission's sender retries, the queue
+// keeps the entry. When other mailboxes took it, the full ones' copies
+// wait in the queue (Result.OverQuota, KindLocal entries, from this
+// transaction's sender) for a local delivery under the same rule, and
+// Commit succeeds: one reply after DATA cannot accept for some
+// recipients and refuse for others, and this loses nothing and
+// duplicates nothing.
 // Other errors are the store's, temporary.
 func (t *Transaction) Commit(ctx context.Context, body []byte, at time.Time) (Result, error) {
 	relay, err := t.relays()
 	if err != nil {
 		return Result{}, fmt.Errorf("forward: %w", err)
 	}
-	d := mailstore.Delivery{Body: body, ReceivedAt: at, MailboxIDs: t.MailboxIDs(), JunkMailboxIDs: t.junk, Relay: relay}
+	d := mailstore.Delivery{Body: body, ReceivedAt: at, MailboxIDs: t.MailboxIDs(), JunkMailboxIDs: t.junk, Relay: relay, From: t.from}
 	if t.mode == Submission {
 		d.SenderDomainID = t.domain.ID
 	}
 	res, err := t.a.cfg.Store.Deliver(ctx, d)
 	if errors.Is(err, mailstore.ErrTransferCapReached) {
 		return Result{}, refuse(ErrTransferCapReached, err)
+	}
+	if errors.Is(err, mailstore.ErrOverQuota) {
+		return Result{}, refuse(ErrOverQuota, err)
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("deliver: %w", err)

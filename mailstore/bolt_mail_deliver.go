@@ -15,7 +15,10 @@ import (
 // and a refusal (cap reached, unknown sender domain) is not returned from
 // the function, which would make bbolt roll back and rerun the whole
 // batch, but noted and answered once the batch has committed, with
-// nothing of this delivery in it.
+// nothing of this delivery in it. The quota of concurrent deliveries
+// (Mail.Deliver) is decided on each mailbox as the batch's earlier
+// functions left it in the transaction: bbolt has one writer, so the
+// figures are the committed ones plus the batch's own.
 func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) {
 	if d.ReceivedAt.IsZero() {
 		return DeliveryResult{}, fmt.Errorf("deliver: no received time: %w", ErrInvalidArgument)
@@ -79,6 +82,7 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 		}
 		var inDomains []int64
 		var events []Event
+		var full []Mailbox // of res.OverQuota
 		marks := tx.Bucket(bEventMarks)
 		for _, id := range ids {
 			mb, err := t.mailbox(id)
@@ -88,6 +92,11 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 			}
 			if err != nil {
 				return err
+			}
+			if !d.IgnoreQuota && mb.Full() {
+				res.OverQuota = append(res.OverQuota, id)
+				full = append(full, *mb)
+				continue
 			}
 			inbox, err := t.folderByName(id, "INBOX")
 			if err != nil {
@@ -123,9 +132,27 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 				inDomains = append(inDomains, mb.DomainID)
 			}
 		}
+		if len(res.OverQuota) > 0 && len(res.Delivered) == 0 {
+			// No recipient took the message, so the loop wrote nothing:
+			// refused with nothing of it stored.
+			refused = fmt.Errorf("mailbox %d: %w", res.OverQuota[0], ErrOverQuota)
+			return nil
+		}
 		q := newQueueTx(tx)
 		for _, g := range groups {
 			o := relayEntry(g, blobID, size, received, held[g.Relay.DomainID])
+			if o.ID, err = nextID(q.entries); err != nil {
+				return err
+			}
+			if err := q.put(o); err != nil {
+				return err
+			}
+			res.Queued = append(res.Queued, o.ID)
+		}
+		// Neither counted nor held: the recipient's domain counts the
+		// message when the queue delivers it.
+		for _, mb := range full {
+			o := relayEntry(LocalRetry(mb, d.From), blobID, size, received, false)
 			if o.ID, err = nextID(q.entries); err != nil {
 				return err
 			}

@@ -124,6 +124,16 @@ type Delivery struct {
 	// transaction (see Queue and Relay). The body is stored once for all,
 	// local copies and queue entries.
 	Relay []Relay
+	// From is the envelope sender ("" for the null one). It is the sender
+	// of the KindLocal entries Deliver queues for recipients whose
+	// mailbox was full (DeliveryResult.OverQuota), and so where their
+	// bounce goes should they expire.
+	From string
+	// IgnoreQuota delivers to every local recipient whatever its quota:
+	// for the queue's bounces, which tell a sender its own mail failed
+	// (delivery.Agent.Bounce). Otherwise Deliver applies the rule of
+	// concurrent deliveries (see Mail.Deliver).
+	IgnoreQuota bool
 }
 
 // Mail is the mail plane: address resolution, delivery, folders and
@@ -158,10 +168,27 @@ type Mail interface {
 	// message count, and each recipient domain's inbound transfer for the
 	// month of ReceivedAt (counted once per domain per message). It returns
 	// only once that is committed and synced; concurrent deliveries share
-	// commits. A recipient over quota is still delivered: the quota is
-	// checked at RCPT (see policy), not here. Unknown mailbox ids are
-	// skipped (the account was deleted meanwhile) and reported in
-	// DeliveryResult.Skipped. A zero ReceivedAt is ErrInvalidArgument.
+	// commits. Unknown mailbox ids are skipped (the account was deleted
+	// meanwhile) and reported in DeliveryResult.Skipped. A zero
+	// ReceivedAt is ErrInvalidArgument.
+	//
+	// The quota is decided at RCPT (policy.AcceptAtRCPT, against the size
+	// announced); a message accepted there is stored even if it takes the
+	// mailbox past its quota by itself. What Deliver adds is the rule of
+	// concurrent deliveries, decided per recipient on the mailbox's
+	// counters as the transaction holds them (those of deliveries that
+	// committed before, earlier ones of the same group commit included):
+	// a mailbox that has reached its quota (Mailbox.Full) is not written
+	// to, so that concurrent deliveries take a mailbox past its quota by
+	// one message at most. When one was refused so and no local recipient
+	// took the message, Deliver stores and queues nothing, the relays and
+	// the other recipients included, and answers ErrOverQuota (the sender
+	// retries it whole). When another local recipient took it, each
+	// refused mailbox's copy is queued in the same transaction as a
+	// KindLocal entry to its address, from Delivery.From
+	// (DeliveryResult.OverQuota): the queue delivers it here later under
+	// the same rule, or bounces it when it expires. Delivery.IgnoreQuota
+	// turns the rule off.
 	//
 	// With Relay, the same transaction queues the message for its remote
 	// recipients (DeliveryResult.Queued), and MailboxIDs may be empty: a
@@ -311,8 +338,13 @@ const (
 type DeliveryResult struct {
 	Delivered []int64 // mailbox ids that got the message
 	Skipped   []int64 // mailbox ids that no longer exist
+	// OverQuota are the mailbox ids that had reached their quota when
+	// the delivery was written (see Mail.Deliver): they did not get the
+	// message, a KindLocal queue entry each holds it for them.
+	OverQuota []int64
 	// Queued are the ids of the queue entries made for Relay, held ones
-	// included, in the order of Relay and of each one's destinations.
+	// included, in the order of Relay and of each one's destinations;
+	// then the KindLocal entry of each of OverQuota, in its order.
 	Queued []int64
 }
 

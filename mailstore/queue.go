@@ -24,6 +24,15 @@ const (
 	// KindBounce: a delivery status notification (RFC 3464). Its envelope
 	// sender is empty, so nothing bounces a bounce.
 	KindBounce OutboundKind = "bounce"
+	// KindLocal: a local recipient's copy that Deliver could not store
+	// because the mailbox had reached its quota (see Mail.Deliver). Its
+	// one recipient is the mailbox's address, DomainID the mailbox's
+	// domain (whose partner delivers it here: policy.DeliverLocally), not
+	// counted against that domain's transfer nor held by its cap; the
+	// queue delivers it here again, or bounces it to From when it
+	// expires. Deliver makes these itself: a Relay of this kind is
+	// ErrInvalidArgument.
+	KindLocal OutboundKind = "local"
 )
 
 // Relay is the remote part of a Delivery: the message queued for remote

@@ -147,6 +147,18 @@ func GroupRelays(relays []Relay) ([]RelayGroup, error) {
 	return out, nil
 }
 
+// LocalRetry is the queue entry to be of a recipient mailbox m that
+// Deliver found full (Mail.Deliver): a KindLocal relay from the
+// delivery's sender to m's address. Both stores make it so.
+func LocalRetry(m Mailbox, from string) RelayGroup {
+	dest := strings.ToLower(m.Email[strings.LastIndexByte(m.Email, '@')+1:])
+	return RelayGroup{
+		Relay:       &Relay{Kind: KindLocal, DomainID: m.DomainID, From: from, To: []string{m.Email}},
+		Destination: dest,
+		To:          []string{m.Email},
+	}
+}
+
 // ApplyAttempt is an entry after an attempt (Queue.RecordAttempt). Only
 // pending recipients change; addresses the entry does not have pending
 // are ignored.

@@ -131,7 +131,8 @@ func (m Mailbox) QuotaBytes() int64 { return m.QuotaMB * MB }
 // quota admits nothing. Every check of the quota is this rule: the
 // protocols' (policy.AcceptAtRCPT, IMAP APPEND) and bbolt's in its
 // transactions; PostgreSQL writes it in SQL (pgstore's sqlQuotaTake), in
-// the statement that takes the room.
+// the statement that takes the room. Both stores' deliveries decide Full
+// on the mailbox rows their transaction holds.
 func (m Mailbox) Fits(size int64) bool {
 	quota := m.QuotaBytes()
 	if m.UsedBytes >= quota {
@@ -140,6 +141,11 @@ func (m Mailbox) Fits(size int64) bool {
 	// quota-used > 0 here, so this cannot overflow as used+size could.
 	return size <= quota-m.UsedBytes
 }
+
+// Full reports whether the mailbox has reached its quota (a zero quota
+// is always reached): Deliver writes no more to it, whatever the size
+// (Mail.Deliver, concurrent deliveries). It is Fits for a size not known.
+func (m Mailbox) Full() bool { return !m.Fits(0) }
 
 // MB is the unit of every *_mb field: 1 MB = 1,048,576 bytes.
 const MB = 1 << 20

@@ -227,7 +227,9 @@ func (s *Sender) warn(ctx context.Context, e mailstore.Outbound, body []byte, ou
 // bounces, which no domain sends, and entries of a domain deleted since,
 // which are mail in flight).
 func (s *Sender) suspended(ctx context.Context, e mailstore.Outbound) *reply {
-	if e.DomainID == 0 {
+	if e.DomainID == 0 || e.Kind == mailstore.KindLocal {
+		// A KindLocal entry's domain is its recipient's, which receives
+		// mail while suspended as the MX does.
 		return nil
 	}
 	d, err := s.cfg.Store.DomainWithID(ctx, e.DomainID)

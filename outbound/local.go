@@ -36,11 +36,20 @@ func (s *Sender) deliverLocal(ctx context.Context, e mailstore.Outbound, body []
 	}
 	res, err := tx.Commit(ctx, body, s.now())
 	if err != nil && !errors.Is(err, delivery.ErrGone) {
+		why := localError("local delivery", err)
+		if errors.Is(err, delivery.ErrOverQuota) {
+			// Every mailbox filled up since its recipient was accepted
+			// (concurrent deliveries): stored nowhere, the entry waits.
+			why = localReply(err)
+		}
 		for _, r := range accepted {
-			out.deferAll([]string{r.Address}, localError("local delivery", err))
+			out.deferAll([]string{r.Address}, why)
 		}
 		return out
 	}
+	// A recipient whose mailbox had filled up meanwhile
+	// (res.OverQuota) is done with here too: its copy waits in a
+	// KindLocal entry of its own, which the store queued with the others.
 	for _, r := range accepted {
 		if slices.Contains(res.Gone, r.Address) {
 			// All of its mailboxes were deleted since it was accepted:

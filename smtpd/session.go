@@ -346,7 +346,7 @@ func (s *session) deliver(tx transaction, body []byte, at, start time.Time) erro
 	}
 	s.autoReply(tx, body, res.Delivered)
 	s.log.Info("delivered", "id", tx.id, "from", tx.from, "rcpts", len(tx.del.Recipients()),
-		"mailbox_ids", res.Delivered, "skipped_ids", res.Skipped, "queued_ids", res.Queued,
+		"mailbox_ids", res.Delivered, "skipped_ids", res.Skipped, "over_quota_ids", res.OverQuota, "queued_ids", res.Queued,
 		"size_bytes", len(body), "tls", s.tls, "duration_ms", time.Since(start).Milliseconds())
 	return nil
 }

@@ -46,10 +46,14 @@ import (
 // Each delivery of the batch is decided in Go between the two, in order,
 // on the figures as the earlier ones of the batch left them, as if they
 // had run one after the other. A refusal (cap reached, unknown sender or
-// relay domain) leaves the delivery out of step 2 and fails only its own
-// call. If the transaction fails for another reason, each delivery of
-// the batch runs again alone, so that one bad delivery cannot fail the
-// others.
+// relay domain, every local recipient full) leaves the delivery out of
+// step 2 and fails only its own call. The quota of concurrent deliveries
+// (mailstore.Mail.Deliver) is decided so on the recipients' mailbox rows,
+// which step 1 locked: another node's batch that wants them waits (or
+// skips and defers) until this one commits, and then reads its counters,
+// so that two nodes cannot both find room that only one has. If the
+// transaction fails for another reason, each delivery of the batch runs
+// again alone, so that one bad delivery cannot fail the others.
 
 const (
 	// maxDeliverDepth bounds Options.DeliverDepth, how many batches may
@@ -88,6 +92,9 @@ type delivery struct {
 	junk     []int64 // of ids, those delivered to their \Junk folder
 	sender   int64
 	groups   []mailstore.RelayGroup
+	from     string // mailstore.Delivery.From
+	// ignoreQuota: mailstore.Delivery.IgnoreQuota.
+	ignoreQuota bool
 	// wait: take the recipients' rows even if another transaction holds
 	// them (set for a call deferred once, so that it cannot be deferred
 	// for ever, and for one delivered to a Junk folder); otherwise the
@@ -129,7 +136,7 @@ func (s *Store) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.De
 	c := &delivery{
 		ctx: ctx, body: d.Body, summary: summary, size: int64(len(d.Body)), received: received,
 		month: mailstore.Month(received), ids: ids, junk: d.JunkMailboxIDs, sender: d.SenderDomainID, groups: groups,
-		done: make(chan struct{}),
+		from: d.From, ignoreQuota: d.IgnoreQuota, done: make(chan struct{}),
 	}
 	s.deliveries.enqueue(s, c)
 	select {
@@ -711,6 +718,9 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 		bBodies, bHeaders   [][]byte
 		qRows               queueRows
 		nextBlob, nextQueue int
+		retryRows           queueRows   // KindLocal entries, without ids
+		retryOf             []*delivery // the call of each of retryRows
+		retryAddr           []string    // and its recipient
 	)
 	for _, c := range calls {
 		if c.sender != 0 {
@@ -754,12 +764,23 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 				c.res.Skipped = append(c.res.Skipped, id)
 				continue
 			}
+			// mbInfo has the locked row's counters plus what the batch's
+			// earlier deliveries added (below).
+			if m := mbInfo[id]; m != nil && !c.ignoreQuota && m.Full() {
+				c.res.OverQuota = append(c.res.OverQuota, id)
+				continue
+			}
 			c.res.Delivered = append(c.res.Delivered, id)
 			if !slices.Contains(inDomains, in.domain) {
 				inDomains = append(inDomains, in.domain)
 			}
 		}
-		refs := len(c.res.Delivered) + len(c.groups)
+		if len(c.res.OverQuota) > 0 && len(c.res.Delivered) == 0 {
+			c.err = fmt.Errorf("mailbox %d: %w", c.res.OverQuota[0], mailstore.ErrOverQuota)
+			c.res = mailstore.DeliveryResult{}
+			continue
+		}
+		refs := len(c.res.Delivered) + len(c.groups) + len(c.res.OverQuota)
 		if refs == 0 {
 			continue
 		}
@@ -796,6 +817,16 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 				return err
 			}
 			c.res.Queued = append(c.res.Queued, id)
+		}
+		// Their ids come with the insert (rare: they are not taken in
+		// round trip 1 for every batch); neither counted nor held: the
+		// recipient's domain counts the message when the queue delivers it.
+		for _, id := range c.res.OverQuota {
+			if err := retryRows.add(0, mailstore.LocalRetry(*mbInfo[id], c.from), blob, c.size, c.received, false); err != nil {
+				return err
+			}
+			retryOf = append(retryOf, c)
+			retryAddr = append(retryAddr, mbInfo[id].Email)
 		}
 		for _, did := range inDomains {
 			count(did, c.month, c.size, 0, c.received)
@@ -854,6 +885,29 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 			AS q(id, kind, domain_id, from_addr, destination, recipients, blob_id, size, at, held)`,
 			qRows.id, qRows.kind, qRows.domain, qRows.from, qRows.dest, qRows.rcpts, qRows.blob, qRows.size, qRows.at, qRows.held)
 	}
+	// RETURNING's order is not the insert's: each KindLocal entry is
+	// found by its body and address, one per (delivery, mailbox).
+	type retryKey struct {
+		blob int64
+		addr string
+	}
+	retryIDs := map[retryKey]int64{}
+	if len(retryRows.blob) > 0 {
+		b.Queue(`INSERT INTO queue (kind, domain_id, from_addr, destination, recipients, blob_id, size, queued_at, next_attempt, held)
+			SELECT q.kind, q.domain_id, q.from_addr, q.destination, q.recipients::jsonb, q.blob_id, q.size, q.at, q.at, false
+			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::timestamptz[])
+			AS q(kind, domain_id, from_addr, destination, recipients, blob_id, size, at)
+			RETURNING id, blob_id, recipients->0->>'address'`,
+			retryRows.kind, retryRows.domain, retryRows.from, retryRows.dest, retryRows.rcpts, retryRows.blob, retryRows.size, retryRows.at).Query(func(rows pgx.Rows) error {
+			var id int64
+			var k retryKey
+			_, err := pgx.ForEachRow(rows, []any{&id, &k.blob, &k.addr}, func() error {
+				retryIDs[k] = id
+				return nil
+			})
+			return err
+		})
+	}
 	if len(events) > 0 {
 		var r eventRows
 		for _, e := range events {
@@ -863,6 +917,10 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 	}
 	if err := tx.send(ctx, b, true); err != nil {
 		return fmt.Errorf("store deliveries: %w", err)
+	}
+	for i, c := range retryOf {
+		// Every row inserted is returned: none can be missing here.
+		c.res.Queued = append(c.res.Queued, retryIDs[retryKey{retryRows.blob[i], retryAddr[i]}])
 	}
 	if s.recipients != nil {
 		// Committed: the recipients' bytes as the batch counted them

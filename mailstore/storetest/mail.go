@@ -20,6 +20,8 @@ func runMail(t *testing.T, open Open) {
 	t.Run("deliver_junk", func(t *testing.T) { mailDeliverJunk(t, open) })
 	t.Run("spam_filter", func(t *testing.T) { controlSpamFilter(t, open) })
 	t.Run("deliver_concurrent", func(t *testing.T) { mailDeliverConcurrent(t, open) })
+	t.Run("deliver_quota_concurrent", func(t *testing.T) { mailDeliverQuotaConcurrent(t, open) })
+	t.Run("deliver_quota_partial", func(t *testing.T) { mailDeliverQuotaPartial(t, open) })
 	t.Run("default_folders", func(t *testing.T) { mailDefaultFolders(t, open) })
 	t.Run("folders", func(t *testing.T) { mailFolders(t, open) })
 	t.Run("folder_names", func(t *testing.T) { mailFolderNames(t, open) })
@@ -532,8 +534,10 @@ func mailAppendQuota(t *testing.T, open Open) {
 	if _, err := m.s.Append(m.ctx, mb.ID, drafts.ID, []byte("x"), nil, mailNow); !errors.Is(err, mailstore.ErrOverQuota) {
 		t.Errorf("Append(at quota) = %v, want ErrOverQuota", err)
 	}
-	// Delivery is not refused by quota (that is RCPT's decision).
-	m.deliver("still delivered", mailNow, mb.ID)
+	// Nor does a delivery, once the mailbox is at its quota (Mail.Deliver).
+	if _, err := m.s.Deliver(m.ctx, mailstore.Delivery{Body: []byte("x"), ReceivedAt: mailNow, MailboxIDs: []int64{mb.ID}}); !errors.Is(err, mailstore.ErrOverQuota) {
+		t.Errorf("Deliver(at quota) = %v, want ErrOverQuota", err)
+	}
 	m.invariants("a.example")
 	if _, err := m.s.Append(m.ctx, mb.ID, 9999, []byte("x"), nil, mailNow); !errors.Is(err, mailstore.ErrFolderNotFound) {
 		t.Errorf("Append(unknown folder) = %v, want ErrFolderNotFound", err)

@@ -93,6 +93,10 @@ func mailBodies(t *testing.T, open Open) {
 	// however an implementation splits or reuses memory.
 	t.Run("many", func(t *testing.T) {
 		w := m.mailbox(m.pid, "a.example", "w@a.example")
+		// Room for them all (Mail.Deliver refuses a full mailbox).
+		if _, err := m.s.SetQuota(m.ctx, m.pid, w.Email, 10); err != nil {
+			t.Fatal(err)
+		}
 		var wg sync.WaitGroup
 		for g := range 10 {
 			wg.Go(func() {
