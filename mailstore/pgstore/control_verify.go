@@ -87,3 +87,8 @@ func (s *Store) VerifiedDomains(ctx context.Context, after string, limit int) ([
 	}
 	return out, nil
 }
+
+// SetVerifiedSole implements mailstore.Store.
+func (s *Store) SetVerifiedSole(ctx context.Context, partnerID int64, name string, now time.Time) (mailstore.Domain, error) {
+	return s.SetVerified(ctx, partnerID, name, true, now)
+}
