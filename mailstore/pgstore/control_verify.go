@@ -104,4 +104,3 @@ func (s *Store) VerifiedDomains(ctx context.Context, after string, limit int) ([
 	}
 	return out, nil
 }
-
