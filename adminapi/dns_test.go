@@ -180,8 +180,8 @@ func TestDomainKeysFail(t *testing.T) {
 	must(t, "GET dns", e.a("GET", "/domains/old.example/dns", ""), 500)
 }
 
-// TestDomainKeysNotMadeForTakenName: a repeated creation is refused
-// before any key is made.
+// TestDomainKeysNotMadeForTakenName: a repeated creation, and one of a
+// name another partner has verified, is refused before any key is made.
 func TestDomainKeysNotMadeForTakenName(t *testing.T) {
 	var made atomic.Int32
 	e := newEnv(t, func(c *Config) {
@@ -191,6 +191,9 @@ func TestDomainKeysNotMadeForTakenName(t *testing.T) {
 		}
 	})
 	must(t, "create", e.a("POST", "/domains/", `{"name":"example.com"}`), 201)
+	if _, err := e.store.SetVerified(context.Background(), e.idA, "example.com", true, testNow); err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range []resp{
 		e.a("POST", "/domains/", `{"name":"example.com"}`),
 		e.b("POST", "/domains/", `{"name":"EXAMPLE.com"}`),

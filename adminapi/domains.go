@@ -1,6 +1,7 @@
 package adminapi
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -26,15 +27,23 @@ type domainJSON struct {
 	// partners' mailboxes leaves as for a domain hosted elsewhere.
 	Verified  bool   `json:"verified"`
 	CreatedAt string `json:"created_at"`
+	// ClaimEndedAt, only on a claim another partner's verification of
+	// the name ended (docs/security.md): its mailboxes and aliases get
+	// no mail and cannot log in.
+	ClaimEndedAt string `json:"claim_ended_at,omitempty"`
 }
 
 func toDomain(d mailstore.Domain) domainJSON {
-	return domainJSON{
+	out := domainJSON{
 		ID: d.ID, Name: d.Name, Plan: d.Plan,
 		MaxMailboxes: d.MaxMailboxes, MaxAliases: d.MaxAliases,
 		QuotaMB: d.QuotaMB, RetentionDays: d.RetentionDays, TransferMonthlyMB: d.TransferMonthlyMB,
 		Suspended: d.Suspended, Verified: d.Verified, CreatedAt: timestamp(d.CreatedAt),
 	}
+	if d.Ended() {
+		out.ClaimEndedAt = timestamp(d.ClaimEndedAt)
+	}
+	return out
 }
 
 // Count limits of a domain: 0 means unlimited.
@@ -66,6 +75,9 @@ func (a *API) createDomain(w http.ResponseWriter, r *http.Request, c call) error
 	}
 	// Named for the audit whichever check refuses the create.
 	setObject(r, name)
+	if policy.ReservedDomain(name, a.hostname) {
+		return unprocessable("name", "%s is reserved for the server's own host name", name)
+	}
 	planName := "starter"
 	if b.has("plan") {
 		if planName, err = b.str("plan"); err != nil {
@@ -88,12 +100,11 @@ func (a *API) createDomain(w http.ResponseWriter, r *http.Request, c call) error
 			return err
 		}
 	}
-	// A name already taken is answered before the keys are made: billing
-	// systems repeat creations, and a key costs up to 200 ms of CPU.
-	// CreateDomain checks again in its transaction.
-	if _, err := a.store.DomainByName(r.Context(), name); err == nil {
-		return mailstore.ErrDomainExists
-	} else if !errors.Is(err, mailstore.ErrNotFound) {
+	// A name already taken (the partner's own claim, or another
+	// partner's verified one) is answered before the keys are made:
+	// billing systems repeat creations, and a key costs up to 200 ms of
+	// CPU. CreateDomain checks again in its transaction.
+	if err := a.nameFree(r.Context(), c.partnerID, name); err != nil {
 		return err
 	}
 	now := a.now()
@@ -105,6 +116,23 @@ func (a *API) createDomain(w http.ResponseWriter, r *http.Request, c call) error
 		return err
 	}
 	writeJSON(w, http.StatusCreated, toDomain(d))
+	return nil
+}
+
+// nameFree answers mailstore.ErrDomainExists when the partner claims
+// name already or another partner has verified it (the verified claim
+// is the live one); another partner's unverified claim is no obstacle.
+func (a *API) nameFree(ctx context.Context, partnerID int64, name string) error {
+	if _, err := a.store.Domain(ctx, partnerID, name); err == nil {
+		return mailstore.ErrDomainExists
+	} else if !errors.Is(err, mailstore.ErrNotFound) {
+		return err
+	}
+	if live, err := a.store.DomainByName(ctx, name); err == nil && live.Verified && live.PartnerID != partnerID {
+		return mailstore.ErrDomainExists
+	} else if err != nil && !errors.Is(err, mailstore.ErrNotFound) {
+		return err
+	}
 	return nil
 }
 

@@ -25,6 +25,7 @@ type Store interface {
 	SetTransferCap(ctx context.Context, partnerID int64, name string, mb int64) (mailstore.Domain, error)
 	SetSuspended(ctx context.Context, partnerID int64, name string, suspended bool) (mailstore.Domain, error)
 	SetVerified(ctx context.Context, partnerID int64, name string, verified bool, now time.Time) (mailstore.Domain, error)
+	SetVerifiedSole(ctx context.Context, partnerID int64, name string, now time.Time) (mailstore.Domain, error)
 	EnsureVerifyToken(ctx context.Context, partnerID int64, name, token string) (mailstore.Domain, error)
 	DeleteDomain(ctx context.Context, partnerID int64, name string, force bool) error
 	DomainUsage(ctx context.Context, partnerID int64, name string, month string) (mailstore.DomainUsage, error)
@@ -40,9 +41,9 @@ type Store interface {
 	Aliases(ctx context.Context, partnerID int64, domainID int64, p mailstore.Page) ([]mailstore.Alias, int, error)
 	DeleteAlias(ctx context.Context, partnerID int64, source string) error
 
-	// Across partners: an address or a domain name is taken whoever
-	// owns it.
-	MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error)
+	// The live claims (mailstore.LiveClaim), whoever holds them: a name
+	// another partner has verified is taken, and the pre-checks that
+	// spare a password hash or a key look there first.
 	AliasBySource(ctx context.Context, source string) (mailstore.Alias, error)
 	DomainByName(ctx context.Context, name string) (mailstore.Domain, error)
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailauth"
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 // verifyTimeout bounds the DNS queries of one verification: Go's resolver
@@ -20,6 +21,13 @@ const verifyTimeout = 20 * time.Second
 // nothing (a verified domain stays verified through a DNS outage). A
 // verified domain whose proof is gone is unverified here as in the daily
 // re-check.
+//
+// The TXT record names the partner (its own token); the MX record does
+// not, so it proves the name only while no other partner claims it
+// (SetVerifiedSole): a squatter's claim must not win the name when its
+// real owner points the MX here. Both answer 409 when another partner
+// has verified the name. Verifying ends the other partners' claims
+// (mailstore.Control.SetVerified; docs/security.md).
 func (a *API) verifyDomain(w http.ResponseWriter, r *http.Request, c call) error {
 	name, err := domainParam(r)
 	if err != nil {
@@ -53,9 +61,23 @@ func (a *API) verifyDomain(w http.ResponseWriter, r *http.Request, c call) error
 		}
 		return newError(http.StatusConflict, "Domain not verified: expected "+o.Expected+"; found "+o.Found)
 	}
-	if d, err = a.store.SetVerified(ctx, c.partnerID, d.Name, true, a.now()); err != nil {
+	var v mailstore.Domain
+	if o.By == "mx" {
+		v, err = a.store.SetVerifiedSole(ctx, c.partnerID, d.Name, a.now())
+	} else {
+		v, err = a.store.SetVerified(ctx, c.partnerID, d.Name, true, a.now())
+	}
+	switch {
+	case errors.Is(err, mailstore.ErrDomainShared):
+		return newError(http.StatusConflict, "Domain not verified: another partner also holds "+d.Name+
+			", so an MX record pointing to "+a.hostname+" does not prove it is yours; expected a TXT record \""+
+			mailauth.VerifyPrefix+d.VerifyToken+"\" at "+mailauth.VerifyLabel+"."+d.Name+"; found "+o.Found)
+	case errors.Is(err, mailstore.ErrDomainOwned):
+		return newError(http.StatusConflict, "Domain not verified: another partner has verified "+d.Name)
+	case err != nil:
 		return err
 	}
+	d = v
 	a.log.Info("domain verified", "domain", d.Name, "partner_id", c.partnerID, "by", o.By)
 	writeJSON(w, http.StatusOK, toDomain(d))
 	return nil

@@ -36,7 +36,7 @@ func NewVerifyToken() string {
 // GET /domains/{d}/dns.
 func VerifyRecord(domain, token string) Record {
 	return Record{Type: "TXT", Name: VerifyLabel + "." + domain, Value: VerifyPrefix + token,
-		Purpose: "Proof of ownership for mailhost (not needed while the MX record points here)"}
+		Purpose: "Proof of ownership for mailhost: publish it and verify before pointing the MX record here (the MX record proves ownership only while no other partner claims the name)"}
 }
 
 // OwnershipResolver is the DNS CheckOwnership asks; *net.Resolver and
@@ -54,7 +54,9 @@ type Ownership struct {
 	// By names the proof found: "txt" or "mx"; empty when not verified.
 	By string
 	// Expected and Found say, in words for the partner, which records
-	// would prove ownership and what DNS holds instead.
+	// would prove ownership and what DNS holds instead (when verified by
+	// the MX record, what it held at the TXT record's name, and the MX:
+	// a caller that does not take the MX proof says so with them).
 	Expected, Found string
 }
 
@@ -121,6 +123,7 @@ func CheckOwnership(ctx context.Context, r OwnershipResolver, domain, token, mxH
 			h := strings.ToLower(strings.TrimSuffix(m.Host, "."))
 			if h != "" && h == mxHost {
 				o.Verified, o.By = true, "mx"
+				o.Found = strings.Join(append(found, "MX of "+domain+": "+h), "; ")
 				return o, nil
 			}
 			if h == "" {

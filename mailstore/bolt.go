@@ -18,7 +18,7 @@ import (
 
 // schemaVersion is the layout version this binary writes. Open upgrades an
 // older file, one migration per version, each in its own transaction.
-const schemaVersion = 7
+const schemaVersion = 8
 
 // Bucket layout. Every lookup the API and the mail plane make is a key or a
 // prefix seek in one of these; nothing scans another partner's data.
@@ -30,11 +30,12 @@ const schemaVersion = 7
 //	key_lookup        lookup -> id
 //	partner_keys      partnerID|keyID -> ""
 //	domains           id -> Domain
-//	domain_names      name -> id
+//	domain_names      name -> id (since schema 8, of the live claim)
 //	partner_domains   partnerID|domainID -> ""
 //	mailboxes         id -> Mailbox
 //	addresses         email or "@domain" -> 'm'|'a' + id (one namespace for
-//	                  mailboxes and alias sources, so an address is never both)
+//	                  mailboxes and alias sources, so an address is never
+//	                  both; until schema 8, which scopes it by domain)
 //	partner_mailboxes partnerID|mailboxID -> ""
 //	domain_mailboxes  domainID|mailboxID -> ""
 //	aliases           id -> Alias
@@ -69,6 +70,12 @@ const schemaVersion = 7
 // made before it have HighestModSeq 0 and an empty log:
 //
 //	changes           folderID|modseq(8) -> change record
+//
+// Schema 8 lets several partners claim one name (bolt_claims.go): the
+// addresses bucket becomes domain_addresses, scoped by domain, and
+//
+//	domain_claims     name 0x00 partnerID -> domainID (every claim)
+//	domain_addresses  domainID|address -> 'm'|'a' + id
 //
 // Buckets made lazily, without a schema number (two changes took schema 6
 // at once), each described in its file:
@@ -277,6 +284,7 @@ var migrations = []func(*bolt.Tx) error{
 		return err
 	},
 	migrateSubscriptions, // 6 -> 7: subscriptions apart from the folders
+	migrateClaims,        // 7 -> 8: claims of a name by several partners
 }
 
 func u64(v uint64) []byte {

@@ -40,28 +40,35 @@ func (s *Bolt) AddAudit(ctx context.Context, e AuditEntry) (AuditEntry, error) {
 	if e.PartnerID == 0 {
 		return AuditEntry{}, fmt.Errorf("add audit entry: no partner: %w", ErrInvalidArgument)
 	}
-	e.Time = utc(e.Time)
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bAudit)
-		if err != nil {
-			return err
-		}
-		idx, err := tx.CreateBucketIfNotExists(bAuditTime)
-		if err != nil {
-			return err
-		}
-		if e.ID, err = nextID(b); err != nil {
-			return err
-		}
-		if err := putJSON(b, pair(e.PartnerID, e.ID), e); err != nil {
-			return err
-		}
-		return idx.Put(auditTimeKey(e.Time, e.PartnerID, e.ID), nil)
+	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
+		e, err = addAuditTx(tx, e)
+		return err
 	})
 	if err != nil {
 		return AuditEntry{}, fmt.Errorf("add audit entry: %w", err)
 	}
 	return e, nil
+}
+
+// addAuditTx appends an entry within tx: AddAudit's, and those the store
+// writes with what they record (NewClaimEndedAudit).
+func addAuditTx(tx *bolt.Tx, e AuditEntry) (AuditEntry, error) {
+	e.Time = utc(e.Time)
+	b, err := tx.CreateBucketIfNotExists(bAudit)
+	if err != nil {
+		return AuditEntry{}, err
+	}
+	idx, err := tx.CreateBucketIfNotExists(bAuditTime)
+	if err != nil {
+		return AuditEntry{}, err
+	}
+	if e.ID, err = nextID(b); err != nil {
+		return AuditEntry{}, err
+	}
+	if err := putJSON(b, pair(e.PartnerID, e.ID), e); err != nil {
+		return AuditEntry{}, err
+	}
+	return e, idx.Put(auditTimeKey(e.Time, e.PartnerID, e.ID), nil)
 }
 
 // AuditEntries implements Audit: the partner's prefix walked backwards.

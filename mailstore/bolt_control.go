@@ -225,17 +225,6 @@ func page[T any](idx, records *bolt.Bucket, parent int64, p Page) ([]T, int) {
 	return out, total
 }
 
-// domainOf loads a partner's domain by name; another partner's domain is
-// not found.
-func domainOf(tx *bolt.Tx, partnerID int64, name string) (Domain, error) {
-	var d Domain
-	id := tx.Bucket(bDomainNames).Get([]byte(name))
-	if id == nil || !getJSON(tx.Bucket(bDomains), id, &d) || d.PartnerID != partnerID {
-		return Domain{}, ErrDomainNotFound
-	}
-	return d, nil
-}
-
 func putDomain(tx *bolt.Tx, d Domain) error {
 	return putJSON(tx.Bucket(bDomains), id8(d.ID), d)
 }
@@ -248,8 +237,13 @@ func (s *Bolt) CreateDomain(ctx context.Context, partnerID int64, nd NewDomain, 
 		if !getJSON(tx.Bucket(bPartners), id8(partnerID), &p) {
 			return ErrPartnerNotFound
 		}
-		names := tx.Bucket(bDomainNames)
-		if names.Get([]byte(nd.Name)) != nil {
+		claims := tx.Bucket(bDomainClaims)
+		if claims.Get(claimKey(nd.Name, partnerID)) != nil {
+			return ErrDomainExists
+		}
+		// Another partner's unverified claim does not block; its
+		// verified one does (the live claim is the verified one).
+		if live, err := liveDomain(tx, nd.Name); err == nil && live.Verified {
 			return ErrDomainExists
 		}
 		if p.MaxDomains > 0 && partnerDomainCount(tx, partnerID) >= p.MaxDomains {
@@ -270,7 +264,7 @@ func (s *Bolt) CreateDomain(ctx context.Context, partnerID int64, nd NewDomain, 
 			TransferMonthlyMB: nd.Plan.TransferMonthlyMB, CreatedAt: utc(now),
 			VerifyToken: nd.VerifyToken,
 		}
-		if err := names.Put([]byte(nd.Name), id8(id)); err != nil {
+		if err := claims.Put(claimKey(nd.Name, partnerID), id8(id)); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bPartnerDomains).Put(pair(partnerID, id), nil); err != nil {
@@ -279,7 +273,15 @@ func (s *Bolt) CreateDomain(ctx context.Context, partnerID int64, nd NewDomain, 
 		if _, err := putDKIMKeys(tx, id, nd.DKIMKeys); err != nil {
 			return err
 		}
-		return putDomain(tx, d)
+		if err := putDomain(tx, d); err != nil {
+			return err
+		}
+		// Live if no other claim is: a later claim never displaces one.
+		names := tx.Bucket(bDomainNames)
+		if names.Get([]byte(nd.Name)) == nil {
+			return names.Put([]byte(nd.Name), id8(id))
+		}
+		return nil
 	})
 	if err != nil {
 		return Domain{}, fmt.Errorf("create domain %s: %w", nd.Name, err)
@@ -452,10 +454,16 @@ func (s *Bolt) DeleteDomain(ctx context.Context, partnerID int64, name string, f
 		if err := unindexVerified(tx, d); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bDomainNames).Delete([]byte(d.Name)); err != nil {
+		if err := tx.Bucket(bDomainClaims).Delete(claimKey(d.Name, partnerID)); err != nil {
 			return err
 		}
-		return tx.Bucket(bDomains).Delete(id8(d.ID))
+		if err := tx.Bucket(bDomains).Delete(id8(d.ID)); err != nil {
+			return err
+		}
+		if live := tx.Bucket(bDomainNames).Get([]byte(d.Name)); bytes.Equal(live, id8(d.ID)) {
+			return relive(tx, d.Name)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("delete domain %s: %w", name, err)
@@ -528,8 +536,8 @@ func createMailboxTx(tx *bolt.Tx, partnerID int64, domainName, email, passwordHa
 	if !inDomain(email, d.Name) || strings.HasPrefix(email, "@") {
 		return Mailbox{}, ErrWrongDomain
 	}
-	addrs := tx.Bucket(bAddresses)
-	if addrs.Get([]byte(email)) != nil {
+	addrs := tx.Bucket(bDomainAddresses)
+	if addrs.Get(addrKey(d.ID, email)) != nil {
 		return Mailbox{}, ErrEmailExists
 	}
 	if d.MaxMailboxes > 0 && d.MailboxCount >= d.MaxMailboxes {
@@ -545,7 +553,7 @@ func createMailboxTx(tx *bolt.Tx, partnerID int64, domainName, email, passwordHa
 		PasswordHash: passwordHash, QuotaMB: d.QuotaMB, CreatedAt: utc(now),
 		PasswordChangedAt: utc(now),
 	}
-	if err := addrs.Put([]byte(email), addrValue(addrMailbox, id)); err != nil {
+	if err := addrs.Put(addrKey(d.ID, email), addrValue(addrMailbox, id)); err != nil {
 		return Mailbox{}, err
 	}
 	entry := entryValue(m)
@@ -630,22 +638,28 @@ func parseEntry(k, v []byte) (MailboxEntry, bool) {
 	}, true
 }
 
-// mailboxOf loads a partner's mailbox by address.
+// mailboxOf loads a partner's mailbox by address, in its own claim of
+// the address's domain.
 func mailboxOf(tx *bolt.Tx, partnerID int64, email string) (Mailbox, error) {
-	m, err := mailboxByEmail(tx, email)
+	d, err := domainOf(tx, partnerID, domainPart(email))
+	if err != nil {
+		return Mailbox{}, ErrMailboxNotFound
+	}
+	m, err := mailboxIn(tx, d.ID, email)
 	if err != nil || m.PartnerID != partnerID {
 		return Mailbox{}, ErrMailboxNotFound
 	}
 	return m, nil
 }
 
+// mailboxByEmail loads a mailbox by address in the live claim of its
+// domain: the mail plane's look-up.
 func mailboxByEmail(tx *bolt.Tx, email string) (Mailbox, error) {
-	var m Mailbox
-	v := tx.Bucket(bAddresses).Get([]byte(email))
-	if len(v) != 9 || v[0] != addrMailbox || !getJSON(tx.Bucket(bMailboxes), v[1:], &m) {
+	d, err := liveDomain(tx, domainPart(email))
+	if err != nil {
 		return Mailbox{}, ErrMailboxNotFound
 	}
-	return m, nil
+	return mailboxIn(tx, d.ID, email)
 }
 
 // Mailbox implements Control.
@@ -721,7 +735,7 @@ func (s *Bolt) deleteMailboxTx(tx *bolt.Tx, d *Domain, m Mailbox) error {
 		b []byte
 		k []byte
 	}{
-		{bAddresses, []byte(m.Email)},
+		{bDomainAddresses, addrKey(m.DomainID, m.Email)},
 		{bPartnerMailboxes, pair(m.PartnerID, m.ID)},
 		{bDomainMailboxes, pair(m.DomainID, m.ID)},
 		{bMailboxes, id8(m.ID)},
@@ -750,8 +764,8 @@ func (s *Bolt) CreateAlias(ctx context.Context, partnerID int64, domainName, sou
 		if source == destination {
 			return fmt.Errorf("destination is the source: %w", ErrInvalidArgument)
 		}
-		addrs := tx.Bucket(bAddresses)
-		if addrs.Get([]byte(source)) != nil {
+		addrs := tx.Bucket(bDomainAddresses)
+		if addrs.Get(addrKey(d.ID, source)) != nil {
 			return ErrAliasExists
 		}
 		if d.MaxAliases > 0 && d.AliasCount >= d.MaxAliases {
@@ -763,7 +777,7 @@ func (s *Bolt) CreateAlias(ctx context.Context, partnerID int64, domainName, sou
 			return err
 		}
 		a = Alias{ID: id, DomainID: d.ID, PartnerID: partnerID, Source: source, Destination: destination, CreatedAt: utc(now)}
-		if err := addrs.Put([]byte(source), addrValue(addrAlias, id)); err != nil {
+		if err := addrs.Put(addrKey(d.ID, source), addrValue(addrAlias, id)); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bPartnerAliases).Put(pair(partnerID, id), nil); err != nil {
@@ -803,10 +817,25 @@ func (s *Bolt) Aliases(ctx context.Context, partnerID int64, domainID int64, p P
 	return out, total, err
 }
 
+// aliasBySource loads an alias by source in the live claim of its
+// domain: the mail plane's look-up.
 func aliasBySource(tx *bolt.Tx, source string) (Alias, error) {
-	var a Alias
-	v := tx.Bucket(bAddresses).Get([]byte(source))
-	if len(v) != 9 || v[0] != addrAlias || !getJSON(tx.Bucket(bAliases), v[1:], &a) {
+	d, err := liveDomain(tx, domainPart(source))
+	if err != nil {
+		return Alias{}, ErrAliasNotFound
+	}
+	return aliasIn(tx, d.ID, source)
+}
+
+// aliasOf loads a partner's alias by source, in its own claim of the
+// source's domain.
+func aliasOf(tx *bolt.Tx, partnerID int64, source string) (Alias, error) {
+	d, err := domainOf(tx, partnerID, domainPart(source))
+	if err != nil {
+		return Alias{}, ErrAliasNotFound
+	}
+	a, err := aliasIn(tx, d.ID, source)
+	if err != nil || a.PartnerID != partnerID {
 		return Alias{}, ErrAliasNotFound
 	}
 	return a, nil
@@ -815,9 +844,9 @@ func aliasBySource(tx *bolt.Tx, source string) (Alias, error) {
 // DeleteAlias implements Control.
 func (s *Bolt) DeleteAlias(ctx context.Context, partnerID int64, source string) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		a, err := aliasBySource(tx, source)
-		if err != nil || a.PartnerID != partnerID {
-			return ErrAliasNotFound
+		a, err := aliasOf(tx, partnerID, source)
+		if err != nil {
+			return err
 		}
 		var d Domain
 		if !getJSON(tx.Bucket(bDomains), id8(a.DomainID), &d) {
@@ -840,7 +869,7 @@ func deleteAliasTx(tx *bolt.Tx, d *Domain, a Alias) error {
 		b []byte
 		k []byte
 	}{
-		{bAddresses, []byte(a.Source)},
+		{bDomainAddresses, addrKey(a.DomainID, a.Source)},
 		{bPartnerAliases, pair(a.PartnerID, a.ID)},
 		{bDomainAliases, pair(a.DomainID, a.ID)},
 		{bAliases, id8(a.ID)},
@@ -896,12 +925,9 @@ func (s *Bolt) DomainWithID(ctx context.Context, id int64) (Domain, error) {
 // DomainByName implements Mail.
 func (s *Bolt) DomainByName(ctx context.Context, name string) (Domain, error) {
 	var d Domain
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		id := tx.Bucket(bDomainNames).Get([]byte(name))
-		if id == nil || !getJSON(tx.Bucket(bDomains), id, &d) {
-			return ErrDomainNotFound
-		}
-		return nil
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		d, err = liveDomain(tx, name)
+		return err
 	})
 	return d, err
 }

@@ -13,8 +13,9 @@ package mailstore
 // same time. No domain was verified before the bucket existed, so a file
 // without it has nothing to index.
 //
-// Invariant, kept by SetVerified and DeleteDomain in their transactions: a
-// domain has a key in domain_verified exactly while it is verified.
+// Invariant, kept by SetVerified, SetVerifiedSole and DeleteDomain in
+// their transactions: a domain has a key in domain_verified exactly while
+// it is verified, and at most one claim of a name is verified.
 
 import (
 	"bytes"
@@ -29,26 +30,28 @@ var bDomainVerified = []byte("domain_verified")
 
 // SetVerified implements Control.
 func (s *Bolt) SetVerified(ctx context.Context, partnerID int64, name string, verified bool, now time.Time) (Domain, error) {
+	if verified {
+		return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *Domain) error {
+			return s.winClaim(tx, d, false, now)
+		})
+	}
 	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *Domain) error {
-		if verified && !d.Verified {
-			e := NewDomainEvent(EventDomainVerified, *d, now)
-			if err := addEventTx(tx, &e); err != nil {
-				return err
-			}
-		}
-		d.Verified = verified
-		if verified {
-			d.VerifiedAt = utc(now)
-		}
-		idx, err := tx.CreateBucketIfNotExists(bDomainVerified)
-		if err != nil {
+		d.Verified = false
+		if err := unindexVerified(tx, *d); err != nil {
 			return err
 		}
-		key := []byte(ReversedName(d.Name))
-		if verified {
-			return idx.Put(key, id8(d.ID))
+		// Stored before relive reads it (changeDomain stores it again).
+		if err := putDomain(tx, *d); err != nil {
+			return err
 		}
-		return idx.Delete(key)
+		return relive(tx, d.Name)
+	})
+}
+
+// SetVerifiedSole implements Control.
+func (s *Bolt) SetVerifiedSole(ctx context.Context, partnerID int64, name string, now time.Time) (Domain, error) {
+	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *Domain) error {
+		return s.winClaim(tx, d, true, now)
 	})
 }
 
@@ -126,11 +129,16 @@ func relatedVerified(tx *bolt.Tx, partnerID int64, name string) bool {
 	return false
 }
 
-// unindexVerified drops a domain being deleted from the index.
+// unindexVerified drops a domain being deleted or unverified from the
+// index; the key is its own only if it holds its id.
 func unindexVerified(tx *bolt.Tx, d Domain) error {
 	idx := tx.Bucket(bDomainVerified)
-	if idx == nil || !d.Verified {
+	if idx == nil {
 		return nil
 	}
-	return idx.Delete([]byte(ReversedName(d.Name)))
+	key := []byte(ReversedName(d.Name))
+	if !bytes.Equal(idx.Get(key), id8(d.ID)) {
+		return nil
+	}
+	return idx.Delete(key)
 }

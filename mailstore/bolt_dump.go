@@ -507,7 +507,7 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 	case DomainRecord:
 		d := r.Domain
 		l.saw(SeqDomains, d.ID)
-		if err := tx.Bucket(bDomainNames).Put([]byte(d.Name), id8(d.ID)); err != nil {
+		if err := tx.Bucket(bDomainClaims).Put(claimKey(d.Name, d.PartnerID), id8(d.ID)); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bPartnerDomains).Put(pair(d.PartnerID, d.ID), nil); err != nil {
@@ -522,7 +522,12 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 				return err
 			}
 		}
-		return putDomain(tx, d)
+		if err := putDomain(tx, d); err != nil {
+			return err
+		}
+		// The live claim by the rule, from the claims loaded so far
+		// (earlier batches' are committed, this batch's in tx).
+		return relive(tx, d.Name)
 	case DKIMRecord:
 		return putJSON(tx.Bucket(bDKIM), id8(r.DomainID), r.Keys)
 	case TransferRecord:
@@ -532,7 +537,7 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 		m := r.Mailbox
 		l.saw(SeqMailboxes, m.ID)
 		l.mailboxDomain[m.ID] = m.DomainID
-		if err := tx.Bucket(bAddresses).Put([]byte(m.Email), addrValue(addrMailbox, m.ID)); err != nil {
+		if err := tx.Bucket(bDomainAddresses).Put(addrKey(m.DomainID, m.Email), addrValue(addrMailbox, m.ID)); err != nil {
 			return err
 		}
 		entry := entryValue(m)
@@ -549,7 +554,7 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 	case AliasRecord:
 		a := r.Alias
 		l.saw(SeqAliases, a.ID)
-		if err := tx.Bucket(bAddresses).Put([]byte(a.Source), addrValue(addrAlias, a.ID)); err != nil {
+		if err := tx.Bucket(bDomainAddresses).Put(addrKey(a.DomainID, a.Source), addrValue(addrAlias, a.ID)); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bPartnerAliases).Put(pair(a.PartnerID, a.ID), nil); err != nil {

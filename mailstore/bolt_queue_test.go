@@ -173,8 +173,8 @@ func asSchema(t *testing.T, dir string, v uint64, laterBuckets ...string) {
 func upgrade(t *testing.T, dir string) {
 	t.Helper()
 	openBolt(t, dir).Close()
-	if got := readSchema(t, filepath.Join(dir, mailstore.FileName)); got != 7 {
-		t.Errorf("schema after upgrade = %d, want 7", got)
+	if got := readSchema(t, filepath.Join(dir, mailstore.FileName)); got != 8 {
+		t.Errorf("schema after upgrade = %d, want 8", got)
 	}
 }
 

@@ -20,9 +20,11 @@ import (
 // event marks, the audit log and the ACME client's blobs.
 //
 // Rebuilt by the Loader rather than carried: the indexes (bbolt's name and
-// parent buckets, the addresses namespace, the queue's due and held keys,
-// the retention keys, the verified domains' index, the webhooks' due keys
-// and the audit log's time keys; PostgreSQL's rev_name), and each body's
+// parent buckets, the claims index, each claim's addresses namespace, the
+// queue's due and held keys, the retention keys, the verified domains'
+// index, the webhooks' due keys and the audit log's time keys;
+// PostgreSQL's rev_name), which claim of each name is live (by
+// LiveClaim, from the claims loaded), and each body's
 // header summary (HeaderSummary of the body, which is what Deliver would
 // have stored).
 //

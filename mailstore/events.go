@@ -16,13 +16,15 @@ const (
 	EventDomainSuspended    = "domain.suspended"
 	EventDomainResumed      = "domain.resumed"
 	EventDomainVerified     = "domain.verified"
+	EventDomainClaimEnded   = "domain.claim_ended"
 	EventMessageBounced     = "message.bounced"
 )
 
 // EventTypes are the event types, in the order the docs list them.
 var EventTypes = []string{
 	EventQuotaWarning, EventQuotaFull, EventTransferCapWarning, EventTransferCapReached,
-	EventDomainSuspended, EventDomainResumed, EventDomainVerified, EventMessageBounced,
+	EventDomainSuspended, EventDomainResumed, EventDomainVerified, EventDomainClaimEnded,
+	EventMessageBounced,
 }
 
 // WarnPercent is the share of a quota or a transfer cap whose crossing is
@@ -81,7 +83,7 @@ type WebhookDelivery struct {
 // causes them: Deliver (a mailbox's usage crossing WarnPercent of its
 // quota; a domain's month reaching WarnPercent and all of its transfer
 // cap), SetSuspended (a change of state), SetVerified (unverified to
-// verified). Those detected elsewhere come through AddEvent and
+// verified, and the other partners' claims it ends). Those detected elsewhere come through AddEvent and
 // QuotaFull. Recording an event makes one WebhookDelivery for each of the
 // partner's webhooks that subscribes to its type (at the time), due at
 // once; a partner with none stores the event alone.
@@ -130,7 +132,8 @@ type AuditEntry struct {
 	// KeyPrefix is the listing prefix of the API key used; "" for the
 	// command line.
 	KeyPrefix string `json:"key_prefix"`
-	// Method is the HTTP method, or "CLI".
+	// Method is the HTTP method, "CLI", or AuditServer for what the
+	// server did to the partner's objects on its own (NewClaimEndedAudit).
 	Method string `json:"method"`
 	// Route is the route's pattern ("/domains/{domain_name}/suspend"),
 	// or the command ("key revoke").
@@ -183,6 +186,31 @@ func NewTransferEvent(typ string, d Domain, t Transfer, now time.Time) Event {
 // NewDomainEvent is domain.suspended, domain.resumed or domain.verified.
 func NewDomainEvent(typ string, d Domain, now time.Time) Event {
 	return newEvent(typ, d.PartnerID, now, map[string]any{"domain_id": d.ID, "domain": d.Name})
+}
+
+// NewClaimEndedEvent is domain.claim_ended: another partner verified
+// the name d claimed (d as it is then, ClaimEndedAt set), so that d's
+// mailboxes and aliases no longer get mail.
+func NewClaimEndedEvent(d Domain, now time.Time) Event {
+	return newEvent(EventDomainClaimEnded, d.PartnerID, now, map[string]any{
+		"domain_id": d.ID, "domain": d.Name, "claim_ended_at": utc(d.ClaimEndedAt).Format("2006-01-02T15:04:05"),
+	})
+}
+
+// AuditServer is the Method of the audit entries of what the server did
+// on its own: no key and no command asked for it.
+const AuditServer = "SERVER"
+
+// AuditClaimEnded is the Route of the audit entry of a claim ended by
+// another partner's verification of the name.
+const AuditClaimEnded = "domain claim ended"
+
+// NewClaimEndedAudit is the audit entry, in d's partner's log, of d's
+// claim ended by another partner's verification: method AuditServer,
+// route AuditClaimEnded, the name as object, status 200 (done, as the
+// command line's entries say). Which partner verified is not told.
+func NewClaimEndedAudit(d Domain, now time.Time) AuditEntry {
+	return AuditEntry{Time: utc(now), PartnerID: d.PartnerID, Method: AuditServer, Route: AuditClaimEnded, Object: d.Name, Status: 200}
 }
 
 // NewBounceEvent is message.bounced: a mailbox's outgoing message failed

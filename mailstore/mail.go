@@ -140,14 +140,17 @@ type Delivery struct {
 // messages. Its methods are addressed by mail address or mailbox id, not by
 // partner: the protocol servers act for whoever owns the address.
 type Mail interface {
-	// MailboxByEmail finds a mailbox by address, whoever owns it, with its
-	// domain, and sets Mailbox.HasAutoReply. ErrMailboxNotFound if none.
+	// MailboxByEmail finds a mailbox by address in the live claim of its
+	// domain (LiveClaim), whoever owns it, with its domain, and sets
+	// Mailbox.HasAutoReply. ErrMailboxNotFound if none: a mailbox of a
+	// claim that is not live is not found.
 	MailboxByEmail(ctx context.Context, email string) (Mailbox, Domain, error)
 	// AliasBySource finds an alias by source address ("local@domain", or
-	// "@domain" for the catch-all), whoever owns it. ErrAliasNotFound.
+	// "@domain" for the catch-all) in the live claim of its domain,
+	// whoever owns it. ErrAliasNotFound.
 	AliasBySource(ctx context.Context, source string) (Alias, error)
-	// DomainByName finds a hosted domain by name, whoever owns it.
-	// ErrDomainNotFound.
+	// DomainByName finds the live claim of a hosted domain by name,
+	// whoever owns it. ErrDomainNotFound.
 	DomainByName(ctx context.Context, name string) (Domain, error)
 	// DomainWithID finds a hosted domain by id, whoever owns it (the
 	// queue's entries name their domain by id). ErrDomainNotFound.

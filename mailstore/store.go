@@ -42,6 +42,8 @@ var (
 	ErrDomainLimit     = errors.New("domain limit reached for this partner")
 	ErrDomainNotEmpty  = errors.New("domain is not empty")
 	ErrDomainRelated   = errors.New("domain is a subdomain or parent domain of another partner's verified domain")
+	ErrDomainOwned     = errors.New("domain is verified by another partner")
+	ErrDomainShared    = errors.New("another partner holds a claim of the domain")
 	ErrWrongDomain     = errors.New("address is not in the domain")
 	ErrLocked          = errors.New("store is locked by another process")
 	ErrSchemaTooNew    = errors.New("store schema is newer than this binary")
@@ -106,13 +108,16 @@ type Control interface {
 	// the first RevokedAt. ErrKeyNotFound.
 	RevokeAPIKey(ctx context.Context, keyID int64, now time.Time) (APIKey, error)
 
-	// CreateDomain adds a domain to a partner with the plan's limits,
-	// unverified. ErrDomainExists if any partner has the name;
-	// ErrPartnerNotFound; ErrDomainLimit when the partner has MaxDomains
-	// domains already; ErrDomainRelated when another partner has a
-	// verified domain that is a parent or a subdomain of the name (checked
-	// after the others, by index: the name's parents by key, its
-	// subdomains by a prefix of ReversedName).
+	// CreateDomain adds a claim of a domain name to a partner with the
+	// plan's limits, unverified. ErrDomainExists if the partner has a
+	// claim of the name already, or another partner has verified it; an
+	// unverified claim of another partner does not block (the new claim
+	// is live only if no other claim is: LiveClaim). ErrPartnerNotFound;
+	// ErrDomainLimit when the partner has MaxDomains domains already;
+	// ErrDomainRelated when another partner has a verified domain that is
+	// a parent or a subdomain of the name (checked after the others, by
+	// index: the name's parents by key, its subdomains by a prefix of
+	// ReversedName).
 	CreateDomain(ctx context.Context, partnerID int64, d NewDomain, now time.Time) (Domain, error)
 	// Domains lists a partner's domains by id, and the total count.
 	Domains(ctx context.Context, partnerID int64, p Page) ([]Domain, int, error)
@@ -138,7 +143,22 @@ type Control interface {
 	// SetVerified records the outcome of an ownership check: verified
 	// true also sets VerifiedAt to now; false keeps the VerifiedAt of the
 	// last good check. Repeating it is harmless.
+	//
+	// Verified true is a proof that names the partner (its own TXT
+	// token): in the same transaction the claim becomes the name's live
+	// claim, and every other partner's claim of the name that has not
+	// ended ends (ClaimEndedAt = now), each with a domain.claim_ended
+	// event and an audit entry for its partner (NewClaimEndedAudit). A
+	// claim that had ended stands again. ErrDomainOwned, changing
+	// nothing, when another partner has the name verified. Verified false
+	// leaves the claim live if it was (LiveClaim).
 	SetVerified(ctx context.Context, partnerID int64, name string, verified bool, now time.Time) (Domain, error)
+	// SetVerifiedSole is SetVerified(true) for a proof that does not name
+	// a partner (an MX record pointing to this server): it answers
+	// ErrDomainShared, changing nothing, when another partner holds a
+	// claim of the name, ended or not, unless the claim is verified
+	// already (then it only moves VerifiedAt).
+	SetVerifiedSole(ctx context.Context, partnerID int64, name string, now time.Time) (Domain, error)
 	// EnsureVerifyToken gives the domain the ownership token if it has
 	// none, and answers the domain with the token it then has: the first
 	// one stored wins when two calls race. ErrInvalidArgument for an empty
@@ -152,7 +172,9 @@ type Control interface {
 	// that of the batch, not of every domain.
 	VerifiedDomains(ctx context.Context, after string, limit int) ([]Domain, error)
 	// DeleteDomain deletes an empty domain; with force it first deletes its
-	// mailboxes (and their messages) and aliases. ErrDomainNotEmpty otherwise.
+	// mailboxes (and their messages) and aliases. ErrDomainNotEmpty
+	// otherwise. When the claim deleted was live, the name's next live
+	// claim (LiveClaim of the others) is live in the same transaction.
 	DeleteDomain(ctx context.Context, partnerID int64, name string, force bool) error
 	// DomainUsage returns the domain with its counters and the transfer
 	// figures of the given month (YYYY-MM).
@@ -160,7 +182,10 @@ type Control interface {
 
 	// CreateMailbox adds a mailbox to the partner's domain with the domain's
 	// quota. ErrDomainNotFound, ErrWrongDomain, ErrEmailExists (also when
-	// the address is an alias source), ErrMailboxLimit.
+	// the address is an alias source of the claim), ErrMailboxLimit.
+	// Addresses are unique within one claim: two partners' claims of a
+	// name may each have the same address, and the mail plane sees the
+	// live claim's.
 	CreateMailbox(ctx context.Context, partnerID int64, domainName, email, passwordHash string, now time.Time) (Mailbox, error)
 	// Mailboxes lists a partner's mailboxes by id, all or of one domain
 	// (domainID 0 means all), and the total. ErrDomainNotFound for an
@@ -168,7 +193,8 @@ type Control interface {
 	// once a mailbox exists, so that a domain of 10,000 mailboxes lists
 	// without reading 10,000 records.
 	Mailboxes(ctx context.Context, partnerID int64, domainID int64, p Page) ([]MailboxEntry, int, error)
-	// Mailbox finds a partner's mailbox by address.
+	// Mailbox finds a partner's mailbox by address, in the partner's own
+	// claim of the address's domain, live or not.
 	Mailbox(ctx context.Context, partnerID int64, email string) (Mailbox, error)
 	// SetPassword replaces a mailbox's password hash.
 	SetPassword(ctx context.Context, partnerID int64, email, passwordHash string, now time.Time) (Mailbox, error)

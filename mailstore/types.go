@@ -45,9 +45,11 @@ type Plan struct {
 	TransferMonthlyMB int64  `json:"transfer_monthly_mb"`
 }
 
-// Domain is a mail domain of one partner. MailboxCount, AliasCount,
-// MessageCount and UsedBytes are counters kept in the same transactions as
-// what they count, so usage never needs a scan.
+// Domain is one partner's claim of a mail domain. Several partners may
+// claim one name (each claim has its own id, mailboxes and aliases); the
+// mail plane sees one of them, the live claim (LiveClaim). MailboxCount,
+// AliasCount, MessageCount and UsedBytes are counters kept in the same
+// transactions as what they count, so usage never needs a scan.
 type Domain struct {
 	ID                int64     `json:"id"`
 	PartnerID         int64     `json:"partner_id"`
@@ -67,6 +69,11 @@ type Domain struct {
 	// it stays when the proof is lost, as a record of the last good check.
 	Verified   bool      `json:"verified"`
 	VerifiedAt time.Time `json:"verified_at,omitzero"`
+	// ClaimEndedAt is when another partner's verification of the name
+	// ended this claim: it is kept, with its mailboxes and aliases, for
+	// its partner to read and delete, but it is never live again unless
+	// its partner verifies it. Zero while the claim stands.
+	ClaimEndedAt time.Time `json:"claim_ended_at,omitzero"`
 	// VerifyToken is the random value of the TXT record that proves
 	// ownership ("mailhost-verify=<token>" at "_mailhost.<name>"). Domains
 	// made before verification existed have none until EnsureVerifyToken
@@ -222,6 +229,30 @@ type DKIMKey struct {
 // Caps are at most 2^30 MB (2^50 bytes): the product cannot overflow.
 func (d Domain) TransferCapReached(t Transfer) bool {
 	return t.InBytes+t.OutBytes >= d.TransferMonthlyMB*MB
+}
+
+// Ended reports whether another partner's verification ended the claim.
+func (d Domain) Ended() bool { return !d.ClaimEndedAt.IsZero() }
+
+// LiveClaim picks, among the claims of one name, the one the mail plane
+// sees: the verified claim if there is one, else the oldest (lowest id)
+// claim that has not ended. false when every claim has ended (or there
+// is none): the name is then not hosted. A later claim therefore never
+// displaces the claim that holds the name, and a verification displaces
+// every other. Both stores keep their live-claim index by this rule.
+func LiveClaim(claims []Domain) (Domain, bool) {
+	var live Domain
+	found := false
+	for _, d := range claims {
+		switch {
+		case d.Verified:
+			return d, true
+		case d.Ended():
+		case !found || d.ID < live.ID:
+			live, found = d, true
+		}
+	}
+	return live, found
 }
 
 // ReversedName is name with its labels in reverse order ("a.b.example.com"

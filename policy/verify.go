@@ -3,9 +3,24 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/mailhost/mailhost/mailstore"
 )
+
+// ReservedDomain reports whether name, a normalised domain name, is the
+// server's own host name (the `hostname` setting) or a name under it: no
+// partner may claim those, since mail to postmaster@ and
+// mailer-daemon@ of the host name is the operator's, and a tenant
+// holding them could forge the server's bounces. The host name's parent
+// is a name like any other. An empty hostname reserves nothing.
+func ReservedDomain(name, hostname string) bool {
+	host := strings.ToLower(strings.TrimSuffix(hostname, "."))
+	if host == "" {
+		return false
+	}
+	return name == host || strings.HasSuffix(name, "."+host)
+}
 
 // NoPartner is the sender partner of mail that comes from this server
 // but from no partner's mailbox or alias: the queue's own bounces, and

@@ -30,3 +30,22 @@ func TestDeliverLocally(t *testing.T) {
 		})
 	}
 }
+
+func TestReservedDomain(t *testing.T) {
+	for _, tc := range []struct {
+		name, host string
+		want       bool
+	}{
+		{"mx.example.net", "mx.example.net", true},
+		{"a.mx.example.net", "mx.example.net", true},
+		{"a.b.mx.example.net", "MX.Example.Net.", true},
+		{"example.net", "mx.example.net", false},
+		{"xmx.example.net", "mx.example.net", false},
+		{"mx.example.network", "mx.example.net", false},
+		{"mx.example.net", "", false},
+	} {
+		if got := ReservedDomain(tc.name, tc.host); got != tc.want {
+			t.Errorf("ReservedDomain(%q, %q) = %v, want %v", tc.name, tc.host, got, tc.want)
+		}
+	}
+}

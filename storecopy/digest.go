@@ -134,6 +134,7 @@ func (d *digester) add(r mailstore.Record) {
 		d.when(x.VerifiedAt)
 		d.str(x.VerifyToken)
 		d.str(x.SpamFilter)
+		d.when(x.ClaimEndedAt)
 	case mailstore.DKIMRecord:
 		d.i64(r.DomainID)
 		d.i64(int64(len(r.Keys)))

@@ -193,6 +193,12 @@ func fillState(t *testing.T, st mailstore.Store, p1, p2 mailstore.Partner, m1, m
 	must(err)
 	_, err = x.EnsureVerifyToken(ctx, p1.ID, "a.example", "token-a")
 	must(err)
+	// p2 claims a.example too, with an address p1 has: p1's verification
+	// ends p2's claim, which the copy keeps, ended, and not live.
+	_, err = x.CreateDomain(ctx, p2.ID, mailstore.NewDomain{Name: "a.example", Plan: mailstore.Plan{Name: "p", QuotaMB: 1}}, t0)
+	must(err)
+	_, err = x.CreateMailbox(ctx, p2.ID, "a.example", "one@a.example", "$argon2id$other", t0)
+	must(err)
 	_, err = x.SetVerified(ctx, p1.ID, "a.example", true, t0.Add(3*time.Hour))
 	must(err)
 	must(x.DeleteWebhook(ctx, p1.ID, w2.ID))
@@ -249,11 +255,14 @@ type state struct {
 	QBodies   map[int64]string
 	STS       mailstore.STSPolicy
 	Verified  []mailstore.Domain
-	Webhooks  map[int64][]mailstore.Webhook
-	Audit     map[int64][]mailstore.AuditEntry
-	Replies   map[int64]mailstore.AutoReply
-	Sieve     map[int64][]mailstore.SieveScript
-	Certs     map[string][]byte
+	// Live is what the mail plane sees of a.example: the live claim's
+	// id and the id of its one@a.example.
+	Live     [2]int64
+	Webhooks map[int64][]mailstore.Webhook
+	Audit    map[int64][]mailstore.AuditEntry
+	Replies  map[int64]mailstore.AutoReply
+	Sieve    map[int64][]mailstore.SieveScript
+	Certs    map[string][]byte
 }
 
 func readState(t *testing.T, st mailstore.Store) state {
@@ -318,6 +327,12 @@ func readState(t *testing.T, st mailstore.Store) state {
 	}
 	s.Verified, err = st.VerifiedDomains(ctx, "", 100)
 	must(err)
+	if d, err := st.DomainByName(ctx, "a.example"); err == nil {
+		s.Live[0] = d.ID
+	}
+	if m, _, err := st.MailboxByEmail(ctx, "one@a.example"); err == nil {
+		s.Live[1] = m.ID
+	}
 	x := extrasOf(t, st)
 	s.Webhooks, s.Audit, s.Replies, s.Certs = map[int64][]mailstore.Webhook{}, map[int64][]mailstore.AuditEntry{},
 		map[int64]mailstore.AutoReply{}, map[string][]byte{}
@@ -626,8 +641,8 @@ func checkAfterCopy(t *testing.T, dir string, want state) {
 		t.Errorf("CreatePartner after copy = %+v, %v; want id 3", p, err)
 	}
 	d, err := st.CreateDomain(ctx, p.ID, mailstore.NewDomain{Name: "new.example", Plan: mailstore.Plan{Name: "x"}}, t0)
-	if err != nil || d.ID != 4 {
-		t.Errorf("CreateDomain after copy = id %d, %v; want 4 (3 was deleted)", d.ID, err)
+	if err != nil || d.ID != 5 {
+		t.Errorf("CreateDomain after copy = id %d, %v; want 5 (4 is beta's claim of a.example, 3 was deleted)", d.ID, err)
 	}
 	f, err := st.CreateFolder(ctx, m2.ID, "Tmp")
 	if err != nil {
@@ -702,16 +717,16 @@ func TestCopyBoltPostgresBolt(t *testing.T) {
 	}
 	var last, validity int64
 	if err := pg.Pool().QueryRow(ctx, `SELECT pg_sequence_last_value(pg_get_serial_sequence('domains', 'id')::regclass),
-			pg_sequence_last_value('uid_validity_seq')`).Scan(&last, &validity); err != nil || last != 3 || validity != 20 {
-		t.Errorf("last domain id, UIDVALIDITY = %d, %d, %v; want 3 (deleted), 20", last, validity, err)
+			pg_sequence_last_value('uid_validity_seq')`).Scan(&last, &validity); err != nil || last != 4 || validity != 26 {
+		t.Errorf("last domain id, UIDVALIDITY = %d, %d, %v; want 4 (beta's claim of a.example), 26", last, validity, err)
 	}
 	// The mark binaries before schema 9 read follows the subscriptions
 	// loaded (pgstore migration 009).
 	var subs, astray int
 	if err := pg.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM subscriptions), (SELECT count(*) FROM folders f
 			WHERE f.subscribed <> EXISTS (SELECT 1 FROM subscriptions s WHERE s.mailbox_id = f.mailbox_id AND s.name = f.name))`).
-		Scan(&subs, &astray); err != nil || subs != 19 || astray != 0 {
-		t.Errorf("subscriptions, folders marked otherwise = %d, %d, %v; want 19 (6 defaults of 3 accounts, +2, -1), 0", subs, astray, err)
+		Scan(&subs, &astray); err != nil || subs != 25 || astray != 0 {
+		t.Errorf("subscriptions, folders marked otherwise = %d, %d, %v; want 25 (6 defaults of 4 accounts, +2, -1), 0", subs, astray, err)
 	}
 	var leased *string
 	if err := pg.Pool().QueryRow(ctx, `SELECT leased_by FROM queue ORDER BY id LIMIT 1`).Scan(&leased); err != nil || leased != nil {
@@ -1013,7 +1028,7 @@ func TestDigestSeesEachField(t *testing.T) {
 	event := mailstore.Event{ID: 1, Type: "t", PartnerID: 1, CreatedAt: at, Data: json.RawMessage(`{"a":1,"b":"x"}`)}
 	delivery := mailstore.WebhookDeliveryRecord{ID: 1, WebhookID: 1, EventID: 1, Attempts: 1, NextAttempt: at, LastError: "e"}
 	audit := mailstore.AuditEntry{ID: 1, Time: at, PartnerID: 1, KeyPrefix: "k", Method: "POST", Route: "/r", Object: "o", Status: 200}
-	domain := mailstore.Domain{ID: 1, Name: "a.example", Verified: true, VerifiedAt: at, VerifyToken: "t", SpamFilter: "junk"}
+	domain := mailstore.Domain{ID: 1, Name: "a.example", Verified: true, VerifiedAt: at, VerifyToken: "t", SpamFilter: "junk", ClaimEndedAt: at}
 	cases := []struct {
 		name      string
 		base, alt mailstore.Record
@@ -1023,6 +1038,7 @@ func TestDigestSeesEachField(t *testing.T) {
 		{"domain verified at", mailstore.DomainRecord{Domain: domain}, mailstore.DomainRecord{Domain: func() mailstore.Domain { d := domain; d.VerifiedAt = at.Add(time.Second); return d }()}, false},
 		{"domain token", mailstore.DomainRecord{Domain: domain}, mailstore.DomainRecord{Domain: func() mailstore.Domain { d := domain; d.VerifyToken = "u"; return d }()}, false},
 		{"domain spam filter", mailstore.DomainRecord{Domain: domain}, mailstore.DomainRecord{Domain: func() mailstore.Domain { d := domain; d.SpamFilter = ""; return d }()}, false},
+		{"domain claim ended", mailstore.DomainRecord{Domain: domain}, mailstore.DomainRecord{Domain: func() mailstore.Domain { d := domain; d.ClaimEndedAt = time.Time{}; return d }()}, false},
 		{"auto-reply body", mailstore.AutoReplyRecord{AutoReply: reply}, mailstore.AutoReplyRecord{AutoReply: func() mailstore.AutoReply { a := reply; a.Body = "c"; return a }()}, false},
 		{"auto-reply end", mailstore.AutoReplyRecord{AutoReply: reply}, mailstore.AutoReplyRecord{AutoReply: func() mailstore.AutoReply { a := reply; a.End = time.Time{}; return a }()}, false},
 		{"auto-reply sent", mailstore.AutoReplySentRecord{MailboxID: 1, Sender: "a@x", SentAt: at}, mailstore.AutoReplySentRecord{MailboxID: 1, Sender: "a@x", SentAt: at.Add(time.Second)}, false},
@@ -1076,7 +1092,8 @@ var boltBuckets = map[string]string{
 	"folder_counts": "copied (MailboxRecord.FolderCount)",
 	// Rebuilt by Load.
 	"partner_names": "index", "key_lookup": "index", "partner_keys": "index",
-	"domain_names": "index", "partner_domains": "index", "addresses": "index",
+	"domain_names": "index", "partner_domains": "index", "addresses": "index (before schema 8)",
+	"domain_claims": "index", "domain_addresses": "index",
 	"partner_mailboxes": "index", "domain_mailboxes": "index", "partner_aliases": "index",
 	"domain_aliases": "index", "mailbox_folders": "index", "retention": "index",
 	"queue_due": "index", "queue_held": "index", "queue_domain": "index",

@@ -35,24 +35,28 @@ func (s *Store) CreateDomain(ctx context.Context, partnerID int64, nd mailstore.
 			if err := partnerExists(ctx, tx, partnerID); err != nil {
 				return err
 			}
-			var taken bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM domains WHERE name = $1)`, nd.Name).Scan(&taken); err != nil {
+			if err := nameTaken(ctx, tx, partnerID, nd.Name); err != nil {
 				return err
-			}
-			if taken {
-				return mailstore.ErrDomainExists
 			}
 			return mailstore.ErrDomainLimit
 		}
+		if err := lockName(ctx, tx, nd.Name); err != nil {
+			return err
+		}
+		if err := nameTaken(ctx, tx, partnerID, nd.Name); err != nil {
+			return err // the rollback gives the slot back
+		}
+		// Live if no other claim is (control_claims.go): a later claim
+		// never displaces one.
 		d, err = scanDomain(tx.QueryRow(ctx, `
 			INSERT INTO domains (partner_id, name, plan, max_mailboxes, max_aliases, quota_mb,
-				retention_days, transfer_monthly_mb, created_at, verify_token, rev_name)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+				retention_days, transfer_monthly_mb, created_at, verify_token, rev_name, live)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+				NOT EXISTS (SELECT 1 FROM domains WHERE name = $2 AND live))
 			RETURNING `+domainColumns,
 			partnerID, nd.Name, nd.Plan.Name, nd.MaxMailboxes, nd.MaxAliases, nd.Plan.QuotaMB,
 			nd.Plan.RetentionDays, nd.Plan.TransferMonthlyMB, utc(now), nd.VerifyToken, mailstore.ReversedName(nd.Name)))
-		if isUnique(err, "domains_name_key") {
-			// Any partner's: the rollback gives the slot back.
+		if isUnique(err, "domains_name_partner") {
 			return mailstore.ErrDomainExists
 		}
 		if err != nil {
@@ -70,6 +74,21 @@ func (s *Store) CreateDomain(ctx context.Context, partnerID int64, nd mailstore.
 		return mailstore.Domain{}, fmt.Errorf("create domain %s: %w", nd.Name, err)
 	}
 	return d, nil
+}
+
+// nameTaken answers ErrDomainExists when the partner has a claim of
+// name already, or another partner has it verified; another partner's
+// unverified claim does not block.
+func nameTaken(ctx context.Context, tx pgx.Tx, partnerID int64, name string) error {
+	var taken bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM domains WHERE name = $1 AND (partner_id = $2 OR verified))`,
+		name, partnerID).Scan(&taken); err != nil {
+		return err
+	}
+	if taken {
+		return mailstore.ErrDomainExists
+	}
+	return nil
 }
 
 // pageArgs are the LIMIT and OFFSET of a page; a NULL limit is none.
@@ -255,19 +274,21 @@ func (s *Store) DeleteDomain(ctx context.Context, partnerID int64, name string, 
 	var gone []int64 // the mailboxes deleted, whose sessions are told
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		gone = nil // fn may run again
-		// The partner's row first, as CreateDomain takes it: a create of
-		// the same name, which waits for this delete in the name's unique
-		// index, then holds nothing this one needs. An error below rolls
-		// the count back.
+		// The partner's row first, then the name's claims lock, as
+		// CreateDomain takes them. An error below rolls the count back.
 		if _, err := tx.Exec(ctx, `UPDATE partners SET domain_count = domain_count - 1 WHERE id = $1`, partnerID); err != nil {
 			return fmt.Errorf("count partner's domains: %w", err)
+		}
+		if err := lockName(ctx, tx, name); err != nil {
+			return err
 		}
 		// The domain's row lock makes every create in it wait, and then
 		// find the domain gone; counts read under it are final.
 		var id, mailboxes, aliases int64
+		var live bool
 		err := tx.QueryRow(ctx, `
-			SELECT id, mailbox_count, alias_count FROM domains
-			WHERE name = $1 AND partner_id = $2 FOR UPDATE`, name, partnerID).Scan(&id, &mailboxes, &aliases)
+			SELECT id, mailbox_count, alias_count, live FROM domains
+			WHERE name = $1 AND partner_id = $2 FOR UPDATE`, name, partnerID).Scan(&id, &mailboxes, &aliases, &live)
 		if err != nil {
 			return domainNotFound(err)
 		}
@@ -296,6 +317,10 @@ func (s *Store) DeleteDomain(ctx context.Context, partnerID int64, name string, 
 			return err
 		}
 		gone = ids
+		if live {
+			// The next claim of the name, if any, is live now.
+			return relive(ctx, tx, name)
+		}
 		return nil
 	})
 	if err != nil {

@@ -14,11 +14,13 @@ import (
 // whoever the owner, for the protocol servers and the queue.
 
 // sqlMailboxByEmail is MailboxByEmail's statement, made once: it runs for
-// every recipient and every login.
+// every recipient and every login. It finds the live claim of the
+// address's domain ($2) by domains_live_name, then the address in it by
+// mailboxes_domain_email.
 var sqlMailboxByEmail = `SELECT ` + qualified("m", mailboxColumns) + `, ` + domainCols("d") + `,
 	EXISTS (SELECT 1 FROM autoreplies a WHERE a.mailbox_id = m.id)
-	FROM mailboxes m JOIN domains d ON d.id = m.domain_id
-	WHERE m.email = $1`
+	FROM domains d JOIN mailboxes m ON m.domain_id = d.id
+	WHERE d.name = $2 AND d.live AND m.email = $1`
 
 // MailboxByEmail implements mailstore.Store.
 func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error) {
@@ -27,7 +29,7 @@ func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mai
 	err := s.look(ctx, func(tx querier) error {
 		var ms mailboxScan
 		var ds domainScan
-		err := tx.QueryRow(ctx, sqlMailboxByEmail, email).Scan(append(append(ms.dest(), ds.dest()...), &ms.m.HasAutoReply)...)
+		err := tx.QueryRow(ctx, sqlMailboxByEmail, email, domainOf(email)).Scan(append(append(ms.dest(), ds.dest()...), &ms.m.HasAutoReply)...)
 		if err != nil {
 			return mailboxNotFound(err)
 		}
@@ -44,7 +46,8 @@ func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mai
 func (s *Store) AliasBySource(ctx context.Context, source string) (mailstore.Alias, error) {
 	var a mailstore.Alias
 	err := s.look(ctx, func(tx querier) (err error) {
-		a, err = scanAlias(tx.QueryRow(ctx, `SELECT `+aliasColumns+` FROM aliases WHERE source = $1`, source))
+		a, err = scanAlias(tx.QueryRow(ctx, `SELECT `+aliasColumns+` FROM aliases
+			WHERE domain_id = (SELECT id FROM domains WHERE name = $2 AND live) AND source = $1`, source, domainOf(source)))
 		if noRows(err) {
 			return mailstore.ErrAliasNotFound
 		}
@@ -73,7 +76,7 @@ func (s *Store) DomainWithID(ctx context.Context, id int64) (mailstore.Domain, e
 func (s *Store) DomainByName(ctx context.Context, name string) (mailstore.Domain, error) {
 	var d mailstore.Domain
 	err := s.look(ctx, func(tx querier) (err error) {
-		d, err = scanDomain(tx.QueryRow(ctx, `SELECT `+domainColumns+` FROM domains WHERE name = $1`, name))
+		d, err = scanDomain(tx.QueryRow(ctx, `SELECT `+domainColumns+` FROM domains WHERE name = $1 AND live`, name))
 		return domainNotFound(err)
 	})
 	if err != nil {

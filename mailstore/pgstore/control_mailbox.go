@@ -17,6 +17,11 @@ import (
 // addresses table, whose primary key keeps a mailbox address and an alias
 // source apart under racing creates on any node.
 
+// domainOf returns what follows an address's last "@".
+func domainOf(addr string) string {
+	return addr[strings.LastIndexByte(addr, '@')+1:]
+}
+
 // inDomain reports whether addr is local@domain or "@domain". An address
 // without "@" is in no domain, even if it is the domain's name.
 func inDomain(addr, domain string) bool {
@@ -38,12 +43,21 @@ func ownDomain(ctx context.Context, tx pgx.Tx, partnerID int64, name string) err
 	return nil
 }
 
-// addressTaken reports whether an address is a mailbox or an alias source.
-func addressTaken(ctx context.Context, tx pgx.Tx, address string) (bool, error) {
+// addressTaken reports whether an address is a mailbox or an alias
+// source in the partner's claim of its domain.
+func addressTaken(ctx context.Context, tx pgx.Tx, partnerID int64, domainName, address string) (bool, error) {
 	var taken bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM addresses WHERE address = $1)`, address).Scan(&taken)
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM addresses
+		WHERE domain_id = (SELECT id FROM domains WHERE name = $1 AND partner_id = $2) AND address = $3)`,
+		domainName, partnerID, address).Scan(&taken)
 	return taken, err
 }
+
+// ownClaim is the WHERE condition of a partner's row (mailboxes,
+// aliases) by address: in the partner's own claim of the address's
+// domain ($2 the partner, $3 the domain's name), by the claim's
+// (domain_id, address) key.
+const ownClaim = `domain_id = (SELECT id FROM domains WHERE name = $3 AND partner_id = $2)`
 
 // claimAddress enters an address in the namespace; a unique violation
 // (the address is taken, or was taken by a create that committed
@@ -79,7 +93,7 @@ func (s *Store) CreateMailbox(ctx context.Context, partnerID int64, domainName, 
 			if err := ownDomain(ctx, tx, partnerID, domainName); err != nil {
 				return err
 			}
-			if taken, err := addressTaken(ctx, tx, email); err != nil || taken {
+			if taken, err := addressTaken(ctx, tx, partnerID, domainName, email); err != nil || taken {
 				if err == nil {
 					err = mailstore.ErrEmailExists
 				}
@@ -199,7 +213,8 @@ func mailboxNotFound(err error) error {
 func (s *Store) Mailbox(ctx context.Context, partnerID int64, email string) (mailstore.Mailbox, error) {
 	var m mailstore.Mailbox
 	err := s.read(ctx, func(tx pgx.Tx) (err error) {
-		m, err = scanMailbox(tx.QueryRow(ctx, `SELECT `+mailboxColumns+` FROM mailboxes WHERE email = $1 AND partner_id = $2`, email, partnerID))
+		m, err = scanMailbox(tx.QueryRow(ctx, `SELECT `+mailboxColumns+` FROM mailboxes WHERE email = $1 AND partner_id = $2 AND `+ownClaim,
+			email, partnerID, domainOf(email)))
 		return mailboxNotFound(err)
 	})
 	if err != nil {
@@ -209,13 +224,13 @@ func (s *Store) Mailbox(ctx context.Context, partnerID int64, email string) (mai
 }
 
 // changeMailbox sets columns of a partner's mailbox with one UPDATE (set
-// names its arguments from $3 on) and answers the row as it is then.
+// names its arguments from $4 on) and answers the row as it is then.
 func (s *Store) changeMailbox(ctx context.Context, partnerID int64, email, set string, args ...any) (mailstore.Mailbox, error) {
 	var m mailstore.Mailbox
 	err := s.write(ctx, func(tx pgx.Tx) (err error) {
 		m, err = scanMailbox(tx.QueryRow(ctx,
-			`UPDATE mailboxes SET `+set+` WHERE email = $1 AND partner_id = $2 RETURNING `+mailboxColumns,
-			append([]any{email, partnerID}, args...)...))
+			`UPDATE mailboxes SET `+set+` WHERE email = $1 AND partner_id = $2 AND `+ownClaim+` RETURNING `+mailboxColumns,
+			append([]any{email, partnerID, domainOf(email)}, args...)...))
 		return mailboxNotFound(err)
 	})
 	if err != nil {
@@ -226,12 +241,12 @@ func (s *Store) changeMailbox(ctx context.Context, partnerID int64, email, set s
 
 // SetPassword implements mailstore.Store.
 func (s *Store) SetPassword(ctx context.Context, partnerID int64, email, passwordHash string, now time.Time) (mailstore.Mailbox, error) {
-	return s.changeMailbox(ctx, partnerID, email, `password_hash = $3, password_changed_at = $4`, passwordHash, utc(now))
+	return s.changeMailbox(ctx, partnerID, email, `password_hash = $4, password_changed_at = $5`, passwordHash, utc(now))
 }
 
 // SetQuota implements mailstore.Store.
 func (s *Store) SetQuota(ctx context.Context, partnerID int64, email string, mb int64) (mailstore.Mailbox, error) {
-	return s.changeMailbox(ctx, partnerID, email, `quota_mb = $3`, mb)
+	return s.changeMailbox(ctx, partnerID, email, `quota_mb = $4`, mb)
 }
 
 // DeleteMailbox implements mailstore.Store.
@@ -239,7 +254,8 @@ func (s *Store) DeleteMailbox(ctx context.Context, partnerID int64, email string
 	var id int64
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		var domainID int64
-		err := tx.QueryRow(ctx, `SELECT id, domain_id FROM mailboxes WHERE email = $1 AND partner_id = $2`, email, partnerID).Scan(&id, &domainID)
+		err := tx.QueryRow(ctx, `SELECT id, domain_id FROM mailboxes WHERE email = $1 AND partner_id = $2 AND `+ownClaim,
+			email, partnerID, domainOf(email)).Scan(&id, &domainID)
 		if err != nil {
 			return mailboxNotFound(err)
 		}
@@ -264,7 +280,7 @@ func (s *Store) DeleteMailbox(ctx context.Context, partnerID int64, email string
 				return fmt.Errorf("count domain's messages: %w", err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM addresses WHERE address = $1 AND kind = 'm'`, email); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM addresses WHERE domain_id = $1 AND address = $2 AND kind = 'm'`, domainID, email); err != nil {
 			return fmt.Errorf("free address: %w", err)
 		}
 		return nil
@@ -309,7 +325,7 @@ func (s *Store) CreateAlias(ctx context.Context, partnerID int64, domainName, so
 			if err := ownDomain(ctx, tx, partnerID, domainName); err != nil {
 				return err
 			}
-			if taken, err := addressTaken(ctx, tx, source); err != nil || taken {
+			if taken, err := addressTaken(ctx, tx, partnerID, domainName, source); err != nil || taken {
 				if err == nil {
 					err = mailstore.ErrAliasExists
 				}
@@ -371,8 +387,8 @@ func (s *Store) DeleteAlias(ctx context.Context, partnerID int64, source string)
 		var domainID int64
 		err := tx.QueryRow(ctx, `
 			UPDATE domains SET alias_count = alias_count - 1
-			WHERE id = (SELECT domain_id FROM aliases WHERE source = $1 AND partner_id = $2)
-			RETURNING id`, source, partnerID).Scan(&domainID)
+			WHERE id = (SELECT domain_id FROM aliases WHERE source = $1 AND partner_id = $2 AND `+ownClaim+`)
+			RETURNING id`, source, partnerID, domainOf(source)).Scan(&domainID)
 		if noRows(err) {
 			return mailstore.ErrAliasNotFound
 		}
@@ -386,7 +402,7 @@ func (s *Store) DeleteAlias(ctx context.Context, partnerID int64, source string)
 		if tag.RowsAffected() == 0 {
 			return mailstore.ErrAliasNotFound
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM addresses WHERE address = $1 AND kind = 'a'`, source); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM addresses WHERE domain_id = $1 AND address = $2 AND kind = 'a'`, domainID, source); err != nil {
 			return fmt.Errorf("free address: %w", err)
 		}
 		return nil

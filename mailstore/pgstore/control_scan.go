@@ -23,7 +23,7 @@ func domainCols(t string) string {
 	T.mailbox_count, T.alias_count,
 	T.message_count + (SELECT coalesce(sum(u.message_count), 0) FROM domain_usage u WHERE u.domain_id = T.id)::bigint,
 	T.used_bytes + (SELECT coalesce(sum(u.used_bytes), 0) FROM domain_usage u WHERE u.domain_id = T.id)::bigint,
-	T.verified, T.verified_at, T.verify_token, T.spam_filter`)
+	T.verified, T.verified_at, T.verify_token, T.spam_filter, T.claim_ended_at`)
 }
 
 // domainColumns are domainCols of the table itself.
@@ -48,8 +48,8 @@ func qualified(alias, columns string) string {
 // converting after the scan (times read in the session's zone) are fixed
 // by done.
 type domainScan struct {
-	d          mailstore.Domain
-	verifiedAt *time.Time
+	d                   mailstore.Domain
+	verifiedAt, endedAt *time.Time
 }
 
 func (s *domainScan) dest() []any {
@@ -57,12 +57,13 @@ func (s *domainScan) dest() []any {
 	return []any{&d.ID, &d.PartnerID, &d.Name, &d.Plan, &d.MaxMailboxes, &d.MaxAliases, &d.QuotaMB,
 		&d.RetentionDays, &d.TransferMonthlyMB, &d.Suspended, &d.CreatedAt,
 		&d.MailboxCount, &d.AliasCount, &d.MessageCount, &d.UsedBytes,
-		&d.Verified, &s.verifiedAt, &d.VerifyToken, &d.SpamFilter}
+		&d.Verified, &s.verifiedAt, &d.VerifyToken, &d.SpamFilter, &s.endedAt}
 }
 
 func (s *domainScan) done() mailstore.Domain {
 	s.d.CreatedAt = s.d.CreatedAt.UTC()
 	s.d.VerifiedAt = fromNull(s.verifiedAt)
+	s.d.ClaimEndedAt = fromNull(s.endedAt)
 	return s.d
 }
 

@@ -46,15 +46,32 @@ func checkRelated(ctx context.Context, tx pgx.Tx, partnerID int64, name string) 
 	return nil
 }
 
-// SetVerified implements mailstore.Store. It writes rev_name too, so that
-// a row inserted by a binary older than migration 003 is indexed right.
+// SetVerified implements mailstore.Store.
 func (s *Store) SetVerified(ctx context.Context, partnerID int64, name string, verified bool, now time.Time) (mailstore.Domain, error) {
-	return s.changeDomainEvent(ctx, partnerID, name,
-		`verified = $3, verified_at = CASE WHEN $3 THEN $4 ELSE verified_at END, rev_name = $5`,
-		[]any{verified, utc(now), mailstore.ReversedName(name)},
-		`$3 AND NOT verified AND $4::timestamptz IS NOT NULL AND $5::text IS NOT NULL`, func(d mailstore.Domain) mailstore.Event {
-			return mailstore.NewDomainEvent(mailstore.EventDomainVerified, d, now)
-		})
+	if verified {
+		return s.verify(ctx, partnerID, name, false, now)
+	}
+	var d mailstore.Domain
+	err := s.write(ctx, func(tx pgx.Tx) (err error) {
+		if err := lockName(ctx, tx, name); err != nil {
+			return err
+		}
+		d, err = scanDomain(tx.QueryRow(ctx, `UPDATE domains SET verified = false WHERE name = $1 AND partner_id = $2 RETURNING `+domainColumns,
+			name, partnerID))
+		if err != nil {
+			return domainNotFound(err)
+		}
+		return relive(ctx, tx, name)
+	})
+	if err != nil {
+		return mailstore.Domain{}, fmt.Errorf("domain %s: %w", name, err)
+	}
+	return d, nil
+}
+
+// SetVerifiedSole implements mailstore.Store.
+func (s *Store) SetVerifiedSole(ctx context.Context, partnerID int64, name string, now time.Time) (mailstore.Domain, error) {
+	return s.verify(ctx, partnerID, name, true, now)
 }
 
 // EnsureVerifyToken implements mailstore.Store; the row lock of the

@@ -128,17 +128,17 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 	{
 		var r mailstore.DomainRecord
 		d := &r.Domain
-		var verifiedAt *time.Time
+		var verifiedAt, endedAt *time.Time
 		if err := each(ctx, tx, "domains", `SELECT id, partner_id, name, plan, max_mailboxes, max_aliases, quota_mb,
 				retention_days, transfer_monthly_mb, suspended, created_at, verified, verified_at, verify_token,
-				spam_filter, mailbox_count, alias_count,
+				spam_filter, claim_ended_at, mailbox_count, alias_count,
 				message_count + (SELECT coalesce(sum(u.message_count), 0) FROM domain_usage u WHERE u.domain_id = domains.id)::bigint,
 				used_bytes + (SELECT coalesce(sum(u.used_bytes), 0) FROM domain_usage u WHERE u.domain_id = domains.id)::bigint
 				FROM domains ORDER BY id`,
 			[]any{&d.ID, &d.PartnerID, &d.Name, &d.Plan, &d.MaxMailboxes, &d.MaxAliases, &d.QuotaMB,
 				&d.RetentionDays, &d.TransferMonthlyMB, &d.Suspended, &d.CreatedAt, &d.Verified, &verifiedAt,
-				&d.VerifyToken, &d.SpamFilter, &d.MailboxCount, &d.AliasCount, &d.MessageCount, &d.UsedBytes}, func() error {
-				d.CreatedAt, d.VerifiedAt = d.CreatedAt.UTC(), fromNull(verifiedAt)
+				&d.VerifyToken, &d.SpamFilter, &endedAt, &d.MailboxCount, &d.AliasCount, &d.MessageCount, &d.UsedBytes}, func() error {
+				d.CreatedAt, d.VerifiedAt, d.ClaimEndedAt = d.CreatedAt.UTC(), fromNull(verifiedAt), fromNull(endedAt)
 				return fn(r)
 			}); err != nil {
 			return err
@@ -429,7 +429,7 @@ var dataTables = []string{
 var tableColumns = map[string][]string{
 	"partners":      {"id", "name", "created_at", "max_domains", "domain_count"},
 	"api_keys":      {"id", "partner_id", "lookup", "prefix", "secret_hash", "created_at", "revoked_at"},
-	"domains":       {"id", "partner_id", "name", "plan", "max_mailboxes", "max_aliases", "quota_mb", "retention_days", "transfer_monthly_mb", "suspended", "created_at", "verified", "verified_at", "verify_token", "rev_name", "spam_filter", "mailbox_count", "alias_count", "message_count", "used_bytes"},
+	"domains":       {"id", "partner_id", "name", "plan", "max_mailboxes", "max_aliases", "quota_mb", "retention_days", "transfer_monthly_mb", "suspended", "created_at", "verified", "verified_at", "verify_token", "rev_name", "spam_filter", "claim_ended_at", "live", "mailbox_count", "alias_count", "message_count", "used_bytes"},
 	"addresses":     {"address", "domain_id", "kind", "target_id"},
 	"mailboxes":     {"id", "domain_id", "partner_id", "email", "password_hash", "quota_mb", "used_bytes", "message_count", "folder_count", "last_login", "created_at", "password_changed_at"},
 	"aliases":       {"id", "domain_id", "partner_id", "source", "destination", "created_at"},
@@ -470,6 +470,7 @@ func (s *Store) Load(ctx context.Context, src func(put func(mailstore.Record) er
 		folderMailbox: map[int64][2]int64{},
 		mailboxDomain: map[int64]int64{},
 		seq:           map[string]int64{},
+		claims:        map[string][]mailstore.Domain{},
 	}
 	if err := src(l.put); err != nil {
 		return err
@@ -477,7 +478,16 @@ func (s *Store) Load(ctx context.Context, src func(put func(mailstore.Record) er
 	if err := l.flush(); err != nil {
 		return err
 	}
+	var live []int64
+	for _, cs := range l.claims {
+		if d, ok := mailstore.LiveClaim(cs); ok {
+			live = append(live, d.ID)
+		}
+	}
 	return s.write(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE domains SET live = true WHERE id = ANY($1)`, live); err != nil {
+			return fmt.Errorf("set the live claims: %w", err)
+		}
 		for _, sq := range sequences {
 			if v := l.seq[sq.name]; v > 0 {
 				if _, err := tx.Exec(ctx, `SELECT setval(`+seqExpr(sq.table)+`, greatest($1::bigint, coalesce(pg_sequence_last_value(`+seqExpr(sq.table)+`), 0)))`, v); err != nil {
@@ -505,6 +515,9 @@ type pgLoader struct {
 	// seq is, per sequence, the highest of the source's sequence and the
 	// ids loaded.
 	seq map[string]int64
+	// claims are the claims of each name loaded (id, verified, ended):
+	// what mailstore.LiveClaim needs.
+	claims map[string][]mailstore.Domain
 }
 
 func (l *pgLoader) saw(name string, id int64) {
@@ -570,7 +583,10 @@ func (l *pgLoader) row(r mailstore.Record) error {
 		l.add("domains", d.ID, d.PartnerID, d.Name, d.Plan, d.MaxMailboxes, d.MaxAliases, d.QuotaMB,
 			d.RetentionDays, d.TransferMonthlyMB, d.Suspended, utc(d.CreatedAt), d.Verified,
 			nullTime(d.VerifiedAt), d.VerifyToken, mailstore.ReversedName(d.Name), d.SpamFilter,
-			d.MailboxCount, d.AliasCount, d.MessageCount, d.UsedBytes)
+			nullTime(d.ClaimEndedAt), false, d.MailboxCount, d.AliasCount, d.MessageCount, d.UsedBytes)
+		// Loaded not live (not dumped: the rule makes it); the live
+		// claims are set once every claim is in (Load).
+		l.claims[d.Name] = append(l.claims[d.Name], mailstore.Domain{ID: d.ID, Verified: d.Verified, ClaimEndedAt: d.ClaimEndedAt})
 	case mailstore.DKIMRecord:
 		for i, k := range r.Keys {
 			l.add("dkim_keys", r.DomainID, int32(i), k.Selector, k.Algorithm, k.Private, utc(k.CreatedAt))

@@ -1,6 +1,6 @@
 package pgstore
 
-// mailstore.SieveScripts in the sieve_scripts table (011_sieve.sql); a
+// mailstore.SieveScripts in the sieve_scripts table (012_sieve.sql); a
 // partial unique index keeps one active script per mailbox, and the
 // scripts go with the mailbox (ON DELETE CASCADE).
 

@@ -1,4 +1,4 @@
--- 011: each mailbox's Sieve scripts (mailstore.SieveScripts), at most one
+-- 012: each mailbox's Sieve scripts (mailstore.SieveScripts), at most one
 -- active; they go with the mailbox (ON DELETE CASCADE).
 --
 -- Older binaries keep working (min_compatible stays 1): they never read
