@@ -263,3 +263,42 @@ func TestRecent(t *testing.T) {
 		t.Errorf("IMAP4rev2 FETCH: %q, want no \\Recent", u)
 	}
 }
+
+// TestFoldedBoundary: a boundary folded across lines is unfolded as RFC
+// 5322 section 2.2.3 says (the line break removed, the white space kept)
+// and its delimiter lines, which hold white space (RFC 2046 section
+// 5.1.1), are found; a multipart whose delimiter is never found has one
+// empty text/plain part, as Dovecot describes it, rather than none.
+func TestFoldedBoundary(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	// Dovecot's imaptest fetch-bodystructure.mbox.
+	e.deliver(crlf(`From: user@domain.org
+Date: Sat, 24 Mar 2007 23:00:00 +0200
+Mime-Version: 1.0
+Content-Type: multipart/mixed; boundary="foo
+ bar"
+
+--foo bar
+Content-Type: text/html; charset=us-ascii
+
+hello
+
+--foo bar--
+`), t1)
+	e.deliver(crlf("From: user@domain.org\nContent-Type: multipart/mixed;\n\tboundary=\"a \n\tb\"\n\n--a \tb\nContent-Type: text/plain\n\none\n--a \tb\n\ntwo\n--a \tb--\n"), t2)
+	e.deliver(crlf("From: user@domain.org\nContent-Type: multipart/mixed; boundary=nowhere\n\n--elsewhere\n\ntext\n"), t3)
+	rc := rawLogin(t, e)
+	mustOK(t, rc, "EXAMINE INBOX")
+	for _, tt := range []struct{ cmd, want string }{
+		{"FETCH 1 (BODYSTRUCTURE)", `* 1 FETCH (UID 1 BODYSTRUCTURE (("text" "html" ("charset" "us-ascii") NIL NIL "7bit" 7 1 NIL NIL NIL NIL) "mixed" ("boundary" "foo bar") NIL NIL NIL))`},
+		{"FETCH 1 (BODY[1])", `* 1 FETCH (UID 1 BODY[1] {7}|hello|)`},
+		{"FETCH 2 (BODYSTRUCTURE)", "* 2 FETCH (UID 2 BODYSTRUCTURE ((\"text\" \"plain\" NIL NIL NIL \"7bit\" 3 0 NIL NIL NIL NIL)(\"text\" \"plain\" NIL NIL NIL \"7bit\" 3 0 NIL NIL NIL NIL) \"mixed\" (\"boundary\" \"a \tb\") NIL NIL NIL))"},
+		{"FETCH 2 (BODY[2])", `* 2 FETCH (UID 2 BODY[2] {3}|two)`},
+		{"FETCH 3 (BODYSTRUCTURE)", `* 3 FETCH (UID 3 BODYSTRUCTURE (("text" "plain" ("charset" "us-ascii") NIL NIL "7bit" 0 0 NIL NIL NIL NIL) "mixed" ("boundary" "nowhere") NIL NIL NIL))`},
+		{"FETCH 3 (BODY[1])", `* 3 FETCH (UID 3 BODY[1] {0}|)`},
+	} {
+		if u := strings.Join(mustOK(t, rc, tt.cmd), "|"); u != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.cmd, u, tt.want)
+		}
+	}
+}
