@@ -69,9 +69,52 @@ func TestParseAddressList(t *testing.T) {
 		{"undisclosed-recipients, a@b.c, ,", []imap.Address{{Mailbox: "a", Host: "b.c"}}},
 		{"first.last@[127.0.0.1]", []imap.Address{{Mailbox: "first.last", Host: "[127.0.0.1]"}}},
 		{`"quoted \" local"@x.org`, []imap.Address{{Mailbox: `quoted " local`, Host: "x.org"}}},
+		// A comment names an address without a display name: the last
+		// one within or after it, not one before it.
+		{"user@domain (Real Name)", []imap.Address{{Name: "Real Name", Mailbox: "user", Host: "domain"}}},
+		{"(before) u (one)@ (two) d.org (three), v@e.org", []imap.Address{{Name: "three", Mailbox: "u", Host: "d.org"}, {Mailbox: "v", Host: "e.org"}}},
+		{`a@b.c (Jo \(J\) (nested) =?utf-8?q?J=C3=B6rg?=)`, []imap.Address{{Name: "Jo (J) (nested) Jörg", Mailbox: "a", Host: "b.c"}}},
+		{"a@b.c (name) ()", []imap.Address{{Mailbox: "a", Host: "b.c"}}},
+		{"Display <a@b.c> (comment), <d@e.f> (comment)", []imap.Address{{Name: "Display", Mailbox: "a", Host: "b.c"}, {Mailbox: "d", Host: "e.f"}}},
+		{"g: a@b.c (In Group);", []imap.Address{{Mailbox: "g"}, {Name: "In Group", Mailbox: "a", Host: "b.c"}, {}}},
 	} {
 		if got := parseAddressList(tt.in); !slices.Equal(got, tt.want) {
 			t.Errorf("parseAddressList(%q) = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestEnvelopeCommentName: an address without a display name takes the
+// comment after it as its name in ENVELOPE, as Dovecot gives it
+// (imaptest's fetch-envelope, messages 4 and 5).
+func TestEnvelopeCommentName(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.deliver(crlf(`Date: Sat, 01 Feb 2007 01:02:03 +0200
+From: user@domain (Real Name)
+To: group: g1@d1.org, g2@d2.org;, group2: g3@d3.org;
+
+body
+`), t1)
+	e.deliver(crlf(`Date: Sat, 01 Feb 2007 01:02:03 +0200
+From: user@domain (Real Name)
+Sender: 
+Reply-To: 
+
+body
+`), t2)
+	rc := rawLogin(t, e)
+	mustOK(t, rc, "EXAMINE INBOX")
+	untagged := mustOK(t, rc, "FETCH 1:2 (ENVELOPE)")
+	if len(untagged) != 2 {
+		t.Fatalf("FETCH 1:2 (ENVELOPE) = %q", untagged)
+	}
+	from := `(("Real Name" NIL "user" "domain"))`
+	for i, want := range []string{
+		" NIL " + from + " " + from + " " + from + ` ((NIL NIL "group" NIL) (NIL NIL "g1" "d1.org") (NIL NIL "g2" "d2.org") (NIL NIL NIL NIL) (NIL NIL "group2" NIL) (NIL NIL "g3" "d3.org") (NIL NIL NIL NIL)) NIL NIL NIL NIL))`,
+		" NIL " + from + " " + from + " " + from + " NIL NIL NIL NIL NIL))",
+	} {
+		if !strings.HasSuffix(untagged[i], want) {
+			t.Errorf("FETCH %d ENVELOPE = %s\nwant it to end %s", i+1, untagged[i], want)
 		}
 	}
 }
