@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-imap/v2"
 )
@@ -343,5 +344,54 @@ hello
 		if u := strings.Join(mustOK(t, rc, tt.cmd), "|"); u != tt.want {
 			t.Errorf("%s:\n got %s\nwant %s", tt.cmd, u, tt.want)
 		}
+	}
+}
+
+// TestRecentFirstSight: a folder no session of the process has seen yet
+// still shows as recent the mail that came since the process started,
+// to the first session that selects it and to no other (RFC 3501
+// section 2.3.2). Dovecot's imaptest "select": CREATE, two APPENDs,
+// SELECT answers 2 RECENT.
+func TestRecentFirstSight(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.deliver(msgPlain, t1)         // before the process started
+	e.deliver(msgPlain, time.Now()) // after, before anyone looked
+	a := rawLogin(t, e)
+	b := rawLogin(t, e)
+
+	mustOK(t, a, "CREATE Box")
+	mustOK(t, a, "APPEND Box {16+}\r\nSubject: x\r\n\r\nhi\r\n")
+	mustOK(t, a, "APPEND Box (\\Seen) \"02-Nov-2026 10:00:00 +0000\" {16+}\r\nSubject: x\r\n\r\nhi\r\n")
+	if u := mustOK(t, a, "SELECT Box"); !slices.Contains(u, "* 2 EXISTS") || !slices.Contains(u, "* 2 RECENT") {
+		t.Errorf("SELECT Box after two APPENDs: %q, want 2 EXISTS, 2 RECENT", u)
+	}
+	if u := mustOK(t, a, "FETCH 1:2 (FLAGS)"); !has(u, `* 1 FETCH (UID 1 FLAGS (\Recent))`) || !has(u, `* 2 FETCH (UID 2 FLAGS (\Seen \Recent))`) {
+		t.Errorf("FETCH FLAGS: %q, want \\Recent on both", u)
+	}
+	if u := mustOK(t, b, "SELECT Box"); !slices.Contains(u, "* 0 RECENT") {
+		t.Errorf("second session's SELECT Box: %q, want 0 RECENT (a claimed them)", u)
+	}
+
+	// INBOX: the message delivered since the start is recent, the one
+	// from before is not; STATUS counts it before anyone selects.
+	if u := mustOK(t, b, "STATUS INBOX (RECENT)"); !has(u, "* STATUS INBOX (RECENT 1)") {
+		t.Errorf("STATUS INBOX: %q, want RECENT 1", u)
+	}
+	if u := mustOK(t, b, "SELECT INBOX"); !slices.Contains(u, "* 1 RECENT") {
+		t.Errorf("first SELECT INBOX: %q, want 1 RECENT", u)
+	}
+	if u := mustOK(t, b, "SEARCH RECENT"); !has(u, "* SEARCH 2") || has(u, "* SEARCH 1") {
+		t.Errorf("SEARCH RECENT: %q, want 2 alone", u)
+	}
+	if u := mustOK(t, a, "SELECT INBOX"); !slices.Contains(u, "* 0 RECENT") {
+		t.Errorf("a's SELECT INBOX: %q, want 0 RECENT (b claimed it)", u)
+	}
+
+	// COPY into a folder not seen yet: the copies are recent to the next
+	// session that selects it, though their dates are old.
+	mustOK(t, a, "CREATE Dst")
+	mustOK(t, a, "COPY 1:2 Dst")
+	if u := mustOK(t, b, "SELECT Dst"); !slices.Contains(u, "* 2 RECENT") {
+		t.Errorf("SELECT Dst after COPY: %q, want 2 RECENT", u)
 	}
 }
