@@ -15,19 +15,24 @@ import (
 // the group name as mailbox, its end one with NIL mailbox and host), and
 // comments anywhere inside an address ignored (RFC 5322 section 3.2.2:
 // CFWS may appear between any two tokens, so "<user (c)@ (c) host>" is
-// user@host). Malformed entries are skipped, never fatal.
+// user@host), but for one: an address without a display name takes the
+// last comment within or after it as its name, as Dovecot and most
+// clients read the old form "user@host (Real Name)" (RFC 822 section
+// 6.1's mailbox, where the comment was the only place for a name).
+// Malformed entries are skipped, never fatal.
 
 // addrToken is one lexical token of an address header.
 type addrToken struct {
 	// kind is 'a' (atom), 'q' (quoted string, unquoted in text), 'd'
-	// (domain literal, with its brackets) or the special character
-	// itself: < > @ , ; : .
+	// (domain literal, with its brackets), 'c' (comment: its text
+	// without the outer parentheses, quoted pairs unquoted) or the
+	// special character itself: < > @ , ; : .
 	kind byte
 	text string
 }
 
 // lexAddresses splits an address header into tokens, dropping
-// whitespace and comments.
+// whitespace.
 func lexAddresses(s string) []addrToken {
 	var out []addrToken
 	for i := 0; i < len(s); {
@@ -36,10 +41,14 @@ func lexAddresses(s string) []addrToken {
 		case ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n':
 			i++
 		case ch == '(':
+			// Nested comments stay in the text, parentheses and all.
+			var b strings.Builder
 			depth := 0
 			for ; i < len(s); i++ {
 				if s[i] == '\\' {
-					i++
+					if i++; i < len(s) {
+						b.WriteByte(s[i])
+					}
 					continue
 				}
 				if s[i] == '(' {
@@ -51,7 +60,11 @@ func lexAddresses(s string) []addrToken {
 						break
 					}
 				}
+				if depth > 1 || s[i] != '(' {
+					b.WriteByte(s[i])
+				}
 			}
+			out = append(out, addrToken{'c', b.String()})
 		case ch == '"':
 			var b strings.Builder
 			for i++; i < len(s) && s[i] != '"'; i++ {
@@ -92,9 +105,17 @@ func lexAddresses(s string) []addrToken {
 type addrParser struct {
 	toks []addrToken
 	pos  int
+	// comment is the text of the last comment peek passed.
+	comment string
 }
 
+// peek is the kind of the next token that is not a comment, 0 at the
+// end; it passes the comments before it.
 func (p *addrParser) peek() byte {
+	for p.pos < len(p.toks) && p.toks[p.pos].kind == 'c' {
+		p.comment = p.toks[p.pos].text
+		p.pos++
+	}
 	if p.pos < len(p.toks) {
 		return p.toks[p.pos].kind
 	}
@@ -109,7 +130,12 @@ func (p *addrParser) phrase() string {
 		words = append(words, p.toks[p.pos].text)
 		p.pos++
 	}
-	name := strings.Join(words, " ")
+	return decodeWords(strings.Join(words, " "))
+}
+
+// decodeWords decodes the RFC 2047 encoded words of a display name or
+// comment (RFC 2047 section 5 allows them in both).
+func decodeWords(name string) string {
 	if !strings.Contains(name, "=?") {
 		return name // no encoded word (DecodeHeader would answer it as is)
 	}
@@ -120,8 +146,12 @@ func (p *addrParser) phrase() string {
 }
 
 // addrSpec reads local-part "@" domain, with obs-local-part (words joined
-// by dots) and obs-domain; ok is false without both parts.
+// by dots) and obs-domain; ok is false without both parts. It leaves in
+// p.comment the last comment within or right after the address (those
+// before it are left out), "" if none.
 func (p *addrParser) addrSpec() (mailbox, host string, ok bool) {
+	p.peek()
+	p.comment = ""
 	var local strings.Builder
 	for k := p.peek(); k == 'a' || k == 'q' || k == '.'; k = p.peek() {
 		local.WriteString(p.toks[p.pos].text)
@@ -177,7 +207,7 @@ func (p *addrParser) mailbox() (imap.Address, bool) {
 	case '@':
 		p.pos = start
 		mb, host, ok := p.addrSpec()
-		return imap.Address{Mailbox: mb, Host: host}, ok
+		return imap.Address{Name: decodeWords(p.comment), Mailbox: mb, Host: host}, ok
 	}
 	return imap.Address{}, false
 }

@@ -46,6 +46,7 @@ func (s *session) Append(mailbox string, r imap.LiteralReader, options *imap.App
 	if err != nil {
 		return nil, s.tryCreate("append", err)
 	}
+	s.srv.recent.added(f.ID, m.UID)
 	return &imap.AppendData{UID: imap.UID(m.UID), UIDValidity: f.UIDValidity}, nil
 }
 

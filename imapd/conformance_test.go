@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-imap/v2"
 )
@@ -69,9 +70,52 @@ func TestParseAddressList(t *testing.T) {
 		{"undisclosed-recipients, a@b.c, ,", []imap.Address{{Mailbox: "a", Host: "b.c"}}},
 		{"first.last@[127.0.0.1]", []imap.Address{{Mailbox: "first.last", Host: "[127.0.0.1]"}}},
 		{`"quoted \" local"@x.org`, []imap.Address{{Mailbox: `quoted " local`, Host: "x.org"}}},
+		// A comment names an address without a display name: the last
+		// one within or after it, not one before it.
+		{"user@domain (Real Name)", []imap.Address{{Name: "Real Name", Mailbox: "user", Host: "domain"}}},
+		{"(before) u (one)@ (two) d.org (three), v@e.org", []imap.Address{{Name: "three", Mailbox: "u", Host: "d.org"}, {Mailbox: "v", Host: "e.org"}}},
+		{`a@b.c (Jo \(J\) (nested) =?utf-8?q?J=C3=B6rg?=)`, []imap.Address{{Name: "Jo (J) (nested) Jörg", Mailbox: "a", Host: "b.c"}}},
+		{"a@b.c (name) ()", []imap.Address{{Mailbox: "a", Host: "b.c"}}},
+		{"Display <a@b.c> (comment), <d@e.f> (comment)", []imap.Address{{Name: "Display", Mailbox: "a", Host: "b.c"}, {Mailbox: "d", Host: "e.f"}}},
+		{"g: a@b.c (In Group);", []imap.Address{{Mailbox: "g"}, {Name: "In Group", Mailbox: "a", Host: "b.c"}, {}}},
 	} {
 		if got := parseAddressList(tt.in); !slices.Equal(got, tt.want) {
 			t.Errorf("parseAddressList(%q) = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestEnvelopeCommentName: an address without a display name takes the
+// comment after it as its name in ENVELOPE, as Dovecot gives it
+// (imaptest's fetch-envelope, messages 4 and 5).
+func TestEnvelopeCommentName(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.deliver(crlf(`Date: Sat, 01 Feb 2007 01:02:03 +0200
+From: user@domain (Real Name)
+To: group: g1@d1.org, g2@d2.org;, group2: g3@d3.org;
+
+body
+`), t1)
+	e.deliver(crlf(`Date: Sat, 01 Feb 2007 01:02:03 +0200
+From: user@domain (Real Name)
+Sender: 
+Reply-To: 
+
+body
+`), t2)
+	rc := rawLogin(t, e)
+	mustOK(t, rc, "EXAMINE INBOX")
+	untagged := mustOK(t, rc, "FETCH 1:2 (ENVELOPE)")
+	if len(untagged) != 2 {
+		t.Fatalf("FETCH 1:2 (ENVELOPE) = %q", untagged)
+	}
+	from := `(("Real Name" NIL "user" "domain"))`
+	for i, want := range []string{
+		" NIL " + from + " " + from + " " + from + ` ((NIL NIL "group" NIL) (NIL NIL "g1" "d1.org") (NIL NIL "g2" "d2.org") (NIL NIL NIL NIL) (NIL NIL "group2" NIL) (NIL NIL "g3" "d3.org") (NIL NIL NIL NIL)) NIL NIL NIL NIL))`,
+		" NIL " + from + " " + from + " " + from + " NIL NIL NIL NIL NIL))",
+	} {
+		if !strings.HasSuffix(untagged[i], want) {
+			t.Errorf("FETCH %d ENVELOPE = %s\nwant it to end %s", i+1, untagged[i], want)
 		}
 	}
 }
@@ -206,10 +250,10 @@ func has(lines []string, prefix string) bool {
 // is recent to the first session to see its folder after it arrived.
 func TestRecent(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
-	e.deliver(msgPlain, t1)
+	e.deliver(msgPlain, time.Now().Add(-time.Hour)) // received before the process started
 	a := rawLogin(t, e)
 	if u := mustOK(t, a, "SELECT INBOX"); !slices.Contains(u, "* 0 RECENT") {
-		t.Errorf("first SELECT: %q, want 0 RECENT (mail from before the process saw the folder)", u)
+		t.Errorf("first SELECT: %q, want 0 RECENT (mail received before the process started)", u)
 	}
 	e.deliver(msgPlain, t2)
 	if u := mustOK(t, a, "NOOP"); !slices.Contains(u, "* 2 EXISTS") || !slices.Contains(u, "* 1 RECENT") {
@@ -261,5 +305,93 @@ func TestRecent(t *testing.T) {
 	}
 	if u := mustOK(t, c, "FETCH 4 (FLAGS)"); has(u, `* 4 FETCH (UID 4 FLAGS (\Recent))`) {
 		t.Errorf("IMAP4rev2 FETCH: %q, want no \\Recent", u)
+	}
+}
+
+// TestFoldedBoundary: a boundary folded across lines is unfolded as RFC
+// 5322 section 2.2.3 says (the line break removed, the white space kept)
+// and its delimiter lines, which hold white space (RFC 2046 section
+// 5.1.1), are found; a multipart whose delimiter is never found has one
+// empty text/plain part, as Dovecot describes it, rather than none.
+func TestFoldedBoundary(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	// Dovecot's imaptest fetch-bodystructure.mbox.
+	e.deliver(crlf(`From: user@domain.org
+Date: Sat, 24 Mar 2007 23:00:00 +0200
+Mime-Version: 1.0
+Content-Type: multipart/mixed; boundary="foo
+ bar"
+
+--foo bar
+Content-Type: text/html; charset=us-ascii
+
+hello
+
+--foo bar--
+`), t1)
+	e.deliver(crlf("From: user@domain.org\nContent-Type: multipart/mixed;\n\tboundary=\"a \n\tb\"\n\n--a \tb\nContent-Type: text/plain\n\none\n--a \tb\n\ntwo\n--a \tb--\n"), t2)
+	e.deliver(crlf("From: user@domain.org\nContent-Type: multipart/mixed; boundary=nowhere\n\n--elsewhere\n\ntext\n"), t3)
+	rc := rawLogin(t, e)
+	mustOK(t, rc, "EXAMINE INBOX")
+	for _, tt := range []struct{ cmd, want string }{
+		{"FETCH 1 (BODYSTRUCTURE)", `* 1 FETCH (UID 1 BODYSTRUCTURE (("text" "html" ("charset" "us-ascii") NIL NIL "7bit" 7 1 NIL NIL NIL NIL) "mixed" ("boundary" "foo bar") NIL NIL NIL))`},
+		{"FETCH 1 (BODY[1])", `* 1 FETCH (UID 1 BODY[1] {7}|hello|)`},
+		{"FETCH 2 (BODYSTRUCTURE)", "* 2 FETCH (UID 2 BODYSTRUCTURE ((\"text\" \"plain\" NIL NIL NIL \"7bit\" 3 0 NIL NIL NIL NIL)(\"text\" \"plain\" NIL NIL NIL \"7bit\" 3 0 NIL NIL NIL NIL) \"mixed\" (\"boundary\" \"a \tb\") NIL NIL NIL))"},
+		{"FETCH 2 (BODY[2])", `* 2 FETCH (UID 2 BODY[2] {3}|two)`},
+		{"FETCH 3 (BODYSTRUCTURE)", `* 3 FETCH (UID 3 BODYSTRUCTURE (("text" "plain" ("charset" "us-ascii") NIL NIL "7bit" 0 0 NIL NIL NIL NIL) "mixed" ("boundary" "nowhere") NIL NIL NIL))`},
+		{"FETCH 3 (BODY[1])", `* 3 FETCH (UID 3 BODY[1] {0}|)`},
+	} {
+		if u := strings.Join(mustOK(t, rc, tt.cmd), "|"); u != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.cmd, u, tt.want)
+		}
+	}
+}
+
+// TestRecentFirstSight: a folder no session of the process has seen yet
+// still shows as recent the mail that came since the process started,
+// to the first session that selects it and to no other (RFC 3501
+// section 2.3.2). Dovecot's imaptest "select": CREATE, two APPENDs,
+// SELECT answers 2 RECENT.
+func TestRecentFirstSight(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.deliver(msgPlain, time.Now().Add(-time.Hour)) // before the process started
+	e.deliver(msgPlain, time.Now())                 // after, before anyone looked
+	a := rawLogin(t, e)
+	b := rawLogin(t, e)
+
+	mustOK(t, a, "CREATE Box")
+	mustOK(t, a, "APPEND Box {16+}\r\nSubject: x\r\n\r\nhi\r\n")
+	mustOK(t, a, "APPEND Box (\\Seen) \"02-Nov-2026 10:00:00 +0000\" {16+}\r\nSubject: x\r\n\r\nhi\r\n")
+	if u := mustOK(t, a, "SELECT Box"); !slices.Contains(u, "* 2 EXISTS") || !slices.Contains(u, "* 2 RECENT") {
+		t.Errorf("SELECT Box after two APPENDs: %q, want 2 EXISTS, 2 RECENT", u)
+	}
+	if u := mustOK(t, a, "FETCH 1:2 (FLAGS)"); !has(u, `* 1 FETCH (UID 1 FLAGS (\Recent))`) || !has(u, `* 2 FETCH (UID 2 FLAGS (\Seen \Recent))`) {
+		t.Errorf("FETCH FLAGS: %q, want \\Recent on both", u)
+	}
+	if u := mustOK(t, b, "SELECT Box"); !slices.Contains(u, "* 0 RECENT") {
+		t.Errorf("second session's SELECT Box: %q, want 0 RECENT (a claimed them)", u)
+	}
+
+	// INBOX: the message delivered since the start is recent, the one
+	// from before is not; STATUS counts it before anyone selects.
+	if u := mustOK(t, b, "STATUS INBOX (RECENT)"); !has(u, "* STATUS INBOX (RECENT 1)") {
+		t.Errorf("STATUS INBOX: %q, want RECENT 1", u)
+	}
+	if u := mustOK(t, b, "SELECT INBOX"); !slices.Contains(u, "* 1 RECENT") {
+		t.Errorf("first SELECT INBOX: %q, want 1 RECENT", u)
+	}
+	if u := mustOK(t, b, "SEARCH RECENT"); !has(u, "* SEARCH 2") || has(u, "* SEARCH 1") {
+		t.Errorf("SEARCH RECENT: %q, want 2 alone", u)
+	}
+	if u := mustOK(t, a, "SELECT INBOX"); !slices.Contains(u, "* 0 RECENT") {
+		t.Errorf("a's SELECT INBOX: %q, want 0 RECENT (b claimed it)", u)
+	}
+
+	// COPY into a folder not seen yet: the copies are recent to the next
+	// session that selects it, though their dates are old.
+	mustOK(t, a, "CREATE Dst")
+	mustOK(t, a, "COPY 1:2 Dst")
+	if u := mustOK(t, b, "SELECT Dst"); !slices.Contains(u, "* 2 RECENT") {
+		t.Errorf("SELECT Dst after COPY: %q, want 2 RECENT", u)
 	}
 }

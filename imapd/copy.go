@@ -26,6 +26,7 @@ func (s *session) Copy(numSet imap.NumSet, dest string) (*imap.CopyData, error) 
 	if err != nil {
 		return nil, s.tryCreate("copy", err)
 	}
+	s.srv.recent.added(to.ID, newUIDs...)
 	return copyData(to.UIDValidity, uids, newUIDs), nil
 }
 
@@ -64,6 +65,7 @@ func (s *session) Move(w *imapserver.MoveWriter, numSet imap.NumSet, dest string
 	} else if newUIDs, err = s.st.Move(s.ctx, s.user.ID, v.folder.ID, uids, to.ID); err != nil {
 		return s.tryCreate("move", err)
 	}
+	s.srv.recent.added(to.ID, newUIDs...)
 	s.junkMoved(v.folder, to, newUIDs)
 	if err := w.WriteCopyData(copyData(to.UIDValidity, uids, newUIDs)); err != nil {
 		return err

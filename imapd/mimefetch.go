@@ -29,9 +29,17 @@ func (e *mimePart) bodyStructure(msg []byte) imap.BodyStructure {
 		for _, c := range e.children {
 			bs.Children = append(bs.Children, c.bodyStructure(msg))
 		}
+		if len(bs.Children) == 0 {
+			// A multipart must have a part (RFC 9051 section 9:
+			// body-type-mpart), and imapserver panics writing one
+			// without: a multipart whose delimiter is not found is
+			// described as Dovecot does, with one empty text/plain
+			// part.
+			bs.Children = []imap.BodyStructure{emptyPart()}
+		}
 		bs.Extended = &imap.BodyStructureMultiPartExt{
 			Params:      e.params,
-			Disposition: disposition(mh),
+			Disposition: disposition(e.header),
 			Language:    language(mh),
 			Location:    mh.Get("Content-Location"),
 		}
@@ -63,15 +71,29 @@ func (e *mimePart) bodyStructure(msg []byte) imap.BodyStructure {
 		bs.Text = &imap.BodyStructureText{NumLines: int64(bytes.Count(body, []byte("\n")))}
 	}
 	bs.Extended = &imap.BodyStructureSinglePartExt{
-		Disposition: disposition(mh),
+		Disposition: disposition(e.header),
 		Language:    language(mh),
 		Location:    mh.Get("Content-Location"),
 	}
 	return bs
 }
 
-func disposition(h gomessage.Header) *imap.BodyStructureDisposition {
-	disp, params, _ := h.ContentDisposition()
+// emptyPart is the part of a multipart without one: text/plain, empty.
+func emptyPart() imap.BodyStructure {
+	return &imap.BodyStructureSinglePart{
+		Type:     "text",
+		Subtype:  "plain",
+		Params:   map[string]string{"charset": "us-ascii"},
+		Encoding: "7bit",
+		Text:     &imap.BodyStructureText{},
+		Extended: &imap.BodyStructureSinglePartExt{},
+	}
+}
+
+// disposition is h's Content-Disposition (RFC 2183), unfolded as
+// contentType unfolds.
+func disposition(h textproto.Header) *imap.BodyStructureDisposition {
+	disp, params, _ := headerParams(h, "Content-Disposition", "")
 	if disp == "" {
 		return nil
 	}

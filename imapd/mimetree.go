@@ -3,10 +3,11 @@ package imapd
 import (
 	"bufio"
 	"bytes"
+	"mime"
 	"slices"
 	"strings"
 
-	gomessage "github.com/emersion/go-message"
+	"github.com/emersion/go-message/charset"
 	"github.com/emersion/go-message/textproto"
 )
 
@@ -56,8 +57,8 @@ const (
 type mimePart struct {
 	header         textproto.Header
 	hdr, body, end int
-	// mediaType is as gomessage parses it (lower case unless it does not
-	// parse): "text/plain" without a Content-Type, or
+	// mediaType is as contentType parses it (lower case unless it does
+	// not parse): "text/plain" without a Content-Type, or
 	// "message/rfc822" for such a part of a multipart/digest (RFC 2046
 	// section 5.1.5).
 	mediaType string
@@ -115,8 +116,7 @@ func (p *mimeParser) message(start, end, depth int) *mimePart {
 func (p *mimeParser) entity(h textproto.Header, start, body, end, depth int, inDigest bool) *mimePart {
 	p.parts++
 	e := &mimePart{header: h, hdr: start, body: body, end: end}
-	mh := gomessage.Header{Header: h}
-	e.mediaType, e.params, _ = mh.ContentType()
+	e.mediaType, e.params, _ = contentType(h)
 	if inDigest && !h.Has("Content-Type") {
 		e.mediaType = "message/rfc822"
 	}
@@ -135,6 +135,65 @@ func (p *mimeParser) entity(h textproto.Header, start, body, end, depth int, inD
 		e.embedded = p.message(e.body, e.end, depth+1)
 	}
 	return e
+}
+
+// contentType is the media type and parameters of h's Content-Type, as
+// go-message's Header.ContentType reads them ("text/plain" without the
+// field; the value as it is, no parameters, when it does not parse) but
+// unfolded as RFC 5322 section 2.2.3 unfolds: a line break before white
+// space is removed and the white space kept. go-message replaces a line
+// break and the white space around it with one space, which changes a
+// quoted parameter folded within: the boundary "a\r\n\tb" is "a\tb" and
+// "a \r\n b" is "a  b", and a multipart cut at "--a b" would lose its
+// parts.
+func contentType(h textproto.Header) (string, map[string]string, error) {
+	return headerParams(h, "Content-Type", "text/plain")
+}
+
+// headerParams parses field k of h (the first of that name, as
+// textproto's Get takes it) as a value with parameters (RFC 2045 section
+// 5.1, RFC 2183), unfolded as contentType says; def is the value of an
+// absent or empty field. Parameters are RFC 2047-decoded, as go-message
+// decodes them.
+func headerParams(h textproto.Header, k, def string) (string, map[string]string, error) {
+	v := unfoldedValue(h, k)
+	if v == "" {
+		return def, nil, nil
+	}
+	typ, params, err := mime.ParseMediaType(v)
+	if err != nil {
+		return v, nil, err
+	}
+	for name, pv := range params {
+		if !strings.Contains(pv, "=?") {
+			continue
+		}
+		if dec, err := (&mime.WordDecoder{CharsetReader: charset.Reader}).DecodeHeader(pv); err == nil {
+			params[name] = dec
+		}
+	}
+	return typ, params, nil
+}
+
+// unfoldedValue is the value of field k of h unfolded (RFC 5322 section
+// 2.2.3: each line break of a field is followed by white space, and
+// unfolding removes the line break alone), without the white space
+// around it; "" without the field.
+func unfoldedValue(h textproto.Header, k string) string {
+	raw, err := h.Raw(k)
+	if err != nil || raw == nil {
+		return h.Get(k) // a field set, not read: it has no line breaks
+	}
+	_, v, ok := bytes.Cut(raw, []byte(":"))
+	if !ok {
+		return ""
+	}
+	out := make([]byte, 0, len(v))
+	for line := range bytes.Lines(v) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		out = append(out, bytes.TrimSuffix(line, []byte("\r"))...)
+	}
+	return string(bytes.Trim(out, " \t"))
 }
 
 // primaryType is the part of media type t before the "/", as imapserver
@@ -246,7 +305,14 @@ func (p *mimeParser) partEnd(pos, end int, nl, dash []byte) (partEnd, delim int)
 		return pos, pos
 	}
 	lines := p.dashLines()
+	// A boundary may hold spaces (RFC 2046 section 5.1.1: bchars), where
+	// a line's token stops: such a boundary's lines are those whose
+	// token is the boundary's first word.
 	b := dash[2:]
+	spaced := bytes.IndexAny(b, " \t") >= 0
+	if spaced {
+		b = b[:bytes.IndexAny(b, " \t")]
+	}
 	hb := tokenHash(b)
 	i, _ := slices.BinarySearchFunc(lines, pos+len(nl), func(l dashLine, at int) int { return l.pos - at })
 	for ; i < len(lines) && lines[i].pos < end; i++ {
@@ -259,7 +325,7 @@ func (p *mimeParser) partEnd(pos, end int, nl, dash []byte) (partEnd, delim int)
 			if l.hash != hb {
 				continue
 			}
-		case l.tokLen > len(b):
+		case l.tokLen > len(b) && !spaced:
 			if p.msg[l.pos+2+len(b)] != '-' {
 				continue
 			}

@@ -3,6 +3,7 @@ package imapd
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/emersion/go-imap/v2"
 
@@ -16,49 +17,93 @@ import (
 // A message is recent to the first session that selects its folder (or
 // has it selected) after it arrived; that session claims it, and later
 // sessions do not see it as recent. EXAMINE sees what is unclaimed and
-// claims nothing. The server keeps, per folder, the highest UID claimed:
-// UIDs only grow (RFC 3501 section 2.3.1.1), so every message above the
-// floor is unclaimed.
+// claims nothing. The server keeps, per folder, a floor: the highest UID
+// claimed. UIDs only grow (RFC 3501 section 2.3.1.1), so every message
+// above the floor is unclaimed.
 //
 // The floors live in memory, per process, not in the store: \Recent is a
 // hint that no client may rely on for correctness (RFC 3501 section
 // 2.3.2 lets a server that cannot tell report messages as recent or not),
-// and keeping it in the store would add a write to every SELECT. What
-// that costs: after a restart, a folder's floor starts at its highest
-// UID when a session first selects it, so mail that arrived while the
-// process was down, or before any session looked at the folder since
-// the start, is not recent (never wrongly recent, which is what a client
-// would act on by showing "new mail"); and nodes sharing a PostgreSQL
-// store each keep their own floors, so two sessions on two nodes may
-// both see a message as recent.
+// and keeping it in the store would add a write to every SELECT that
+// finds new mail. A folder the process has not seen yet gets its floor
+// when it is first seen:
+//
+//   - by SELECT, EXAMINE or STATUS: at the highest UID of the messages
+//     received before the process started, so that mail delivered since
+//     is recent to the first session that looks (Dovecot's imaptest
+//     "select": CREATE, two APPENDs, SELECT answers 2 RECENT);
+//   - by APPEND, COPY or MOVE into it from this process: just below the
+//     first message added, which is recent.
+//
+// What that costs: mail that arrived while the process was down is not
+// recent after a restart (never wrongly recent, which is what a client
+// would act on by showing "new mail"), nor is mail added to a folder,
+// before the process saw it, with a received time from before the start
+// (an APPEND with an old INTERNALDATE, a COPY, by another node); and
+// nodes sharing a PostgreSQL store each keep their own floors, so two
+// sessions on two nodes may both see a message as recent.
 
 // flagRecent is the \Recent flag, which go-imap v2 no longer names.
 const flagRecent = imap.Flag(`\Recent`)
 
-// recentFloors holds the highest UID claimed per folder.
+// recentFloors holds the floor of every folder seen since start.
 type recentFloors struct {
+	// start is when the process started: a folder first seen after it
+	// has its floor at the last message received before it.
+	start time.Time
 	// mu guards floor.
 	mu    sync.Mutex
 	floor map[int64]uint32
 }
 
-func newRecentFloors() *recentFloors { return &recentFloors{floor: map[int64]uint32{}} }
+// newRecentFloors starts the floors at start, taken to the second below
+// as the stores keep received times to the second (mail received in the
+// second the process started counts as after it).
+func newRecentFloors(start time.Time) *recentFloors {
+	return &recentFloors{start: start.Truncate(time.Second), floor: map[int64]uint32{}}
+}
 
-// claim answers the UIDs in uids above the folder's floor: the recent
-// ones. Unless readOnly it raises the floor to the highest of them. A
-// folder not seen since the process started gets its floor at the
-// highest UID of uids (atSelect) and none is recent.
-func (r *recentFloors) claim(folderID int64, uids []uint32, readOnly, atSelect bool) []uint32 {
+// floorLocked is the floor of folder folderID, whose messages are msgs,
+// setting it for a folder not seen yet. r.mu is held.
+func (r *recentFloors) floorLocked(folderID int64, msgs []mailstore.Message) uint32 {
+	if floor, ok := r.floor[folderID]; ok {
+		return floor
+	}
+	var floor uint32
+	for _, m := range msgs {
+		if m.ReceivedAt.Before(r.start) {
+			floor = max(floor, m.UID)
+		}
+	}
+	r.floor[folderID] = floor
+	return floor
+}
+
+// claim answers the UIDs of msgs, a folder's messages at SELECT or
+// EXAMINE, above its floor: the recent ones. Unless readOnly it raises
+// the floor to the highest of them.
+func (r *recentFloors) claim(folderID int64, msgs []mailstore.Message, readOnly bool) []uint32 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	floor, known := r.floor[folderID]
-	if !known && atSelect {
-		for _, u := range uids {
-			floor = max(floor, u)
+	floor := r.floorLocked(folderID, msgs)
+	var out []uint32
+	for _, m := range msgs {
+		if m.UID > floor {
+			out = append(out, m.UID)
 		}
-		r.floor[folderID] = floor
-		return nil
 	}
+	if !readOnly && len(out) > 0 {
+		r.floor[folderID] = max(floor, slices.Max(out))
+	}
+	return out
+}
+
+// claimNew is claim for new messages of a folder a session has selected,
+// whose floor is set.
+func (r *recentFloors) claimNew(folderID int64, uids []uint32, readOnly bool) []uint32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	floor := r.floor[folderID]
 	var out []uint32
 	top := floor
 	for _, u := range uids {
@@ -67,20 +112,31 @@ func (r *recentFloors) claim(folderID int64, uids []uint32, readOnly, atSelect b
 			top = max(top, u)
 		}
 	}
-	if !readOnly && top > floor {
+	if !readOnly {
 		r.floor[folderID] = top
 	}
 	return out
 }
 
+// added notes messages this process added to a folder (APPEND, COPY,
+// MOVE): a folder not seen yet gets its floor just below the first, so
+// that they are recent to the next session that selects it.
+func (r *recentFloors) added(folderID int64, uids ...uint32) {
+	if len(uids) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.floor[folderID]; !ok {
+		r.floor[folderID] = slices.Min(uids) - 1
+	}
+}
+
 // unclaimed counts the messages of f above its floor, for STATUS RECENT.
 func (r *recentFloors) unclaimed(f mailstore.Folder, msgs []mailstore.Message) uint32 {
 	r.mu.Lock()
-	floor, known := r.floor[f.ID]
+	floor := r.floorLocked(f.ID, msgs)
 	r.mu.Unlock()
-	if !known {
-		return 0
-	}
 	var n uint32
 	for _, m := range msgs {
 		if m.UID > floor {
@@ -96,12 +152,25 @@ func (s *session) rev1() bool {
 	return !s.conn.EnabledCaps().Has(imap.CapIMAP4rev2)
 }
 
-// markRecent claims, for v, the recent ones among uids and notes them.
-func (s *session) markRecent(v *view, uids []uint32, atSelect bool) {
+// markRecent claims, for v, the recent ones among msgs, the folder's
+// messages at SELECT or EXAMINE, and notes them.
+func (s *session) markRecent(v *view, msgs []mailstore.Message) {
 	if !s.rev1() {
 		return
 	}
-	for _, u := range s.srv.recent.claim(v.folder.ID, uids, v.readOnly, atSelect) {
+	v.noteRecent(s.srv.recent.claim(v.folder.ID, msgs, v.readOnly))
+}
+
+// markNewRecent is markRecent for messages new to v.
+func (s *session) markNewRecent(v *view, uids []uint32) {
+	if !s.rev1() {
+		return
+	}
+	v.noteRecent(s.srv.recent.claimNew(v.folder.ID, uids, v.readOnly))
+}
+
+func (v *view) noteRecent(uids []uint32) {
+	for _, u := range uids {
 		if v.recent == nil {
 			v.recent = map[uint32]struct{}{}
 		}

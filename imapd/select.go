@@ -73,13 +73,9 @@ func (s *session) Select(name string, options *imap.SelectOptions) (*imap.Select
 			firstUnseen = uint32(i + 1)
 		}
 	}
-	uids := make([]uint32, len(v.msgs))
-	for i, m := range v.msgs {
-		uids[i] = m.UID
-	}
-	s.markRecent(v, uids, true)
+	s.markRecent(v, msgs)
 	v.rev1 = s.rev1()
-	v.claimNew = func(uids []uint32) { s.markRecent(v, uids, false) }
+	v.claimNew = func(uids []uint32) { s.markNewRecent(v, uids) }
 	s.sel = v
 	flags := v.flags()
 	return &imap.SelectData{

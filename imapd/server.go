@@ -42,6 +42,13 @@
 // hands over as LIST (SUBSCRIBED) though the two answer differently
 // (list.go); that goes too once imapserver tells them apart.
 //
+// Where servers and clients have read mail differently, imapd answers
+// as RFC 3501 and Dovecot do: IMAP4rev1 sessions get \Recent, with a
+// folder first seen by the process counting mail received since it
+// started (recent.go); MIME parameters are unfolded as RFC 5322 section
+// 2.2.3 says, so a folded boundary still finds its parts (mimetree.go);
+// an address without a display name is named by its comment (address.go).
+//
 // Not offered: CONDSTORE, and BINARY APPEND. EXAMINE is enforced here
 // (STORE and MOVE are refused, FETCH sets no \Seen, EXPUNGE and CLOSE
 // remove nothing), as imapserver leaves it to the backend.
@@ -215,7 +222,7 @@ func New(cfg Config) *Server {
 		PerAddress: cfg.MaxConnsPerIP, PerUserAddress: max(cfg.MaxConnsPerUserIP, 0), RatePerMinute: max(cfg.MaxConnRatePerIP, 0),
 	}, s.log)
 	s.limits.metrics = s.metrics
-	s.recent = newRecentFloors()
+	s.recent = newRecentFloors(s.now())
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.imap = imapserver.New(&imapserver.Options{
 		NewSession: s.newSession,
