@@ -44,3 +44,20 @@ func TestRefusedCreateChangesNothing(t *testing.T) {
 	// The connection goes on.
 	mustOK(t, rc, `CREATE "a/b"`)
 }
+
+// TestFramingCommandNameOddEnd: a command whose name imapserver reads
+// but the command layer's name scanner does not ("E" followed by ")"),
+// ending with a literal, is one command: answered BAD, its literal and
+// the line after it dropped, and the connection goes on in step.
+func TestFramingCommandNameOddEnd(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	for _, send := range []string{
+		"t1 E) {1+}\r\nx\r\n",
+		"t1 E) {3+}\r\nx y\r\n",
+		"t1 NOOP) {2+}\r\nab {1+}\r\nc\r\n",
+		"t1 E( {5+}\r\nhello\r\n",
+	} {
+		rc := rawLogin(t, e)
+		answeredThenNoop(t, rc, send, "t1 BAD")
+	}
+}
