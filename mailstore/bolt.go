@@ -1,6 +1,7 @@
 package mailstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -120,6 +121,10 @@ type Options struct {
 	// Now is the clock of the events the control plane records (a
 	// domain suspended, resumed); nil means time.Now.
 	Now func() time.Time
+	// MaxKeywords is the most distinct keywords a folder may hold
+	// (keywords.go): zero means DefaultMaxKeywords, less than zero no
+	// limit.
+	MaxKeywords int
 }
 
 // Bolt is the bbolt implementation of Store.
@@ -129,6 +134,8 @@ type Bolt struct {
 	watch hub
 	// changeLogKeep is Options.ChangeLogKeep with its default.
 	changeLogKeep uint64
+	// maxKeywords is Options.MaxKeywords with its default.
+	maxKeywords int
 	// now is Options.Now with its default.
 	now func() time.Time
 	// readAround is how bulk reads of bodies have the file read ahead.
@@ -163,7 +170,7 @@ func Open(ctx context.Context, dataDir string, opt Options) (*Bolt, error) {
 	// one commit and one fsync.
 	db.MaxBatchDelay = 2 * time.Millisecond
 	db.MaxBatchSize = 256
-	s := &Bolt{db: db, changeLogKeep: ChangeLogKeep, now: opt.Now}
+	s := &Bolt{db: db, changeLogKeep: ChangeLogKeep, now: opt.Now, maxKeywords: cmp.Or(opt.MaxKeywords, DefaultMaxKeywords)}
 	if s.now == nil {
 		s.now = time.Now
 	}

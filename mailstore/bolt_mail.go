@@ -128,6 +128,9 @@ func (s *Bolt) deleteMailboxMessages(tx *bolt.Tx, m Mailbox) (msgs, bytes int64,
 		if err := t.folders.Delete(id8(fid)); err != nil {
 			return 0, 0, err
 		}
+		if err := t.dropKeywords(fid); err != nil {
+			return 0, 0, err
+		}
 		if err := t.deleteLog(fid); err != nil {
 			return 0, 0, err
 		}
@@ -324,12 +327,21 @@ type mailTx struct {
 	// records a folder's log keeps.
 	changes []Change
 	keep    uint64
+	// kcache are the keyword counts of the folders whose keywords the
+	// transaction changes, kdropped the folders it deletes, keywords
+	// their bucket once used, and maxKeywords the limit of each folder's
+	// distinct keywords (bolt_mail_keywords.go).
+	kcache      map[int64]*folderKeywords
+	kdropped    map[int64]bool
+	keywords    *bolt.Bucket
+	maxKeywords int
 }
 
 // mailTx is newMailTx with the store's change log length.
 func (s *Bolt) mailTx(tx *bolt.Tx) *mailTx {
 	t := newMailTx(tx)
 	t.keep = s.changeLogKeep
+	t.maxKeywords = s.maxKeywords
 	return t
 }
 
@@ -352,6 +364,10 @@ func newMailTx(tx *bolt.Tx) *mailTx {
 		xcache:    map[string]*monthFigures{},
 		touched:   map[int64]struct{}{},
 		keep:      ChangeLogKeep,
+		kcache:    map[int64]*folderKeywords{},
+		kdropped:  map[int64]bool{},
+
+		maxKeywords: DefaultMaxKeywords,
 	}
 }
 
@@ -510,6 +526,9 @@ func (t *mailTx) add(f *Folder, m Message) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
+	if err := t.reflag(f.ID, nil, m.Flags); err != nil {
+		return Message{}, err
+	}
 	m.FolderID, m.UID = f.ID, f.UIDNext
 	f.UIDNext++
 	if err := t.messages.Put(msgKey(f.ID, m.UID), encodeMessage(m)); err != nil {
@@ -539,6 +558,9 @@ func (t *mailTx) remove(f *Folder, m Message, free bool) error {
 	}
 	d, err := t.domain(mb.DomainID)
 	if err != nil {
+		return err
+	}
+	if err := t.reflag(f.ID, m.Flags, nil); err != nil {
 		return err
 	}
 	if err := t.drop(d.ID, m, free); err != nil {
@@ -573,6 +595,9 @@ func (t *mailTx) drop(domainID int64, m Message, free bool) error {
 
 // flush writes what the transaction changed.
 func (t *mailTx) flush() error {
+	if err := t.flushKeywords(); err != nil {
+		return err
+	}
 	for id, f := range t.fcache {
 		if err := putJSON(t.folders, id8(id), f); err != nil {
 			return err

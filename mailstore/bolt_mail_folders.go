@@ -83,6 +83,9 @@ func (s *Bolt) DeleteFolder(ctx context.Context, mailboxID int64, name string) e
 		if err != nil {
 			return err
 		}
+		if err := t.dropKeywords(f.ID); err != nil {
+			return err
+		}
 		var gone []Message
 		if err := t.eachMessage(f.ID, func(m Message) error {
 			gone = append(gone, m)

@@ -81,6 +81,9 @@ func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 			if !changed {
 				continue
 			}
+			if err := t.reflag(folderID, m.Flags, next); err != nil {
+				return err
+			}
 			f.Unseen -= unseen(m)
 			m.Flags = next
 			f.Unseen += unseen(m)
