@@ -2,9 +2,12 @@ package imapd
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 // TestRefusedCreateChangesNothing: a CREATE answered NO leaves the
@@ -59,5 +62,80 @@ func TestFramingCommandNameOddEnd(t *testing.T) {
 	} {
 		rc := rawLogin(t, e)
 		answeredThenNoop(t, rc, send, "t1 BAD")
+	}
+}
+
+// TestKeywordLimit: a folder holds at most mailstore.DefaultMaxKeywords
+// distinct keywords; a STORE, APPEND, COPY or MOVE that would add one
+// beyond is answered NO [LIMIT] and changes nothing, while keywords the
+// folder has and system flags still go.
+func TestKeywordLimit(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.deliver(msgPlain, t1)
+	e.deliver(msgPlain, t1)
+	rc := rawLogin(t, e)
+	mustOK(t, rc, "CREATE Full")
+	mustOK(t, rc, "SELECT INBOX")
+	kws := func(prefix string, from, to int) string {
+		var b strings.Builder
+		for i := from; i < to; i++ {
+			if i > from {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%s%04d", prefix, i)
+		}
+		return b.String()
+	}
+	for i := 0; i < mailstore.DefaultMaxKeywords; i += 250 {
+		mustOK(t, rc, fmt.Sprintf("STORE 1 +FLAGS.SILENT (%s)", kws("k", i, i+250)))
+	}
+	flagsOf := func(seq int) string {
+		t.Helper()
+		untagged := mustOK(t, rc, fmt.Sprintf("FETCH %d FLAGS", seq))
+		return strings.Join(untagged, "\n")
+	}
+	before := flagsOf(2)
+	refused := func(cmd string) {
+		t.Helper()
+		if _, tagged := rc.cmd("%s", cmd); !strings.HasPrefix(tagged, "NO [LIMIT]") {
+			t.Errorf("%.40s... = %s, want NO [LIMIT]", cmd, tagged)
+		}
+	}
+	refused("STORE 2 +FLAGS (k0001 new)")
+	if got := flagsOf(2); got != before {
+		t.Errorf("flags after a refused STORE: %s, want %s", got, before)
+	}
+	mustOK(t, rc, `STORE 2 +FLAGS (K0001 \Seen)`)
+
+	rc.tag++
+	tag := fmt.Sprintf("r%d", rc.tag)
+	lines := rc.send(fmt.Sprintf("%s APPEND INBOX (new) {3+}\r\nx\r\n\r\n", tag), tag)
+	if l := lines[len(lines)-1]; !strings.HasPrefix(l, tag+" NO [LIMIT]") {
+		t.Errorf("APPEND with a new keyword = %q, want NO [LIMIT]", l)
+	}
+	if untagged := mustOK(t, rc, "NOOP"); slices.ContainsFunc(untagged, func(l string) bool { return strings.Contains(l, "EXISTS") }) {
+		t.Errorf("a refused APPEND added a message: %q", untagged)
+	}
+
+	// COPY and MOVE into a folder at the limit.
+	mustOK(t, rc, "SELECT Full")
+	e.deliver(msgPlain, t1)
+	f, err := e.st.Folder(context.Background(), e.mb.ID, "Full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]string, mailstore.DefaultMaxKeywords)
+	for i := range all {
+		all[i] = fmt.Sprintf("o%04d", i)
+	}
+	if _, err := e.st.Append(context.Background(), e.mb.ID, f.ID, []byte("x\r\n"), all, t1); err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, rc, "SELECT INBOX")
+	refused("COPY 1 Full")
+	refused("MOVE 1 Full")
+	mustOK(t, rc, "COPY 3 Full") // no keywords
+	if st := mustOK(t, rc, "STATUS Full (MESSAGES)"); !strings.Contains(strings.Join(st, ""), "MESSAGES 2") {
+		t.Errorf("Full after refused COPY and MOVE = %q, want 2 messages", st)
 	}
 }
