@@ -82,14 +82,13 @@ func (t *mailTx) reflag(folderID int64, old, new []string) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range old {
-		if IsKeyword(f) {
-			k.add(t.keywords, folderID, KeywordKey(f), -1)
-		}
-	}
-	for _, f := range new {
-		if IsKeyword(f) {
-			k.add(t.keywords, folderID, KeywordKey(f), +1)
+	// The net change only: a message that keeps most of its keywords
+	// looks up the counts of those it gains or loses.
+	d := make(map[string]int64, max(len(old), len(new)))
+	KeywordDelta(d, old, new)
+	for key, n := range d {
+		if n != 0 {
+			k.add(t.keywords, folderID, key, n)
 		}
 	}
 	return nil
