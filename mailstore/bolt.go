@@ -125,6 +125,10 @@ type Options struct {
 	// (keywords.go): zero means DefaultMaxKeywords, less than zero no
 	// limit.
 	MaxKeywords int
+	// SpaceReserve is the size of the file Open keeps beside the store
+	// so that deletions still commit on a full disk (bolt_reserve.go):
+	// zero means DefaultSpaceReserve, less than zero none.
+	SpaceReserve int64
 }
 
 // Bolt is the bbolt implementation of Store.
@@ -140,6 +144,8 @@ type Bolt struct {
 	now func() time.Time
 	// readAround is how bulk reads of bodies have the file read ahead.
 	readAround readAround
+	// reserve is the space kept for deletions (bolt_reserve.go).
+	reserve spaceReserve
 }
 
 var _ Store = (*Bolt)(nil)
@@ -181,6 +187,10 @@ func Open(ctx context.Context, dataDir string, opt Options) (*Bolt, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	s.reserve = spaceReserve{path: path + ".reserve", size: cmp.Or(opt.SpaceReserve, DefaultSpaceReserve)}
+	// On a full disk the store opens without it, for reads and
+	// deletions that find free pages; a deletion makes it later.
+	_ = s.reserve.fill(s.now())
 	return s, nil
 }
 
