@@ -3,11 +3,13 @@ package imapd
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/storetest"
 )
 
 // TestRefusedCreateChangesNothing: a CREATE answered NO leaves the
@@ -137,5 +139,63 @@ func TestKeywordLimit(t *testing.T) {
 	mustOK(t, rc, "COPY 3 Full") // no keywords
 	if st := mustOK(t, rc, "STATUS Full (MESSAGES)"); !strings.Contains(strings.Join(st, ""), "MESSAGES 2") {
 		t.Errorf("Full after refused COPY and MOVE = %q, want 2 messages", st)
+	}
+}
+
+// TestDeleteOnFullDisk: with the disk full and a store file with no free
+// page to reuse (just compacted), a user can still delete: STORE
+// \Deleted, EXPUNGE, MOVE to Trash and DELETE are answered OK, while an
+// APPEND is refused as before (mailstore's space reserve).
+func TestDeleteOnFullDisk(t *testing.T) {
+	dir := storetest.SmallFS(t, 8<<20)
+	ctx := context.Background()
+	e := newEnv(t, envOptions{insecureAuth: true, dataDir: dir, prepare: func(st *mailstore.Bolt, mb mailstore.Mailbox) *mailstore.Bolt {
+		for i := range 20 {
+			b := []byte(fmt.Sprintf("Subject: %d\r\n\r\n%s", i, strings.Repeat("x", 32<<10)))
+			if _, err := st.Deliver(ctx, mailstore.Delivery{Body: b, ReceivedAt: t1, MailboxIDs: []int64{mb.ID}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old, err := st.CreateFolder(ctx, mb.ID, "Old")
+		if err != nil {
+			t.Fatal(err)
+		}
+		inbox, err := st.Folder(ctx, mb.ID, "INBOX")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Copy(ctx, mb.ID, inbox.ID, []uint32{18, 19, 20}, old.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mailstore.Compact(ctx, dir, mailstore.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		st, err = mailstore.Open(ctx, dir, mailstore.Options{SpaceReserve: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}})
+	rc := rawLogin(t, e)
+	storetest.FillFS(t, filepath.Join(dir, "filler"))
+	mustOK(t, rc, "SELECT INBOX")
+
+	rc.tag++
+	tag := fmt.Sprintf("r%d", rc.tag)
+	lines := rc.send(fmt.Sprintf("%s APPEND INBOX {3+}\r\nx\r\n\r\n", tag), tag)
+	if l := lines[len(lines)-1]; !strings.HasPrefix(l, tag+" NO [UNAVAILABLE]") {
+		t.Errorf("APPEND on a full disk = %q, want NO [UNAVAILABLE]", l)
+	}
+	mustOK(t, rc, `STORE 1:2 +FLAGS.SILENT (\Deleted)`)
+	if untagged := mustOK(t, rc, "EXPUNGE"); len(untagged) != 2 {
+		t.Errorf("EXPUNGE on a full disk = %q, want two EXPUNGE", untagged)
+	}
+	mustOK(t, rc, "MOVE 1 Trash")
+	mustOK(t, rc, "DELETE Old")
+	if st := mustOK(t, rc, "STATUS INBOX (MESSAGES)"); !strings.Contains(strings.Join(st, ""), "MESSAGES 17") {
+		t.Errorf("INBOX after the deletions = %q, want 17 messages", st)
 	}
 }
