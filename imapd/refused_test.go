@@ -46,6 +46,19 @@ func TestRefusedCreateChangesNothing(t *testing.T) {
 			t.Errorf("after CREATE %s: folders %q, want %q", tc.name, got, before)
 		}
 	}
+	// RENAME is refused whole too (one store transaction).
+	for _, tc := range []struct{ args, want string }{
+		{`"p/c" "a/../b"`, "NO [CANNOT]"},
+		{`"p/c" Sent`, "NO [ALREADYEXISTS]"},
+		{`INBOX x`, "NO [CANNOT]"},
+	} {
+		if _, tagged := rc.cmd("RENAME %s", tc.args); !strings.HasPrefix(tagged, tc.want) {
+			t.Errorf("RENAME %s = %s, want %s", tc.args, tagged, tc.want)
+		}
+		if got := names(); !slices.Equal(got, before) {
+			t.Errorf("after RENAME %s: folders %q, want %q", tc.args, got, before)
+		}
+	}
 	// The connection goes on.
 	mustOK(t, rc, `CREATE "a/b"`)
 }
