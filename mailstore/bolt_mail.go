@@ -25,6 +25,9 @@ package mailstore
 // and blob_summaries (blobID -> HeaderSummary of the body), created by
 // the first write that needs it (bolt_mail_summaries.go).
 //
+// and folder_keywords (each folder's keyword counts), created by the
+// first write that changes a keyword (bolt_mail_keywords.go).
+//
 // and, from schema 2, the outbound queue (bolt_queue.go), whose entries
 // also hold blob references.
 //
