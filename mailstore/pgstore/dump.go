@@ -467,6 +467,9 @@ func (s *Store) Load(ctx context.Context, src func(put func(mailstore.Record) er
 		return err
 	}
 	return s.write(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlCountKeywords); err != nil {
+			return fmt.Errorf("count keywords: %w", err)
+		}
 		for _, sq := range sequences {
 			if v := l.seq[sq.name]; v > 0 {
 				if _, err := tx.Exec(ctx, `SELECT setval(`+seqExpr(sq.table)+`, greatest($1::bigint, coalesce(pg_sequence_last_value(`+seqExpr(sq.table)+`), 0)))`, v); err != nil {

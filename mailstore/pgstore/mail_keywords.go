@@ -9,6 +9,15 @@ import (
 	"github.com/mailhost/mailhost/mailstore"
 )
 
+// sqlCountKeywords counts every folder's keywords from its messages, as
+// migration 011 does: for Load, which copies the messages but not the
+// counts (they follow from the messages).
+const sqlCountKeywords = `INSERT INTO folder_keywords (folder_id, keyword, n)
+SELECT m.folder_id, upper(k COLLATE "C"), count(*)
+FROM messages m, unnest(m.flags) AS k
+WHERE k <> '' AND left(k, 1) <> '\'
+GROUP BY 1, 2`
+
 // keywordDelta gathers how a transaction changes the number of messages
 // holding each keyword, by folder and mailstore.KeywordKey (the
 // folder_keywords table, 011_folder_keywords.sql).
