@@ -121,6 +121,7 @@ func TestKeywordLimit(t *testing.T) {
 		t.Errorf("flags after a refused STORE: %s, want %s", got, before)
 	}
 	mustOK(t, rc, `STORE 2 +FLAGS (K0001 \Seen)`)
+	refused(fmt.Sprintf("STORE 2 +FLAGS (k%s)", strings.Repeat("x", mailstore.MaxKeywordBytes)))
 
 	rc.tag++
 	tag := fmt.Sprintf("r%d", rc.tag)

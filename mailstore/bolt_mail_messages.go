@@ -61,6 +61,11 @@ func (s *Bolt) Body(ctx context.Context, mailboxID, folderID int64, uid uint32) 
 // messages whose flags did change come back, in the order of uids.
 func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string) ([]Message, error) {
 	flags = NormFlags(flags)
+	if op != FlagsRemove {
+		if err := CheckKeywordLength(flags); err != nil {
+			return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
+		}
+	}
 	// Setting \Deleted is the first half of deleting (then EXPUNGE): it
 	// may use the space reserve (bolt_reserve.go).
 	write := s.update

@@ -2,6 +2,7 @@ package mailstore
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -20,6 +21,29 @@ import (
 // clients use a few dozen (Thunderbird's tags, $Forwarded, $MDNSent,
 // $Junk); Cyrus allows 128 a folder.
 const DefaultMaxKeywords = 1000
+
+// MaxKeywordBytes is the longest keyword SetFlags and Append accept
+// (ErrKeywordTooLong). A folder's keywords are listed in every SELECT,
+// twice (FLAGS and PERMANENTFLAGS): at DefaultMaxKeywords of this length
+// that is 256 KB, where a command line alone (50 KiB) would have let one
+// keyword make it 100 MB. Mail clients' keywords are short: $Forwarded,
+// $MailFlagBit0, a tag's name.
+const MaxKeywordBytes = 128
+
+// ErrKeywordTooLong answers SetFlags and Append given a keyword longer
+// than MaxKeywordBytes; nothing is changed. Removing one is accepted.
+var ErrKeywordTooLong = errors.New("keyword too long")
+
+// CheckKeywordLength refuses flags holding a keyword longer than
+// MaxKeywordBytes (ErrKeywordTooLong).
+func CheckKeywordLength(flags []string) error {
+	for _, f := range flags {
+		if IsKeyword(f) && len(f) > MaxKeywordBytes {
+			return fmt.Errorf("keyword of %d bytes, at most %d: %w", len(f), MaxKeywordBytes, ErrKeywordTooLong)
+		}
+	}
+	return nil
+}
 
 // ErrTooManyKeywords answers SetFlags, Append, Copy and Move when the
 // change would give the folder more distinct keywords than its limit;

@@ -243,6 +243,9 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 		return mailstore.Message{}, fmt.Errorf("append: no received time: %w", mailstore.ErrInvalidArgument)
 	}
 	flags = mailstore.NormFlags(flags)
+	if err := mailstore.CheckKeywordLength(flags); err != nil {
+		return mailstore.Message{}, fmt.Errorf("append: %w", err)
+	}
 	size := int64(len(body))
 	summary := mailstore.HeaderSummary(body)
 	var out mailstore.Message
@@ -291,6 +294,11 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 // of uids (a UID given twice is applied twice, as in bbolt).
 func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string) ([]mailstore.Message, error) {
 	flags = mailstore.NormFlags(flags)
+	if op != mailstore.FlagsRemove {
+		if err := mailstore.CheckKeywordLength(flags); err != nil {
+			return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
+		}
+	}
 	var out []mailstore.Message
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		out = []mailstore.Message{}

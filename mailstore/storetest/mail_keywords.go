@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mailhost/mailhost/mailstore"
@@ -126,5 +127,17 @@ func mailKeywordLimit(t *testing.T, open Open) {
 	if _, err := m.s.Copy(m.ctx, mb.ID, inbox.ID, []uint32{1}, other.ID); err != nil {
 		t.Errorf("Copy(%d keywords into a new folder) = %v, want nil", max, err)
 	}
+	// A keyword's length is bounded too; removing a long one is not.
+	long := strings.Repeat("k", mailstore.MaxKeywordBytes+1)
+	if err := set(2, mailstore.FlagsAdd, long); !errors.Is(err, mailstore.ErrKeywordTooLong) {
+		t.Errorf("SetFlags(a keyword of %d bytes) = %v, want ErrKeywordTooLong", len(long), err)
+	}
+	if _, err := m.s.Append(m.ctx, mb.ID, other.ID, []byte("x"), []string{long}, mailNow); !errors.Is(err, mailstore.ErrKeywordTooLong) {
+		t.Errorf("Append(a keyword of %d bytes) = %v, want ErrKeywordTooLong", len(long), err)
+	}
+	if _, err := m.s.Append(m.ctx, mb.ID, other.ID, []byte("x"), []string{long[1:]}, mailNow); err != nil {
+		t.Errorf("Append(a keyword of %d bytes) = %v, want nil", len(long)-1, err)
+	}
+	mustSet(2, mailstore.FlagsRemove, long)
 	m.invariants("a.example")
 }
