@@ -96,9 +96,12 @@ type Config struct {
 	MaxConnsPerUserIP int64
 	MaxConnRatePerIP  int64
 	MaxIMAPConns      int64
-	SendLimitPerHour  int64
-	DNS               string
-	InboundChecks     bool
+	// IMAPMaxKeywords is the most distinct keywords an IMAP folder may
+	// hold (mailstore.DefaultMaxKeywords).
+	IMAPMaxKeywords  int64
+	SendLimitPerHour int64
+	DNS              string
+	InboundChecks    bool
 	// DMARCEnforce refuses inbound mail that fails DMARC for a domain
 	// publishing p=reject, and sends it to Junk, marked, for p=quarantine.
 	DMARCEnforce bool
@@ -245,6 +248,7 @@ var Settings = []Setting{
 	{"max_conns_per_user_ip", "MAILHOST_MAX_CONNS_PER_USER_IP", "10", "most logged-in connections at once of one mailbox from one client address, to IMAP and to submission each (Dovecot's mail_max_userip_connections: a desktop client's 5, a phone and a tablet); beyond it the login is answered NO [UNAVAILABLE] (IMAP) or 454 4.7.0 (submission); 0 = no limit", integer(func(c *Config) *int64 { return &c.MaxConnsPerUserIP }, 0)},
 	{"max_conn_rate_per_ip", "MAILHOST_MAX_CONN_RATE_PER_IP", "600", "new connections one client address may open a minute to each service, after a burst of its max_conns_per_ip (mx_max_conns_per_ip for the MX): an office whose clients all reconnect at once passes, a scanner or a flood is refused as over the connection limit; 0 = no limit", integer(func(c *Config) *int64 { return &c.MaxConnRatePerIP }, 0)},
 	{"max_imap_conns", "MAILHOST_MAX_IMAP_CONNS", "4000", "most IMAP connections at once on this node, from all addresses (about 40 KiB each while idle); beyond it BYE [UNAVAILABLE]", integer(func(c *Config) *int64 { return &c.MaxIMAPConns }, 1)},
+	{"imap_max_keywords", "MAILHOST_IMAP_MAX_KEYWORDS", "1000", "most distinct keywords (flags other than the system flags, such as $Forwarded or a client's tags) one IMAP folder may hold; a STORE, APPEND, COPY or MOVE that would add one beyond is answered NO [LIMIT] and changes nothing", integer(func(c *Config) *int64 { return &c.IMAPMaxKeywords }, 1)},
 	{"rspamd_url", "MAILHOST_RSPAMD_URL", "", "rspamd's normal worker, such as http://127.0.0.1:11333: every message the MX or submission takes is checked there (/checkv2) before the 250; empty: no spam filter", str(func(c *Config) *string { return &c.RspamdURL })},
 	{"rspamd_controller_url", "MAILHOST_RSPAMD_CONTROLLER_URL", "", "rspamd's controller, such as http://127.0.0.1:11334: a message a user moves into Junk over IMAP is learnt as spam there, one moved out of Junk as ham; empty: no learning", str(func(c *Config) *string { return &c.RspamdControllerURL })},
 	{"rspamd_password", "MAILHOST_RSPAMD_PASSWORD", "", "the controller's password (its password setting); empty: none, for a controller that trusts this host (secure_ip)", str(func(c *Config) *string { return &c.RspamdPassword })},

@@ -310,6 +310,13 @@ func (c *cmdConn) next() error {
 		if whole && !imapserverReadsCommand(line) {
 			return c.refuseUnreadable(tag, line)
 		}
+		if !ok && whole {
+			// imapserver reads a name where the layer's scanner sees none
+			// ("E)"): the layer follows imapserver's reading, so that it
+			// knows a command is in flight and, once imapserver has
+			// answered it, drops the literal it announced (dropAnswered).
+			name = imapserverName(line)
+		}
 		if ok && whole && (name == "LIST" || name == "LSUB") {
 			line = literalAmpersands(line)
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +126,62 @@ func unlimitedServer(f *testing.F, e *env, logs io.Writer) string {
 		<-served
 	})
 	return ln.Addr().String()
+}
+
+// FuzzFramingInStep: the command layer and imapserver agree on where a
+// command ends. A logged-in client sends one line of its own ending with
+// a non-synchronizing literal of n bytes, the literal and the end of its
+// line, then "z NOOP": whatever the first line is, the server answers it
+// once (one tagged response, or an untagged BAD when it has no tag) and
+// then the NOOP, or says BYE before it closes. A second answer before the
+// NOOP's is the literal run as a command; a close without BYE leaves the
+// client without a word.
+func FuzzFramingInStep(f *testing.F) {
+	for _, s := range []string{"a20 E)", "a NOOP)", "a LOGIN", "a E(", "a UID E)", "a SELECT", "a APPEND INBOX", "a SEARCH (", "a ID (", "a", "", "a  b", "a b\"", "a{1} b", "a FETCH 1 (BODY[]"} {
+		f.Add(s, "x", uint8(1))
+		f.Add(s, "a NOOP\r\n", uint8(5))
+	}
+	logs := &syncBuffer{}
+	e := newEnv(f, envOptions{insecureAuth: true})
+	addr := unlimitedServer(f, e, logs)
+	f.Fuzz(func(t *testing.T, first, lit string, n uint8) {
+		if strings.ContainsAny(first, "\r\n") || strings.HasPrefix(first, "z") || n == 0 {
+			return
+		}
+		lit = strings.Repeat(lit+"x", int(n))[:n]
+		rc := dialRaw(t, addr)
+		if _, tagged := rc.cmd(`LOGIN "alice@example.com" "alice's secret"`); !strings.HasPrefix(tagged, "OK") {
+			t.Fatalf("LOGIN: %s", tagged)
+		}
+		data := first + " {" + strconv.Itoa(int(n)) + "+}\r\n" + lit + "\r\nz NOOP\r\n"
+		rc.c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		if _, err := rc.c.Write([]byte(data)); err != nil {
+			t.Fatalf("write %q: %v", data, err)
+		}
+		var got []string
+		answers := 0
+		for {
+			rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			l, err := rc.r.ReadString('\n')
+			if err != nil {
+				if len(got) == 0 || !strings.HasPrefix(got[len(got)-1], "* BYE") {
+					t.Fatalf("%q: closed (%v) without BYE after %q", data, err, got)
+				}
+				return
+			}
+			got = append(got, l)
+			switch {
+			case strings.HasPrefix(l, "z "):
+				if !strings.HasPrefix(l, "z OK") {
+					t.Fatalf("%q: NOOP = %q", data, got)
+				}
+				return
+			case strings.HasPrefix(l, "* BAD"), !strings.HasPrefix(l, "* ") && !strings.HasPrefix(l, "+ "):
+				answers++
+			}
+			if answers > 1 {
+				t.Fatalf("%q: answered twice before the NOOP (the literal ran as a command): %q", data, got)
+			}
+		}
+	})
 }

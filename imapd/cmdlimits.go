@@ -265,6 +265,15 @@ func imapserverReadsCommand(line []byte) bool {
 	return ok
 }
 
+// imapserverName is the command name imapserver reads from a line
+// imapserverReadsCommand accepts: its second atom, upper case.
+func imapserverName(line []byte) string {
+	rest, _ := imapAtom(line)
+	rest = bytes.TrimPrefix(rest, []byte(" "))
+	after, _ := imapAtom(rest)
+	return strings.ToUpper(string(rest[:len(rest)-len(after)]))
+}
+
 // imapAtom skips an atom as imapserver's decoder reads one
 // (imapwire.IsAtomChar), reporting whether there was one.
 func imapAtom(b []byte) (rest []byte, ok bool) {

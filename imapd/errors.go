@@ -35,6 +35,10 @@ func (s *session) fail(op string, err error) error {
 		return no(imap.ResponseCodeAlreadyExists, "Mailbox already exists")
 	case errors.Is(err, mailstore.ErrTooManyFolders):
 		return no(imap.ResponseCodeLimit, "Too many mailboxes")
+	case errors.Is(err, mailstore.ErrKeywordTooLong):
+		return no(imap.ResponseCodeLimit, fmt.Sprintf("Keyword too long: at most %d bytes", mailstore.MaxKeywordBytes))
+	case errors.Is(err, mailstore.ErrTooManyKeywords):
+		return no(imap.ResponseCodeLimit, "Too many keywords in this mailbox")
 	case errors.Is(err, mailstore.ErrTooManySubscriptions):
 		return no(imap.ResponseCodeLimit, "Too many subscriptions")
 	case errors.Is(err, mailstore.ErrFolderProtected):

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/emersion/go-imap/v2"
+
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 // systemFlags are the flags a client may set that start with a backslash
@@ -13,9 +15,11 @@ var systemFlags = []imap.Flag{imap.FlagSeen, imap.FlagAnswered, imap.FlagFlagged
 
 // storeFlags turns client flags into the stored form: system flags in
 // their canonical case, keywords as given, no duplicates (flags compare
-// without regard to case), nothing that cannot be stored.
+// without regard to case), nothing that cannot be stored. Its cost is
+// linear in the flags: a command line may hold thousands.
 func storeFlags(flags []imap.Flag) []string {
 	out := make([]string, 0, len(flags))
+	seen := make(map[string]struct{}, len(flags))
 	for _, f := range flags {
 		s := string(f)
 		if strings.HasPrefix(s, `\`) {
@@ -25,9 +29,14 @@ func storeFlags(flags []imap.Flag) []string {
 			}
 			s = string(systemFlags[i])
 		}
-		if s == "" || slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, s) }) {
+		if s == "" {
 			continue
 		}
+		k := mailstore.FoldFlag(s)
+		if _, dup := seen[k]; dup {
+			continue
+		}
+		seen[k] = struct{}{}
 		out = append(out, s)
 	}
 	return out
@@ -46,13 +55,27 @@ func hasFlag[F ~string](flags []F, f imap.Flag) bool {
 	return slices.ContainsFunc(flags, func(g F) bool { return strings.EqualFold(string(g), string(f)) })
 }
 
-// sameFlags reports whether a and b hold the same flags in any order.
+// sameFlags reports whether a and b hold the same flags in any order
+// (each list holds a flag once). Linear in the flags: a message may hold
+// a folder's every keyword.
 func sameFlags(a, b []string) bool {
 	if len(a) != len(b) {
 		return false
 	}
+	if len(a) <= 8 {
+		for _, f := range a {
+			if !hasFlag(b, imap.Flag(f)) {
+				return false
+			}
+		}
+		return true
+	}
+	keys := make(map[string]struct{}, len(b))
+	for _, f := range b {
+		keys[mailstore.FoldFlag(f)] = struct{}{}
+	}
 	for _, f := range a {
-		if !hasFlag(b, imap.Flag(f)) {
+		if _, ok := keys[mailstore.FoldFlag(f)]; !ok {
 			return false
 		}
 	}

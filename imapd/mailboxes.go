@@ -15,6 +15,14 @@ import (
 // Create answers CREATE. A trailing delimiter is dropped, and missing
 // parents are created (RFC 9051 section 6.3.4). Nothing is subscribed:
 // subscriptions are the client's to make (mailstore.Mail.Subscribe).
+//
+// A refused CREATE changes nothing: everything that can refuse it (the
+// whole name, and so every parent it implies; the name taken; the folders
+// the account may have) is decided before the first folder is made. Two
+// sessions of one account creating at once can still race past the count
+// check between the look and the creation; the store's own check then
+// refuses the folder that would exceed MaxFolders, after the parents
+// made before it.
 func (s *session) Create(name string, options *imap.CreateOptions) error {
 	if s.user == nil {
 		return errNotLoggedIn
@@ -26,20 +34,41 @@ func (s *session) Create(name string, options *imap.CreateOptions) error {
 	if strings.EqualFold(name, "INBOX") {
 		return s.fail("create", mailstore.ErrFolderExists)
 	}
+	folders, err := s.st.Folders(s.ctx, s.user.ID)
+	if err != nil {
+		return s.fail("create", err)
+	}
+	have := make(map[string]bool, len(folders))
+	for _, f := range folders {
+		have[f.Name] = true
+	}
+	if have[mailstore.CanonFolder(name)] {
+		return s.fail("create", mailstore.ErrFolderExists)
+	}
+	var missing []string
 	parts := strings.Split(name, string(delim))
 	for i := 1; i < len(parts); i++ {
-		parent := strings.Join(parts[:i], string(delim))
+		if parent := mailstore.CanonFolder(strings.Join(parts[:i], string(delim))); !have[parent] {
+			missing = append(missing, parent)
+		}
+	}
+	if len(folders)+len(missing)+1 > mailstore.MaxFolders {
+		return s.fail("create", mailstore.ErrTooManyFolders)
+	}
+	for _, parent := range missing {
 		if _, err := s.st.CreateFolder(s.ctx, s.user.ID, parent); err != nil && !errors.Is(err, mailstore.ErrFolderExists) {
 			return s.fail("create", err)
 		}
 	}
-	_, err := s.st.CreateFolder(s.ctx, s.user.ID, name)
+	_, err = s.st.CreateFolder(s.ctx, s.user.ID, name)
 	return s.fail("create", err)
 }
 
+// validName refuses, as NO [CANNOT], a name the store would refuse
+// (mailstore.CheckFolderName): checked whole, so that every parent a
+// CREATE implies is checked with it.
 func validName(name string) error {
-	if name == "" || strings.Contains(name, "//") || strings.HasPrefix(name, "/") ||
-		strings.ContainsAny(name, "*%\r\n\x00") || len(name) > 512 {
+	if mailstore.CheckFolderName(name) != nil {
 		return no(imap.ResponseCodeCannot, "Invalid mailbox name")
 	}
 	return nil

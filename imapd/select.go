@@ -31,6 +31,14 @@ type view struct {
 	recent   map[uint32]struct{}
 	claimNew func(uids []uint32)
 	rev1     bool
+	// flagList is the folder's flags as FLAGS lists them: the system
+	// flags, then every other flag a message of the view has held since
+	// SELECT, in the order seen; flagKeys holds their mailstore.FoldFlag
+	// keys. Kept as messages come and change (noteFlags), so that a
+	// STORE costs what it changes, not a pass over every message's
+	// flags.
+	flagList []imap.Flag
+	flagKeys map[string]struct{}
 }
 
 type viewMsg struct {
@@ -68,6 +76,7 @@ func (s *session) Select(name string, options *imap.SelectOptions) (*imap.Select
 	var firstUnseen uint32
 	for i, m := range msgs {
 		v.msgs[i] = viewMsg{Message: m}
+		v.noteFlags(m.Flags)
 		v.maxUID = max(v.maxUID, m.UID)
 		if firstUnseen == 0 && !hasFlag(m.Flags, imap.FlagSeen) {
 			firstUnseen = uint32(i + 1)
@@ -96,17 +105,36 @@ func (s *session) Unselect() error {
 	return nil
 }
 
-// flags lists the system flags and every keyword in use in the folder.
+// flags lists the system flags and every keyword the view's messages
+// have held since SELECT (RFC 9051 section 7.3.5 lets FLAGS name flags
+// no message holds).
 func (v *view) flags() []imap.Flag {
-	flags := []imap.Flag{imap.FlagSeen, imap.FlagAnswered, imap.FlagFlagged, imap.FlagDeleted, imap.FlagDraft}
-	for _, m := range v.msgs {
-		for _, f := range m.Flags {
-			if !hasFlag(flags, imap.Flag(f)) {
-				flags = append(flags, imap.Flag(f))
-			}
+	if v.flagKeys == nil {
+		v.noteFlags(nil)
+	}
+	return v.flagList
+}
+
+// noteFlags adds to the view's flags those of flags it lacks and reports
+// whether it did. Its cost is that of flags.
+func (v *view) noteFlags(flags []string) (grew bool) {
+	if v.flagKeys == nil {
+		v.flagKeys = make(map[string]struct{}, len(systemFlags))
+		for _, f := range systemFlags {
+			v.flagKeys[mailstore.FoldFlag(string(f))] = struct{}{}
+			v.flagList = append(v.flagList, f)
 		}
 	}
-	return flags
+	for _, f := range flags {
+		k := mailstore.FoldFlag(f)
+		if _, ok := v.flagKeys[k]; ok {
+			continue
+		}
+		v.flagKeys[k] = struct{}{}
+		v.flagList = append(v.flagList, imap.Flag(f))
+		grew = true
+	}
+	return grew
 }
 
 // Poll brings the client up to date after a command (imapserver calls it
@@ -306,6 +334,7 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 		m := &v.msgs[i]
 		if now := d.flags[uid]; !sameFlags(now, m.Flags) {
 			m.Flags = now
+			v.noteFlags(now)
 			if err := w.WriteMessageFlags(uint32(i+1), imap.UID(m.UID), toIMAPFlags(v.withRecent(m.Message).Flags)); err != nil {
 				return err
 			}
@@ -315,6 +344,7 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 	var added []uint32
 	for _, m := range d.added {
 		if m.UID > v.maxUID {
+			v.noteFlags(m.Flags)
 			v.msgs = append(v.msgs, viewMsg{Message: m})
 			v.maxUID = m.UID
 			added = append(added, m.UID)
@@ -410,17 +440,18 @@ func (v *view) uids(idx []int) []uint32 {
 	return out
 }
 
-// update takes the new flags of changed messages into the view.
-func (v *view) update(changed []mailstore.Message) {
-	byUID := make(map[uint32][]string, len(changed))
+// update takes the new flags of changed messages into the view and
+// reports whether the view's flags grew (a keyword new to the folder).
+func (v *view) update(changed []mailstore.Message) (grew bool) {
 	for _, m := range changed {
-		byUID[m.UID] = m.Flags
-	}
-	for i := range v.msgs {
-		if f, ok := byUID[v.msgs[i].UID]; ok {
-			v.msgs[i].Flags = f
+		if i, ok := v.find(m.UID); ok {
+			v.msgs[i].Flags = m.Flags
+		}
+		if v.noteFlags(m.Flags) {
+			grew = true
 		}
 	}
+	return grew
 }
 
 // remove drops expunged UIDs from the view and returns their sequence

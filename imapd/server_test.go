@@ -60,12 +60,18 @@ type envOptions struct {
 	// store itself).
 	wrap       func(mailstore.Store) mailstore.Store
 	onJunkMove func(mailboxID, folderID int64, uids []uint32, spam bool)
+	// dataDir, when set, is the store's directory (t.TempDir otherwise);
+	// prepare, when set, runs once the account exists, before the
+	// server starts, and answers the store to serve (it may close st
+	// and open it again).
+	dataDir string
+	prepare func(st *mailstore.Bolt, mb mailstore.Mailbox) *mailstore.Bolt
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{ChangeLogKeep: o.changeLogKeep})
+	st, err := mailstore.Open(ctx, cmp.Or(o.dataDir, t.TempDir()), mailstore.Options{ChangeLogKeep: o.changeLogKeep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +91,9 @@ func newEnv(t testing.TB, o envOptions) *env {
 	mb, err := st.CreateMailbox(ctx, p.ID, "example.com", alice, hash, now)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.prepare != nil {
+		st = o.prepare(st, mb)
 	}
 
 	serverTLS, clientTLS := selfSigned(t)

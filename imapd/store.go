@@ -35,10 +35,8 @@ func (s *session) Store(w *imapserver.FetchWriter, numSet imap.NumSet, flags *im
 	if err != nil {
 		return s.fail("store", err)
 	}
-	before := len(v.flags())
-	v.update(changed)
-	if flags := v.flags(); len(flags) > before {
-		if err := s.announceFlags(flags); err != nil {
+	if v.update(changed) {
+		if err := s.announceFlags(v.flags()); err != nil {
 			return err
 		}
 	}

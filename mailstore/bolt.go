@@ -1,6 +1,7 @@
 package mailstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -127,6 +128,14 @@ type Options struct {
 	// Now is the clock of the events the control plane records (a
 	// domain suspended, resumed); nil means time.Now.
 	Now func() time.Time
+	// MaxKeywords is the most distinct keywords a folder may hold
+	// (keywords.go): zero means DefaultMaxKeywords, less than zero no
+	// limit.
+	MaxKeywords int
+	// SpaceReserve is the size of the file Open keeps beside the store
+	// so that deletions still commit on a full disk (bolt_reserve.go):
+	// zero means DefaultSpaceReserve, less than zero none.
+	SpaceReserve int64
 }
 
 // Bolt is the bbolt implementation of Store.
@@ -136,10 +145,14 @@ type Bolt struct {
 	watch hub
 	// changeLogKeep is Options.ChangeLogKeep with its default.
 	changeLogKeep uint64
+	// maxKeywords is Options.MaxKeywords with its default.
+	maxKeywords int
 	// now is Options.Now with its default.
 	now func() time.Time
 	// readAround is how bulk reads of bodies have the file read ahead.
 	readAround readAround
+	// reserve is the space kept for deletions (bolt_reserve.go).
+	reserve spaceReserve
 }
 
 var _ Store = (*Bolt)(nil)
@@ -170,7 +183,7 @@ func Open(ctx context.Context, dataDir string, opt Options) (*Bolt, error) {
 	// one commit and one fsync.
 	db.MaxBatchDelay = 2 * time.Millisecond
 	db.MaxBatchSize = 256
-	s := &Bolt{db: db, changeLogKeep: ChangeLogKeep, now: opt.Now}
+	s := &Bolt{db: db, changeLogKeep: ChangeLogKeep, now: opt.Now, maxKeywords: cmp.Or(opt.MaxKeywords, DefaultMaxKeywords)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -181,6 +194,10 @@ func Open(ctx context.Context, dataDir string, opt Options) (*Bolt, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	s.reserve = spaceReserve{path: path + ".reserve", size: cmp.Or(opt.SpaceReserve, DefaultSpaceReserve)}
+	// On a full disk the store opens without it, for reads and
+	// deletions that find free pages; a deletion makes it later.
+	_ = s.reserve.fill(s.now())
 	return s, nil
 }
 

@@ -409,7 +409,7 @@ func (s *Bolt) SetSuspended(ctx context.Context, partnerID int64, name string, s
 
 // DeleteDomain implements Control.
 func (s *Bolt) DeleteDomain(ctx context.Context, partnerID int64, name string, force bool) error {
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.deleting(ctx, func(tx *bolt.Tx) error {
 		d, err := domainOf(tx, partnerID, name)
 		if err != nil {
 			return err
@@ -701,7 +701,7 @@ func (s *Bolt) SetQuota(ctx context.Context, partnerID int64, email string, mb i
 
 // DeleteMailbox implements Control.
 func (s *Bolt) DeleteMailbox(ctx context.Context, partnerID int64, email string) error {
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.deleting(ctx, func(tx *bolt.Tx) error {
 		m, err := mailboxOf(tx, partnerID, email)
 		if err != nil {
 			return err

@@ -25,6 +25,9 @@ package mailstore
 // and blob_summaries (blobID -> HeaderSummary of the body), created by
 // the first write that needs it (bolt_mail_summaries.go).
 //
+// and folder_keywords (each folder's keyword counts), created by the
+// first write that changes a keyword (bolt_mail_keywords.go).
+//
 // and, from schema 2, the outbound queue (bolt_queue.go), whose entries
 // also hold blob references.
 //
@@ -126,6 +129,9 @@ func (s *Bolt) deleteMailboxMessages(tx *bolt.Tx, m Mailbox) (msgs, bytes int64,
 			bytes += msg.Size
 		}
 		if err := t.folders.Delete(id8(fid)); err != nil {
+			return 0, 0, err
+		}
+		if err := t.dropKeywords(fid); err != nil {
 			return 0, 0, err
 		}
 		if err := t.deleteLog(fid); err != nil {
@@ -324,12 +330,21 @@ type mailTx struct {
 	// records a folder's log keeps.
 	changes []Change
 	keep    uint64
+	// kcache are the keyword counts of the folders whose keywords the
+	// transaction changes, kdropped the folders it deletes, keywords
+	// their bucket once used, and maxKeywords the limit of each folder's
+	// distinct keywords (bolt_mail_keywords.go).
+	kcache      map[int64]*folderKeywords
+	kdropped    map[int64]bool
+	keywords    *bolt.Bucket
+	maxKeywords int
 }
 
 // mailTx is newMailTx with the store's change log length.
 func (s *Bolt) mailTx(tx *bolt.Tx) *mailTx {
 	t := newMailTx(tx)
 	t.keep = s.changeLogKeep
+	t.maxKeywords = s.maxKeywords
 	return t
 }
 
@@ -352,6 +367,10 @@ func newMailTx(tx *bolt.Tx) *mailTx {
 		xcache:    map[string]*monthFigures{},
 		touched:   map[int64]struct{}{},
 		keep:      ChangeLogKeep,
+		kcache:    map[int64]*folderKeywords{},
+		kdropped:  map[int64]bool{},
+
+		maxKeywords: DefaultMaxKeywords,
 	}
 }
 
@@ -510,6 +529,9 @@ func (t *mailTx) add(f *Folder, m Message) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
+	if err := t.reflag(f.ID, nil, m.Flags); err != nil {
+		return Message{}, err
+	}
 	m.FolderID, m.UID = f.ID, f.UIDNext
 	f.UIDNext++
 	if err := t.messages.Put(msgKey(f.ID, m.UID), encodeMessage(m)); err != nil {
@@ -539,6 +561,9 @@ func (t *mailTx) remove(f *Folder, m Message, free bool) error {
 	}
 	d, err := t.domain(mb.DomainID)
 	if err != nil {
+		return err
+	}
+	if err := t.reflag(f.ID, m.Flags, nil); err != nil {
 		return err
 	}
 	if err := t.drop(d.ID, m, free); err != nil {
@@ -573,6 +598,9 @@ func (t *mailTx) drop(domainID int64, m Message, free bool) error {
 
 // flush writes what the transaction changed.
 func (t *mailTx) flush() error {
+	if err := t.flushKeywords(); err != nil {
+		return err
+	}
 	for id, f := range t.fcache {
 		if err := putJSON(t.folders, id8(id), f); err != nil {
 			return err

@@ -272,6 +272,9 @@ func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byt
 	if receivedAt.IsZero() {
 		return Message{}, fmt.Errorf("append: no received time: %w", ErrInvalidArgument)
 	}
+	if err := CheckKeywordLength(flags); err != nil {
+		return Message{}, fmt.Errorf("append: %w", err)
+	}
 	summary := HeaderSummary(body)
 	var out Message
 	err := s.update(ctx, func(tx *bolt.Tx) error {

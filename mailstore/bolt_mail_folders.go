@@ -77,10 +77,13 @@ func (s *Bolt) DeleteFolder(ctx context.Context, mailboxID int64, name string) e
 	if name == "INBOX" {
 		return fmt.Errorf("delete folder %q: %w", name, ErrFolderProtected)
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.deleting(ctx, func(tx *bolt.Tx) error {
 		t := s.mailTx(tx)
 		f, err := t.folderByName(mailboxID, name)
 		if err != nil {
+			return err
+		}
+		if err := t.dropKeywords(f.ID); err != nil {
 			return err
 		}
 		var gone []Message

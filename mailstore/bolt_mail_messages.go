@@ -61,8 +61,19 @@ func (s *Bolt) Body(ctx context.Context, mailboxID, folderID int64, uid uint32) 
 // messages whose flags did change come back, in the order of uids.
 func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string) ([]Message, error) {
 	flags = NormFlags(flags)
+	if op != FlagsRemove {
+		if err := CheckKeywordLength(flags); err != nil {
+			return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
+		}
+	}
+	// Setting \Deleted is the first half of deleting (then EXPUNGE): it
+	// may use the space reserve (bolt_reserve.go).
+	write := s.update
+	if op != FlagsRemove && HasFlag(flags, flagDeleted) {
+		write = s.deleting
+	}
 	var out []Message
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := write(ctx, func(tx *bolt.Tx) error {
 		out = []Message{}
 		t := s.mailTx(tx)
 		f, err := t.folder(mailboxID, folderID)
@@ -80,6 +91,9 @@ func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 			next, changed := ApplyFlags(m.Flags, op, flags)
 			if !changed {
 				continue
+			}
+			if err := t.reflag(folderID, m.Flags, next); err != nil {
+				return err
 			}
 			f.Unseen -= unseen(m)
 			m.Flags = next
@@ -179,7 +193,7 @@ func (s *Bolt) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []u
 // other with a new UID, keeping its body, flags and received time.
 func (s *Bolt) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error) {
 	var out []uint32
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.deleting(ctx, func(tx *bolt.Tx) error {
 		out = []uint32{}
 		t := s.mailTx(tx)
 		from, err := t.folder(mailboxID, fromFolderID)
@@ -220,7 +234,7 @@ func (s *Bolt) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []u
 // the folder are skipped.
 func (s *Bolt) Expunge(ctx context.Context, mailboxID, folderID int64, uids []uint32) ([]uint32, error) {
 	var out []uint32
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.deleting(ctx, func(tx *bolt.Tx) error {
 		out = []uint32{}
 		t := s.mailTx(tx)
 		f, err := t.folder(mailboxID, folderID)

@@ -44,7 +44,7 @@ func (s *Bolt) PurgeBefore(ctx context.Context, now time.Time) ([]PurgeResult, e
 // entries it took, messages or not.
 func (s *Bolt) purgeDomainBatch(ctx context.Context, domainID int64, cutoff time.Time) (entries int, msgs, size int64, err error) {
 	var touched []int64
-	err = s.update(ctx, func(tx *bolt.Tx) error {
+	err = s.deleting(ctx, func(tx *bolt.Tx) error {
 		msgs, size = 0, 0
 		t := s.mailTx(tx)
 		prefix := id8(domainID)

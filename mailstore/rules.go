@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -17,9 +18,12 @@ var systemFlags = []string{`\Answered`, `\Flagged`, `\Deleted`, `\Seen`, `\Draft
 
 // NormFlags returns flags as stored: system flags in canonical case, no
 // \Recent (a session property, RFC 3501 2.3.2), no empty or duplicate
-// flags (compared without case), in the order given.
+// flags (compared without case), in the order given. Its cost is linear
+// in the flags: a message may carry a folder's every keyword
+// (MaxKeywords), and a STORE as many again.
 func NormFlags(flags []string) []string {
 	var out []string
+	seen := make(map[string]struct{}, len(flags))
 	for _, f := range flags {
 		if strings.HasPrefix(f, `\`) {
 			if strings.EqualFold(f, flagRecent) {
@@ -32,9 +36,14 @@ func NormFlags(flags []string) []string {
 				}
 			}
 		}
-		if f == "" || HasFlag(out, f) {
+		if f == "" {
 			continue
 		}
+		k := FoldFlag(f)
+		if _, dup := seen[k]; dup {
+			continue
+		}
+		seen[k] = struct{}{}
 		out = append(out, f)
 	}
 	return out
@@ -45,15 +54,62 @@ func HasFlag(flags []string, f string) bool {
 	return slices.ContainsFunc(flags, func(x string) bool { return strings.EqualFold(x, f) })
 }
 
-// ApplyFlags returns the flags after op and whether they changed.
+// FoldFlag is a flag's key for comparing flags without case: two flags
+// have the same key exactly when strings.EqualFold says they are equal
+// (each rune is replaced by the least rune of its simple case-folding
+// orbit, as EqualFold compares).
+func FoldFlag(f string) string {
+	ascii := true
+	for i := 0; i < len(f); i++ {
+		if f[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		// An ASCII letter's orbit's least rune is its upper case ('K'
+		// and 'S' are below the Kelvin sign and the long s).
+		return strings.ToUpper(f)
+	}
+	var b strings.Builder
+	b.Grow(len(f))
+	for _, r := range f {
+		least := r
+		for g := unicode.SimpleFold(r); g != r; g = unicode.SimpleFold(g) {
+			least = min(least, g)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
+}
+
+// flagSet is a set of flags compared without case.
+type flagSet map[string]struct{}
+
+func newFlagSet(flags []string) flagSet {
+	s := make(flagSet, len(flags))
+	for _, f := range flags {
+		s[FoldFlag(f)] = struct{}{}
+	}
+	return s
+}
+
+func (s flagSet) has(f string) bool {
+	_, ok := s[FoldFlag(f)]
+	return ok
+}
+
+// ApplyFlags returns the flags after op and whether they changed. Its
+// cost is linear in the flags (NormFlags).
 func ApplyFlags(cur []string, op FlagOp, flags []string) ([]string, bool) {
 	var next []string
 	switch op {
 	case FlagsAdd:
 		next = NormFlags(append(slices.Clone(cur), flags...))
 	case FlagsRemove:
+		drop := newFlagSet(flags)
 		for _, f := range cur {
-			if !HasFlag(flags, f) {
+			if !drop.has(f) {
 				next = append(next, f)
 			}
 		}
@@ -63,8 +119,9 @@ func ApplyFlags(cur []string, op FlagOp, flags []string) ([]string, bool) {
 	if len(next) != len(cur) {
 		return next, true
 	}
+	have := newFlagSet(cur)
 	for _, f := range next {
-		if !HasFlag(cur, f) {
+		if !have.has(f) {
 			return next, true
 		}
 	}

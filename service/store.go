@@ -28,7 +28,7 @@ type store interface {
 // bbolt file held by another process is ErrLocked after lockTimeout.
 func openStore(ctx context.Context, cfg *config.Config, lockTimeout time.Duration) (store, error) {
 	if cfg.Store == "" {
-		st, err := mailstore.Open(ctx, cfg.DataDir, mailstore.Options{LockTimeout: lockTimeout})
+		st, err := mailstore.Open(ctx, cfg.DataDir, mailstore.Options{LockTimeout: lockTimeout, MaxKeywords: int(cfg.IMAPMaxKeywords)})
 		if err != nil {
 			return nil, err
 		}
@@ -39,7 +39,7 @@ func openStore(ctx context.Context, cfg *config.Config, lockTimeout time.Duratio
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	st, err := pgstore.Open(ctx, cfg.Store, pgstore.Options{Node: NodeName(cfg)})
+	st, err := pgstore.Open(ctx, cfg.Store, pgstore.Options{Node: NodeName(cfg), MaxKeywords: int(cfg.IMAPMaxKeywords)})
 	if err != nil {
 		return nil, err
 	}

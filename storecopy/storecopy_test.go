@@ -728,6 +728,13 @@ func TestCopyBoltPostgresBolt(t *testing.T) {
 		Scan(&subs, &astray); err != nil || subs != 25 || astray != 0 {
 		t.Errorf("subscriptions, folders marked otherwise = %d, %d, %v; want 25 (6 defaults of 4 accounts, +2, -1), 0", subs, astray, err)
 	}
+	// The keyword counts follow from the messages (pgstore's Load).
+	var kwRows, kwN int64
+	var kw string
+	if err := pg.Pool().QueryRow(ctx, `SELECT count(*), coalesce(sum(n), 0), coalesce(max(keyword), '') FROM folder_keywords`).
+		Scan(&kwRows, &kwN, &kw); err != nil || kwRows != 2 || kwN != 2 || kw != "$LABEL1" {
+		t.Errorf("folder_keywords = %d rows, %d in all, %q, %v; want $Label1 in INBOX and Work", kwRows, kwN, kw, err)
+	}
 	var leased *string
 	if err := pg.Pool().QueryRow(ctx, `SELECT leased_by FROM queue ORDER BY id LIMIT 1`).Scan(&leased); err != nil || leased != nil {
 		t.Errorf("leased_by = %v, %v; want NULL (the attempt was recorded)", leased, err)
@@ -1101,7 +1108,8 @@ var boltBuckets = map[string]string{
 	"webhook_due": "index", "audit_time": "index",
 	"blob_summaries": "rebuilt: HeaderSummary of each body",
 	// Left.
-	"changes": "the folders' change log: a copied folder starts with an empty one",
+	"changes":         "the folders' change log: a copied folder starts with an empty one",
+	"folder_keywords": "the folders' keyword counts: a copied folder's are counted from its messages on first use",
 }
 
 func TestCopyCoversBuckets(t *testing.T) {

@@ -488,6 +488,9 @@ func (s *Store) Load(ctx context.Context, src func(put func(mailstore.Record) er
 		if _, err := tx.Exec(ctx, `UPDATE domains SET live = true WHERE id = ANY($1)`, live); err != nil {
 			return fmt.Errorf("set the live claims: %w", err)
 		}
+		if _, err := tx.Exec(ctx, sqlCountKeywords); err != nil {
+			return fmt.Errorf("count keywords: %w", err)
+		}
 		for _, sq := range sequences {
 			if v := l.seq[sq.name]; v > 0 {
 				if _, err := tx.Exec(ctx, `SELECT setval(`+seqExpr(sq.table)+`, greatest($1::bigint, coalesce(pg_sequence_last_value(`+seqExpr(sq.table)+`), 0)))`, v); err != nil {

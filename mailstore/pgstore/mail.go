@@ -34,6 +34,8 @@ package pgstore
 // folder lock is also what makes a message stable: every writer of a
 // folder's messages holds its folder row first, so a message read under
 // it stays until commit.
+// The same lock guards a folder's folder_keywords rows
+// (mail_keywords.go), which only a writer of its messages changes.
 
 import (
 	"context"

@@ -243,6 +243,9 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 		return mailstore.Message{}, fmt.Errorf("append: no received time: %w", mailstore.ErrInvalidArgument)
 	}
 	flags = mailstore.NormFlags(flags)
+	if err := mailstore.CheckKeywordLength(flags); err != nil {
+		return mailstore.Message{}, fmt.Errorf("append: %w", err)
+	}
 	size := int64(len(body))
 	summary := mailstore.HeaderSummary(body)
 	var out mailstore.Message
@@ -272,7 +275,12 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 		out = msgs[0]
 		b := &pgx.Batch{}
 		queueUsage(b, "domains", usage{fs[folderID].domainID: {1, size}}, false)
-		return sendBatch(ctx, tx, b)
+		if err := sendBatch(ctx, tx, b); err != nil {
+			return err
+		}
+		kw := keywordDelta{}
+		kw.reflag(folderID, nil, flags)
+		return applyKeywords(ctx, tx, kw, s.maxKeywords)
 	})
 	if err != nil {
 		return mailstore.Message{}, fmt.Errorf("append to folder %d: %w", folderID, err)
@@ -286,6 +294,11 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 // of uids (a UID given twice is applied twice, as in bbolt).
 func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string) ([]mailstore.Message, error) {
 	flags = mailstore.NormFlags(flags)
+	if op != mailstore.FlagsRemove {
+		if err := mailstore.CheckKeywordLength(flags); err != nil {
+			return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
+		}
+	}
 	var out []mailstore.Message
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		out = []mailstore.Message{}
@@ -297,6 +310,7 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 			return err
 		}
 		var lb logBatch
+		kw := keywordDelta{}
 		final := map[uint32][]string{}
 		for _, uid := range uids {
 			m, ok := cur[uid]
@@ -312,6 +326,7 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 			cur[uid] = m
 			final[uid] = next
 			lb.reflagged(m, old)
+			kw.reflag(folderID, old, next)
 			out = append(out, m)
 		}
 		if lb.empty() {
@@ -327,7 +342,10 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 		b.Queue(`UPDATE messages m SET flags = ARRAY(SELECT jsonb_array_elements_text(u.flags::jsonb))
 			FROM unnest($2::bigint[], $3::text[]) AS u(uid, flags) WHERE m.folder_id = $1 AND m.uid = u.uid`, folderID, fu, ff)
 		b.Queue(sqlLogChanges, lb.args()...)
-		return sendBatch(ctx, tx, b)
+		if err := sendBatch(ctx, tx, b); err != nil {
+			return err
+		}
+		return applyKeywords(ctx, tx, kw, s.maxKeywords)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
@@ -438,10 +456,12 @@ func (s *Store) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		if err != nil {
 			return err
 		}
+		kw := keywordDelta{}
 		for _, m := range added {
 			out = append(out, m.UID)
+			kw.reflag(toFolderID, nil, m.Flags)
 		}
-		return nil
+		return applyKeywords(ctx, tx, kw, s.maxKeywords)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("copy from folder %d to %d: %w", fromFolderID, toFolderID, err)
@@ -471,9 +491,12 @@ func (s *Store) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		gone := make([]int64, len(msgs))
 		var lb logBatch
 		var add addBatch
+		kw := keywordDelta{}
 		for i, m := range msgs {
 			gone[i] = int64(m.UID)
 			lb.removed(fromFolderID, m.UID, m.Size, m.Flags)
+			kw.reflag(fromFolderID, m.Flags, nil)
+			kw.reflag(toFolderID, nil, m.Flags)
 			add.add(newMessage{folderID: toFolderID, mailboxID: mailboxID, domainID: fs[toFolderID].domainID,
 				blobID: m.BlobID, size: m.Size, received: m.ReceivedAt, flags: m.Flags})
 		}
@@ -490,7 +513,7 @@ func (s *Store) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		for _, m := range added {
 			out = append(out, m.UID)
 		}
-		return nil
+		return applyKeywords(ctx, tx, kw, s.maxKeywords)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("move from folder %d to %d: %w", fromFolderID, toFolderID, err)
@@ -553,6 +576,7 @@ func (s *Store) Expunge(ctx context.Context, mailboxID, folderID int64, uids []u
 			slices.Sort(order)
 		}
 		var lb logBatch
+		kw := keywordDelta{}
 		drops := map[int64]int64{}
 		var bytes int64
 		for _, u := range order {
@@ -563,6 +587,7 @@ func (s *Store) Expunge(ctx context.Context, mailboxID, folderID int64, uids []u
 			delete(removed, u) // a UID given twice is removed once
 			out = append(out, u)
 			lb.removed(folderID, u, g.size, g.flags)
+			kw.reflag(folderID, g.flags, nil)
 			drops[g.blob]++
 			bytes += g.size
 		}
@@ -572,6 +597,9 @@ func (s *Store) Expunge(ctx context.Context, mailboxID, folderID int64, uids []u
 		queueUsage(b, "mailboxes", usage{mailboxID: {-n, -bytes}}, false)
 		queueUsage(b, "domains", usage{fs[folderID].domainID: {-n, -bytes}}, false)
 		if err := sendBatch(ctx, tx, b); err != nil {
+			return err
+		}
+		if err := applyKeywords(ctx, tx, kw, s.maxKeywords); err != nil {
 			return err
 		}
 		return unrefBlobs(ctx, tx, drops)

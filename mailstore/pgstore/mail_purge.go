@@ -106,10 +106,12 @@ func (s *Store) purgeDomainBatch(ctx context.Context, domainID int64, cutoff tim
 			return int(a.uid - b.uid)
 		})
 		var lb logBatch
+		kw := keywordDelta{}
 		mbUse := usage{}
 		drops := map[int64]int64{}
 		for _, g := range all {
 			lb.removed(g.folder, uint32(g.uid), g.size, g.flags)
+			kw.reflag(g.folder, g.flags, nil)
 			mbUse.add(g.mailbox, -1, -g.size)
 			drops[g.blob]++
 			msgs++
@@ -124,6 +126,9 @@ func (s *Store) purgeDomainBatch(ctx context.Context, domainID int64, cutoff tim
 		}
 		for id := range mbUse {
 			touched = append(touched, id)
+		}
+		if err := applyKeywords(ctx, tx, kw, s.maxKeywords); err != nil {
+			return err
 		}
 		return unrefBlobs(ctx, tx, drops)
 	})

@@ -25,6 +25,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,6 +73,10 @@ type Options struct {
 	// through another node goes unseen; zero means 1 s, less than zero no
 	// cache.
 	RecipientTTL time.Duration
+	// MaxKeywords is the most distinct keywords a folder may hold
+	// (mailstore.DefaultMaxKeywords): zero means that default, less than
+	// zero no limit.
+	MaxKeywords int
 }
 
 // Store is the PostgreSQL implementation of mailstore.Store.
@@ -88,6 +93,8 @@ type Store struct {
 	bell  *doorbell
 	// now is Options.Now with its default.
 	now func() time.Time
+	// maxKeywords is Options.MaxKeywords with its default.
+	maxKeywords int
 	// deliveries gathers concurrent Deliver calls into shared
 	// transactions (mail_deliver.go).
 	deliveries deliveries
@@ -136,7 +143,8 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	s := &Store{pool: pool, node: node, shard: shardOf(node), now: opt.Now}
+	s := &Store{pool: pool, node: node, shard: shardOf(node), now: opt.Now,
+		maxKeywords: cmp.Or(opt.MaxKeywords, mailstore.DefaultMaxKeywords)}
 	s.deliveries.depth = min(max(opt.DeliverDepth, 1), maxDeliverDepth)
 	s.recipients = newRecipientCache(opt.RecipientTTL)
 	switch {

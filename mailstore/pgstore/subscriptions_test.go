@@ -101,6 +101,7 @@ func TestMigrateSubscriptions(t *testing.T) {
 	f.exec(`DROP TABLE subscriptions`)
 	f.exec(`DROP FUNCTION subscriptions_from_folder, folders_from_subscription CASCADE`)
 	f.exec(`ALTER TABLE messages DROP COLUMN header`) // 010, applied again
+	f.exec(`DROP TABLE folder_keywords`)              // 013, applied again
 	f.exec(`DELETE FROM schema_migrations WHERE version >= 9`)
 	f.exec(`UPDATE folders SET subscribed = name IN ('INBOX', 'Work') WHERE mailbox_id = $1`, f.mb.ID)
 	f.reopen()

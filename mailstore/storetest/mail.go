@@ -32,6 +32,7 @@ func runMail(t *testing.T, open Open) {
 	t.Run("subscriptions_deleted_account", func(t *testing.T) { mailSubscriptionsDeletedAccount(t, open) })
 	t.Run("append_quota", func(t *testing.T) { mailAppendQuota(t, open) })
 	t.Run("flags", func(t *testing.T) { mailFlags(t, open) })
+	t.Run("keyword_limit", func(t *testing.T) { mailKeywordLimit(t, open) })
 	t.Run("copy_move_expunge", func(t *testing.T) { mailCopyMoveExpunge(t, open) })
 	t.Run("delete_folder", func(t *testing.T) { mailDeleteFolder(t, open) })
 	t.Run("purge", func(t *testing.T) { mailPurge(t, open) })
