@@ -83,6 +83,7 @@ func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 			}
 			f.Unseen -= unseen(m)
 			m.Flags = next
+			m.ModSeq = f.HighestModSeq + 1 // what logChange gives the change
 			f.Unseen += unseen(m)
 			if err := t.messages.Put(msgKey(folderID, uid), encodeMessage(m)); err != nil {
 				return err

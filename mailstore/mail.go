@@ -97,6 +97,12 @@ type Message struct {
 	Size       int64     `json:"size"`
 	ReceivedAt time.Time `json:"received_at"`
 	Flags      []string  `json:"flags,omitempty"`
+	// ModSeq is the folder's ModSeq of the message's latest change (its
+	// arrival or its last flag change): what IMAP's CONDSTORE reports as
+	// its MODSEQ (RFC 7162). It is 0 for a message last changed before
+	// the stores kept it, which is older than every ModSeq either store
+	// has given since.
+	ModSeq uint64 `json:"modseq,omitempty"`
 }
 
 // Delivery is one inbound message for one or more local mailboxes. Body is

@@ -289,7 +289,8 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 	var out []mailstore.Message
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		out = []mailstore.Message{}
-		if _, err := lockFolders(ctx, tx, mailboxID, folderID); err != nil {
+		fs, err := lockFolders(ctx, tx, mailboxID, folderID)
+		if err != nil {
 			return err
 		}
 		cur, err := loadMessages(ctx, tx, folderID, uids)
@@ -297,7 +298,7 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 			return err
 		}
 		var lb logBatch
-		final := map[uint32][]string{}
+		final := map[uint32]mailstore.Message{}
 		for _, uid := range uids {
 			m, ok := cur[uid]
 			if !ok {
@@ -309,8 +310,11 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 			}
 			old := m.Flags
 			m.Flags = next
+			// sqlLogChanges gives the folder's changes the modseqs after
+			// the one it had when locked, in the order logged.
+			m.ModSeq = uint64(fs[folderID].modseq) + uint64(len(out)) + 1
 			cur[uid] = m
-			final[uid] = next
+			final[uid] = m
 			lb.reflagged(m, old)
 			out = append(out, m)
 		}
@@ -319,13 +323,15 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 		}
 		fu := make([]int64, 0, len(final))
 		ff := make([]string, 0, len(final))
-		for uid, f := range final {
+		fm := make([]int64, 0, len(final))
+		for uid, m := range final {
 			fu = append(fu, int64(uid))
-			ff = append(ff, flagsJSON(f))
+			ff = append(ff, flagsJSON(m.Flags))
+			fm = append(fm, int64(m.ModSeq))
 		}
 		b := &pgx.Batch{}
-		b.Queue(`UPDATE messages m SET flags = ARRAY(SELECT jsonb_array_elements_text(u.flags::jsonb))
-			FROM unnest($2::bigint[], $3::text[]) AS u(uid, flags) WHERE m.folder_id = $1 AND m.uid = u.uid`, folderID, fu, ff)
+		b.Queue(`UPDATE messages m SET flags = ARRAY(SELECT jsonb_array_elements_text(u.flags::jsonb)), modseq = u.modseq
+			FROM unnest($2::bigint[], $3::text[], $4::bigint[]) AS u(uid, flags, modseq) WHERE m.folder_id = $1 AND m.uid = u.uid`, folderID, fu, ff, fm)
 		b.Queue(sqlLogChanges, lb.args()...)
 		return sendBatch(ctx, tx, b)
 	})
