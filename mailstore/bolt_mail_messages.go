@@ -60,10 +60,22 @@ func (s *Bolt) Body(ctx context.Context, mailboxID, folderID int64, uid uint32) 
 // SetFlags implements Mail. UIDs no longer in the folder are skipped; the
 // messages whose flags did change come back, in the order of uids.
 func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string) ([]Message, error) {
+	out, _, err := s.setFlags(ctx, mailboxID, folderID, uids, op, flags, nil)
+	return out, err
+}
+
+// SetFlagsIf implements Mail.
+func (s *Bolt) SetFlagsIf(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string, unchangedSince uint64) ([]Message, []uint32, error) {
+	return s.setFlags(ctx, mailboxID, folderID, uids, op, flags, &unchangedSince)
+}
+
+// setFlags is SetFlags, and with unchangedSince SetFlagsIf.
+func (s *Bolt) setFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string, unchangedSince *uint64) ([]Message, []uint32, error) {
 	flags = NormFlags(flags)
 	var out []Message
+	var modified []uint32
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		out = []Message{}
+		out, modified = []Message{}, nil
 		t := s.mailTx(tx)
 		f, err := t.folder(mailboxID, folderID)
 		if err != nil {
@@ -75,6 +87,10 @@ func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 				return err
 			}
 			if !ok {
+				continue
+			}
+			if unchangedSince != nil && m.ModSeq > *unchangedSince {
+				modified = append(modified, uid)
 				continue
 			}
 			next, changed := ApplyFlags(m.Flags, op, flags)
@@ -97,12 +113,12 @@ func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 		return t.flush()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
+		return nil, nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
 		s.watch.notify(mailboxID)
 	}
-	return out, nil
+	return out, modified, nil
 }
 
 // sources loads the messages named by uids, in that order, each once;

@@ -262,6 +262,11 @@ type Mail interface {
 	// case and \Recent is never stored. UIDs not in the folder are
 	// skipped, and so are messages whose flags the call does not change.
 	SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string) ([]Message, error)
+	// SetFlagsIf is SetFlags for those of the messages whose ModSeq is at
+	// most unchangedSince, compared in the transaction of the change (IMAP
+	// STORE's UNCHANGEDSINCE, RFC 7162 section 3.1.3); modified are the
+	// UIDs it left alone because they changed since, in the order of uids.
+	SetFlagsIf(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string, unchangedSince uint64) (changed []Message, modified []uint32, err error)
 	// Copy copies messages to another folder of the same account, sharing
 	// their bodies, and returns the new UIDs in the order of uids.
 	// ErrOverQuota if the copies would put the account over quota.

@@ -285,10 +285,24 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 // skipped; the messages whose flags did change come back, in the order
 // of uids (a UID given twice is applied twice, as in bbolt).
 func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string) ([]mailstore.Message, error) {
+	out, _, err := s.setFlags(ctx, mailboxID, folderID, uids, op, flags, nil)
+	return out, err
+}
+
+// SetFlagsIf implements mailstore.Store. The messages' modseqs are
+// compared under the folder's lock, which every writer of its messages
+// holds.
+func (s *Store) SetFlagsIf(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string, unchangedSince uint64) ([]mailstore.Message, []uint32, error) {
+	return s.setFlags(ctx, mailboxID, folderID, uids, op, flags, &unchangedSince)
+}
+
+// setFlags is SetFlags, and with unchangedSince SetFlagsIf.
+func (s *Store) setFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string, unchangedSince *uint64) ([]mailstore.Message, []uint32, error) {
 	flags = mailstore.NormFlags(flags)
 	var out []mailstore.Message
+	var modified []uint32
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		out = []mailstore.Message{}
+		out, modified = []mailstore.Message{}, nil
 		fs, err := lockFolders(ctx, tx, mailboxID, folderID)
 		if err != nil {
 			return err
@@ -302,6 +316,10 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 		for _, uid := range uids {
 			m, ok := cur[uid]
 			if !ok {
+				continue
+			}
+			if unchangedSince != nil && m.ModSeq > *unchangedSince {
+				modified = append(modified, uid)
 				continue
 			}
 			next, changed := mailstore.ApplyFlags(m.Flags, op, flags)
@@ -336,12 +354,12 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 		return sendBatch(ctx, tx, b)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
+		return nil, nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
 		s.bell.ring(mailboxID)
 	}
-	return out, nil
+	return out, modified, nil
 }
 
 // loadMessages reads the folder's messages of uids, by UID. The caller

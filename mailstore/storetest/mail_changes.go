@@ -382,5 +382,22 @@ func mailMessageModSeq(t *testing.T, open Open) {
 	if f := m.folder(u.ID, "INBOX"); f.HighestModSeq != 6 {
 		t.Errorf("INBOX HighestModSeq after Move = %d, want 6", f.HighestModSeq)
 	}
+
+	// SetFlagsIf changes only the messages not changed since: UID 2 is
+	// at 2, UID 3 at 4; since 3 leaves 3 alone, and a UID not in the
+	// folder is neither.
+	changed, modified, err := m.s.SetFlagsIf(m.ctx, u.ID, inbox.ID, []uint32{3, 2, 99}, mailstore.FlagsAdd, []string{`\Flagged`}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changed) != 1 || changed[0].UID != 2 || changed[0].ModSeq != 7 || !slices.Equal(modified, []uint32{3}) {
+		t.Errorf("SetFlagsIf(since 3) = %+v, modified %v; want UID 2 changed at ModSeq 7, UID 3 modified", changed, modified)
+	}
+	// Since 0 passes none of them.
+	changed, modified, err = m.s.SetFlagsIf(m.ctx, u.ID, inbox.ID, []uint32{2, 3}, mailstore.FlagsAdd, []string{`\Answered`}, 0)
+	if err != nil || len(changed) != 0 || !slices.Equal(modified, []uint32{2, 3}) {
+		t.Errorf("SetFlagsIf(since 0) = %+v, modified %v, %v; want none changed, both modified", changed, modified, err)
+	}
+	modseqs("INBOX after SetFlagsIf", inbox.ID, map[uint32]uint64{2: 7, 3: 4})
 	m.invariants("a.example")
 }
