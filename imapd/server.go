@@ -42,7 +42,9 @@
 // hands over as LIST (SUBSCRIBED) though the two answer differently
 // (list.go); that goes too once imapserver tells them apart.
 //
-// Not offered: CONDSTORE, and BINARY APPEND. EXAMINE is enforced here
+// CONDSTORE and QRESYNC (RFC 7162) are served on the change log and the
+// messages' ModSeqs (condstore.go), through hooks of mailhost's copy of
+// go-imap (third_party/go-imap/PATCHES.md). Not offered: BINARY APPEND. EXAMINE is enforced here
 // (STORE and MOVE are refused, FETCH sets no \Seen, EXPUNGE and CLOSE
 // remove nothing), as imapserver leaves it to the backend.
 package imapd
@@ -235,6 +237,8 @@ func New(cfg Config) *Server {
 			imap.CapSpecialUse:     {},
 			imap.CapLiteralPlus:    {},
 			imap.CapUnauthenticate: {},
+			imap.CapCondStore:      {},
+			imap.CapQResync:        {},
 		},
 		Logger: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		// The command layer (cmdlayer.go) does TLS, above which it must

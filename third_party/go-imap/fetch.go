@@ -21,6 +21,11 @@ type FetchOptions struct {
 	ModSeq            bool                          // requires CONDSTORE
 
 	ChangedSince uint64 // requires CONDSTORE
+
+	// mailhost patch: the VANISHED modifier of UID FETCH (RFC 7162
+	// section 3.2.6): the UIDs of the set expunged since ChangedSince are
+	// reported as VANISHED (EARLIER).
+	Vanished bool // requires QRESYNC
 }
 
 // FetchItemBodyStructure contains FETCH options for the body structure.

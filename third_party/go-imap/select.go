@@ -4,6 +4,31 @@ package imap
 type SelectOptions struct {
 	ReadOnly  bool
 	CondStore bool // requires CONDSTORE
+
+	// mailhost patch: the QRESYNC parameter (RFC 7162 section 3.2.5).
+	QResync *SelectQResync // requires QRESYNC
+}
+
+// SelectQResync is the QRESYNC parameter of SELECT and EXAMINE: what the
+// client knew of the mailbox when it last had it selected.
+//
+// mailhost patch.
+type SelectQResync struct {
+	UIDValidity uint32
+	ModSeq      uint64
+	// KnownUIDs are the UIDs the client knows of, nil if not given.
+	KnownUIDs UIDSet
+	// SeqMatch, when given, pairs sequence numbers with the UIDs they had
+	// (the seq-match-data of RFC 7162 section 3.2.5).
+	SeqMatch *SelectSeqMatch
+}
+
+// SelectSeqMatch is the seq-match-data of the QRESYNC parameter.
+//
+// mailhost patch.
+type SelectSeqMatch struct {
+	SeqNums SeqSet
+	UIDs    UIDSet
 }
 
 // SelectData is the data returned by a SELECT command.

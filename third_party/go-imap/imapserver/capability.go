@@ -93,6 +93,10 @@ func (c *Conn) availableCaps() []imap.Cap {
 			imap.CapCreateSpecialUse,
 			imap.CapLiteralPlus,
 			imap.CapUnauthenticate,
+			// mailhost patch: RFC 7162, served by SessionQResync and the
+			// CONDSTORE items, modifiers and responses of condstore.go.
+			imap.CapCondStore,
+			imap.CapQResync,
 		})
 
 		if appendLimitSession, ok := c.session.(SessionAppendLimit); ok {

@@ -213,6 +213,7 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 	// TODO: handle multiple commands concurrently
 	sendOK := true
 	var err error
+	var okCode imap.ResponseCode // mailhost patch: STORE's MODIFIED
 	switch name {
 	case "NOOP", "CHECK":
 		err = c.handleNoop(dec)
@@ -268,7 +269,7 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 	case "UID EXPUNGE":
 		err = c.handleUIDExpunge(dec)
 	case "STORE", "UID STORE":
-		err = c.handleStore(dec, numKind)
+		okCode, err = c.handleStore(dec, numKind)
 	case "COPY", "UID COPY":
 		err = c.handleCopy(tag, dec, numKind)
 		sendOK = false
@@ -317,7 +318,11 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 		}
 		resp = &imap.StatusResponse{
 			Type: imap.StatusResponseTypeOK,
+			Code: okCode,
 			Text: fmt.Sprintf("%v completed", name),
+		}
+		if okCode != "" {
+			resp.Text = "Conditional STORE failed"
 		}
 	}
 	return c.writeStatusResp(tag, resp)

@@ -28,12 +28,21 @@ func (c *Conn) handleEnable(dec *imapwire.Decoder) error {
 		switch req {
 		case imap.CapIMAP4rev2, imap.CapUTF8Accept:
 			enabled = append(enabled, req)
+		case imap.CapCondStore, imap.CapQResync: // mailhost patch
+			if c.server.options.caps().Has(req) {
+				enabled = append(enabled, req)
+			}
 		}
 	}
 
 	c.mutex.Lock()
 	for _, e := range enabled {
 		c.enabled[e] = struct{}{}
+		if e == imap.CapQResync {
+			// mailhost patch: QRESYNC implies CONDSTORE (RFC 7162
+			// section 3.2.3).
+			c.enabled[imap.CapCondStore] = struct{}{}
+		}
 	}
 	c.mutex.Unlock()
 

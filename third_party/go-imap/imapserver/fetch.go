@@ -75,6 +75,13 @@ func (c *Conn) handleFetch(dec *imapwire.Decoder, numKind NumKind) error {
 		}
 	}
 
+	// mailhost patch: fetch-modifiers (RFC 7162).
+	if dec.SP() {
+		if err := c.readFetchModifiers(dec, numKind, &options); err != nil {
+			return err
+		}
+	}
+
 	if !dec.ExpectCRLF() {
 		return dec.Err()
 	}
@@ -85,6 +92,9 @@ func (c *Conn) handleFetch(dec *imapwire.Decoder, numKind NumKind) error {
 
 	if numKind == NumKindUID {
 		options.UID = true
+	}
+	if options.ModSeq {
+		c.enableCondStore() // mailhost patch
 	}
 
 	w := &FetchWriter{conn: c, options: writerOptions}
@@ -108,6 +118,8 @@ func handleFetchAtt(dec *imapwire.Decoder, attName string, options *imap.FetchOp
 		options.RFC822Size = true
 	case "UID":
 		options.UID = true
+	case "MODSEQ": // mailhost patch: RFC 7162 section 3.1.4.1
+		options.ModSeq = true
 	case "RFC822": // equivalent to BODY[]
 		bs := &imap.FetchItemBodySection{}
 		writerOptions.obsolete[bs] = attName
@@ -326,6 +338,8 @@ func maybeReadPartial(dec *imapwire.Decoder) (*imap.SectionPartial, error) {
 type FetchWriter struct {
 	conn    *Conn
 	options fetchWriterOptions
+	// modified is what WriteModified recorded (mailhost patch).
+	modified imap.NumSet
 }
 
 // CreateMessage writes a FETCH response for a message.

@@ -74,6 +74,9 @@ func (c *Conn) handleSearch(tag string, dec *imapwire.Decoder, numKind NumKind) 
 	if err := c.checkState(imap.ConnStateSelected); err != nil {
 		return err
 	}
+	if searchHasModSeq(&criteria) {
+		c.enableCondStore() // mailhost patch
+	}
 
 	// If no return option is specified, ALL is assumed
 	if !options.ReturnMin && !options.ReturnMax && !options.ReturnAll && !options.ReturnCount {
@@ -88,7 +91,7 @@ func (c *Conn) handleSearch(tag string, dec *imapwire.Decoder, numKind NumKind) 
 	if c.enabled.Has(imap.CapIMAP4rev2) || extended {
 		return c.writeESearch(tag, data, &options, numKind)
 	} else {
-		return c.writeSearch(data.All)
+		return c.writeSearch(data.All, data.ModSeq)
 	}
 }
 
@@ -117,6 +120,9 @@ func (c *Conn) writeESearch(tag string, data *imap.SearchData, options *imap.Sea
 	if options.ReturnCount {
 		enc.SP().Atom("COUNT").SP().Number(data.Count)
 	}
+	if data.ModSeq != 0 { // mailhost patch: RFC 7162 section 3.1.5
+		enc.SP().Atom("MODSEQ").SP().ModSeq(data.ModSeq)
+	}
 	return enc.CRLF()
 }
 
@@ -131,7 +137,7 @@ func isNumSetEmpty(numSet imap.NumSet) bool {
 	}
 }
 
-func (c *Conn) writeSearch(numSet imap.NumSet) error {
+func (c *Conn) writeSearch(numSet imap.NumSet, modSeq uint64) error {
 	enc := newResponseEncoder(c)
 	defer enc.end()
 
@@ -153,6 +159,9 @@ func (c *Conn) writeSearch(numSet imap.NumSet) error {
 	}
 	if !ok {
 		return fmt.Errorf("imapserver: failed to enumerate message numbers in SEARCH response")
+	}
+	if modSeq != 0 && !isNumSetEmpty(numSet) { // mailhost patch: RFC 7162 section 3.1.5
+		enc.SP().Special('(').Atom("MODSEQ").SP().ModSeq(modSeq).Special(')')
 	}
 	return enc.CRLF()
 }
@@ -205,6 +214,8 @@ func readSearchKeyWithAtom(criteria *imap.SearchCriteria, dec *imapwire.Decoder,
 	switch key {
 	case "ALL":
 		// nothing to do
+	case "MODSEQ": // mailhost patch
+		return readSearchModSeq(criteria, dec)
 	case "UID":
 		var uidSet imap.UIDSet
 		if !dec.ExpectSP() || !dec.ExpectUIDSet(&uidSet) {

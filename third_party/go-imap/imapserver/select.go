@@ -9,12 +9,28 @@ import (
 
 func (c *Conn) handleSelect(tag string, dec *imapwire.Decoder, readOnly bool) error {
 	var mailbox string
-	if !dec.ExpectSP() || !dec.ExpectMailbox(&mailbox) || !dec.ExpectCRLF() {
+	if !dec.ExpectSP() || !dec.ExpectMailbox(&mailbox) {
+		return dec.Err()
+	}
+	options := imap.SelectOptions{ReadOnly: readOnly}
+	// mailhost patch: select-params, CONDSTORE and QRESYNC (RFC 7162).
+	if dec.SP() {
+		if err := c.readSelectParams(dec, &options); err != nil {
+			return err
+		}
+	}
+	if !dec.ExpectCRLF() {
 		return dec.Err()
 	}
 
 	if err := c.checkState(imap.ConnStateAuthenticated); err != nil {
 		return err
+	}
+	if options.QResync != nil && !c.EnabledCaps().Has(imap.CapQResync) {
+		return newClientBugError("QRESYNC must be enabled first")
+	}
+	if options.CondStore {
+		c.enableCondStore()
 	}
 
 	if c.state == imap.ConnStateSelected {
@@ -32,7 +48,6 @@ func (c *Conn) handleSelect(tag string, dec *imapwire.Decoder, readOnly bool) er
 		}
 	}
 
-	options := imap.SelectOptions{ReadOnly: readOnly}
 	data, err := c.session.Select(mailbox, &options)
 	if err != nil {
 		return err
@@ -68,8 +83,24 @@ func (c *Conn) handleSelect(tag string, dec *imapwire.Decoder, readOnly bool) er
 			return err
 		}
 	}
+	if c.server.options.caps().Has(imap.CapCondStore) {
+		// mailhost patch: RFC 7162 section 3.1.2.1.
+		if err := c.writeHighestModSeq(data.HighestModSeq); err != nil {
+			return err
+		}
+	}
 
 	c.state = imap.ConnStateSelected
+
+	// mailhost patch: the changes since the client's last visit (RFC 7162
+	// section 3.2.5), unless the mailbox is not the one it knew.
+	if q := options.QResync; q != nil && q.UIDValidity == data.UIDValidity {
+		if sess, ok := c.session.(SessionQResync); ok {
+			if err := sess.ResyncMailbox(&FetchWriter{conn: c}, q); err != nil {
+				return err
+			}
+		}
+	}
 	// TODO: forbid write commands in read-only mode
 
 	var (

@@ -39,6 +39,15 @@ func (c *Conn) handleStatus(dec *imapwire.Decoder) error {
 	if err := c.checkState(imap.ConnStateAuthenticated); err != nil {
 		return err
 	}
+	if options.HighestModSeq {
+		if !c.server.options.caps().Has(imap.CapCondStore) {
+			return &imap.Error{
+				Type: imap.StatusResponseTypeBad,
+				Text: "Unknown STATUS data item",
+			}
+		}
+		c.enableCondStore() // mailhost patch
+	}
 
 	data, err := c.session.Status(mailbox, &options)
 	if err != nil {
@@ -86,6 +95,9 @@ func (c *Conn) writeStatus(data *imap.StatusData, options *imap.StatusOptions) e
 	if options.NumRecent {
 		listEnc.Item().Atom("RECENT").SP().Number(*data.NumRecent)
 	}
+	if options.HighestModSeq { // mailhost patch
+		listEnc.Item().Atom("HIGHESTMODSEQ").SP().ModSeq(data.HighestModSeq)
+	}
 	listEnc.End()
 
 	return enc.CRLF()
@@ -115,6 +127,8 @@ func readStatusItem(dec *imapwire.Decoder, options *imap.StatusOptions) error {
 		options.DeletedStorage = true
 	case "RECENT":
 		options.NumRecent = true
+	case "HIGHESTMODSEQ": // mailhost patch: RFC 7162 section 3.1.2.3
+		options.HighestModSeq = true
 	default:
 		return &imap.Error{
 			Type: imap.StatusResponseTypeBad,

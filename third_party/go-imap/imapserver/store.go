@@ -8,13 +8,25 @@ import (
 	"github.com/emersion/go-imap/v2/internal/imapwire"
 )
 
-func (c *Conn) handleStore(dec *imapwire.Decoder, numKind NumKind) error {
+// handleStore answers STORE; okCode is the code of its tagged OK (mailhost
+// patch: MODIFIED, RFC 7162 section 3.1.3).
+func (c *Conn) handleStore(dec *imapwire.Decoder, numKind NumKind) (okCode imap.ResponseCode, err error) {
 	var (
-		numSet imap.NumSet
-		item   string
+		numSet  imap.NumSet
+		item    string
+		options imap.StoreOptions
 	)
-	if !dec.ExpectSP() || !dec.ExpectNumSet(numKind.wire(), &numSet) || !dec.ExpectSP() || !dec.ExpectAtom(&item) || !dec.ExpectSP() {
-		return dec.Err()
+	if !dec.ExpectSP() || !dec.ExpectNumSet(numKind.wire(), &numSet) || !dec.ExpectSP() {
+		return "", dec.Err()
+	}
+	// mailhost patch: store-modifiers (RFC 7162 section 3.1.3).
+	if isList, err := readStoreModifiers(dec, &options); err != nil {
+		return "", err
+	} else if isList && !dec.ExpectSP() {
+		return "", dec.Err()
+	}
+	if !dec.ExpectAtom(&item) || !dec.ExpectSP() {
+		return "", dec.Err()
 	}
 	var flags []imap.Flag
 	isList, err := dec.List(func() error {
@@ -26,12 +38,12 @@ func (c *Conn) handleStore(dec *imapwire.Decoder, numKind NumKind) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return "", err
 	} else if !isList {
 		for {
 			flag, err := internal.ExpectFlag(dec)
 			if err != nil {
-				return err
+				return "", err
 			}
 			flags = append(flags, flag)
 
@@ -41,7 +53,7 @@ func (c *Conn) handleStore(dec *imapwire.Decoder, numKind NumKind) error {
 		}
 	}
 	if !dec.ExpectCRLF() {
-		return dec.Err()
+		return "", dec.Err()
 	}
 
 	item = strings.ToUpper(item)
@@ -61,18 +73,24 @@ func (c *Conn) handleStore(dec *imapwire.Decoder, numKind NumKind) error {
 	}
 
 	if item != "FLAGS" {
-		return newClientBugError("STORE can only change FLAGS")
+		return "", newClientBugError("STORE can only change FLAGS")
 	}
 
 	if err := c.checkState(imap.ConnStateSelected); err != nil {
-		return err
+		return "", err
+	}
+	if options.HasUnchangedSince {
+		c.enableCondStore() // mailhost patch
 	}
 
 	w := &FetchWriter{conn: c}
-	options := imap.StoreOptions{}
-	return c.session.Store(w, numSet, &imap.StoreFlags{
+	err = c.session.Store(w, numSet, &imap.StoreFlags{
 		Op:     op,
 		Silent: silent,
 		Flags:  flags,
 	}, &options)
+	if err == nil && w.modified != nil && !isNumSetEmpty(w.modified) {
+		okCode = imap.ResponseCode("MODIFIED " + w.modified.String())
+	}
+	return okCode, err
 }
