@@ -21,7 +21,7 @@ package imapd
 // back (ErrChangesGone), the messages changed since are still exact, and
 // VANISHED (EARLIER) lists every UID the client named (its known-uids, or
 // 1 to the highest UID the folder has had) that is not in the folder
-// now, as RFC 7162 section 3.2.5.2 allows: a client ignores the UIDs it
+// now, as RFC 7162 allows (section 3.2.10): a client ignores the UIDs it
 // did not have. That costs a walk of the folder's message list, which
 // the session holds, never a read of the store beyond it.
 
