@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/emersion/go-imap/v2"
+
 	"github.com/mailhost/mailhost/mailstore"
 )
 
@@ -247,4 +249,38 @@ func TestQResyncBeyondLog(t *testing.T) {
 	noLine(t, "SELECT (QRESYNC) beyond the log", got, "* 1 FETCH")
 	got = rc.ok("SELECT INBOX (QRESYNC (%s 7 1:4))", validity)
 	wantLines(t, "SELECT (QRESYNC known 1:4) beyond the log", got, `* VANISHED (EARLIER) 2,4`)
+}
+
+// TestCondStoreImapclient: go-imap's client, which speaks CONDSTORE,
+// reads what the server answers.
+func TestCondStoreImapclient(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.deliver(msgPlain, t1)
+	e.deliver(msgMultipart, t2)
+	c := e.login(nil)
+	sel, err := c.Select("INBOX", &imap.SelectOptions{CondStore: true}).Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.HighestModSeq != 3 {
+		t.Errorf("SELECT (CONDSTORE) HighestModSeq = %d, want 3", sel.HighestModSeq)
+	}
+	st, err := c.Status("INBOX", &imap.StatusOptions{HighestModSeq: true}).Wait()
+	if err != nil || st.HighestModSeq != 3 {
+		t.Errorf("STATUS (HIGHESTMODSEQ) = %+v, %v; want 3", st, err)
+	}
+	if err := c.Store(imap.SeqSetNum(1), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Flags: []imap.Flag{imap.FlagSeen}}, &imap.StoreOptions{UnchangedSince: 2}).Close(); err != nil {
+		t.Fatalf("STORE (UNCHANGEDSINCE 2): %v", err)
+	}
+	msgs, err := c.Fetch(imap.SeqSetNum(1, 2), &imap.FetchOptions{Flags: true, ChangedSince: 3}).Collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].UID != 1 || msgs[0].ModSeq != 4 || !slices.Contains(msgs[0].Flags, imap.FlagSeen) {
+		t.Errorf("FETCH (CHANGEDSINCE 3) = %+v, want message 1 at MODSEQ 4, seen", msgs)
+	}
+	res, err := c.Search(&imap.SearchCriteria{ModSeq: &imap.SearchCriteriaModSeq{ModSeq: 4}}, nil).Wait()
+	if err != nil || len(res.AllSeqNums()) != 1 || res.ModSeq != 4 {
+		t.Errorf("SEARCH MODSEQ 4 = %+v, %v; want message 1, MODSEQ 4", res, err)
+	}
 }
