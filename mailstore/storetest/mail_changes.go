@@ -400,4 +400,27 @@ func mailMessageModSeq(t *testing.T, open Open) {
 	}
 	modseqs("INBOX after SetFlagsIf", inbox.ID, map[uint32]uint64{2: 7, 3: 4})
 	m.invariants("a.example")
+
+	// A dump loaded into another store keeps every message's ModSeq, so
+	// that a client's mod-sequences stay valid across a store copy.
+	d, dok := m.s.(mailstore.Dumper)
+	dst := open(t)
+	l, lok := dst.(mailstore.Loader)
+	if !dok || !lok {
+		t.Fatalf("%T is not a Dumper and a Loader", m.s)
+	}
+	if err := l.Load(m.ctx, func(put func(mailstore.Record) error) error { return d.Dump(m.ctx, put) }); err != nil {
+		t.Fatalf("Load(Dump()) = %v", err)
+	}
+	loaded, err := dst.Messages(m.ctx, u.ID, inbox.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint32]uint64{}
+	for _, msg := range loaded {
+		got[msg.UID] = msg.ModSeq
+	}
+	if want := map[uint32]uint64{2: 7, 3: 4}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("loaded INBOX ModSeq by UID = %v, want %v", got, want)
+	}
 }
