@@ -82,6 +82,7 @@ func TestCondStoreCapabilityStatusSelect(t *testing.T) {
 		t.Errorf("CAPABILITY = %q, want CONDSTORE and QRESYNC", caps)
 	}
 	wantLines(t, "STATUS", rc.ok("STATUS INBOX (MESSAGES HIGHESTMODSEQ)"), `* STATUS INBOX (MESSAGES 3 HIGHESTMODSEQ 4)`)
+	wantLines(t, "LIST RETURN (STATUS)", rc.ok(`LIST "" "INBOX" RETURN (STATUS (HIGHESTMODSEQ))`), `* STATUS INBOX (HIGHESTMODSEQ 4)`)
 	sel := rc.ok("SELECT INBOX")
 	wantLines(t, "SELECT", sel, `* OK [HIGHESTMODSEQ 4] Highest`)
 	wantLines(t, "EXAMINE (CONDSTORE)", rc.ok("EXAMINE INBOX (CONDSTORE)"), `* OK [HIGHESTMODSEQ 4] Highest`)
