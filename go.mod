@@ -40,3 +40,7 @@ require (
 // go-smtp with three fixes its options cannot make (issue 11): see
 // third_party/go-smtp/PATCHES.md.
 replace github.com/emersion/go-smtp => ./third_party/go-smtp
+
+// go-imap's imapserver with the hooks CONDSTORE and QRESYNC need: see
+// third_party/go-imap/PATCHES.md.
+replace github.com/emersion/go-imap/v2 => ./third_party/go-imap

@@ -70,12 +70,7 @@ func (s *session) Move(w *imapserver.MoveWriter, numSet imap.NumSet, dest string
 	if err := w.WriteCopyData(copyData(to.UIDValidity, uids, newUIDs)); err != nil {
 		return err
 	}
-	for _, seq := range v.remove(uids) {
-		if err := w.WriteExpunge(seq); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.tellExpunged(w, v, uids)
 }
 
 // copyData pairs source and new UIDs; both ascend, so the two sets list
@@ -123,12 +118,7 @@ func (s *session) Expunge(w *imapserver.ExpungeWriter, uids *imap.UIDSet) error 
 	if err != nil {
 		return s.fail("expunge", err)
 	}
-	for _, seq := range v.remove(removed) {
-		if err := w.WriteExpunge(seq); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.tellExpunged(w, v, removed)
 }
 
 // junkMoved tells Config.OnJunkMove of messages moved into or out of the

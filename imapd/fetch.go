@@ -28,6 +28,12 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 		return errNoSelection
 	}
 	idx := v.indices(numSet)
+	if options.ChangedSince > 0 || options.Vanished {
+		var err error
+		if idx, err = s.changedSince(w, v, numSet, idx, options); err != nil {
+			return err
+		}
+	}
 
 	seen := map[uint32]bool{}
 	if !v.readOnly && marksSeen(options) {
@@ -45,6 +51,12 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 			v.update(changed)
 			for _, m := range changed {
 				seen[m.UID] = true
+			}
+			if condStore, _ := s.modes(); condStore && len(changed) > 0 {
+				// RFC 7162 section 3.1: a FETCH that sets \Seen reports MODSEQ.
+				o := *options
+				o.ModSeq = true
+				options = &o
 			}
 		}
 	}
@@ -272,6 +284,9 @@ func writeMessage(w *imapserver.FetchResponseWriter, m mailstore.Message, body [
 	w.WriteUID(imap.UID(m.UID))
 	if o.Flags || flagsChanged {
 		w.WriteFlags(toIMAPFlags(m.Flags))
+	}
+	if o.ModSeq {
+		w.WriteModSeq(imapModSeq(m.ModSeq))
 	}
 	if o.InternalDate {
 		w.WriteInternalDate(m.ReceivedAt.In(time.UTC))

@@ -55,6 +55,7 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 		}
 		data.Max = max(data.Max, num)
 		data.Count++
+		data.ModSeq = max(data.ModSeq, imapModSeq(m.ModSeq))
 		return nil
 	}
 	if headerOnly {
@@ -85,6 +86,9 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 		data.All = uids
 	} else {
 		data.All = seqs
+	}
+	if !searchModSeq(criteria) {
+		data.ModSeq = 0 // RFC 7162 section 3.1.5: only for a MODSEQ search
 	}
 	if options.ReturnSave {
 		v.searchRes = uids
@@ -209,6 +213,9 @@ func (c *candidate) match(cr *imap.SearchCriteria) bool {
 		if hasFlag(c.msg.Flags, f) {
 			return false
 		}
+	}
+	if cr.ModSeq != nil && imapModSeq(c.msg.ModSeq) < cr.ModSeq.ModSeq {
+		return false
 	}
 	if cr.Larger > 0 && c.msg.Size <= cr.Larger {
 		return false

@@ -39,6 +39,10 @@ type view struct {
 	// flags.
 	flagList []imap.Flag
 	flagKeys map[string]struct{}
+	// condStore and qresync say CONDSTORE and QRESYNC are enabled
+	// (condstore.go): apply then sends MODSEQ with flags, and VANISHED
+	// instead of EXPUNGE.
+	condStore, qresync bool
 }
 
 type viewMsg struct {
@@ -95,6 +99,7 @@ func (s *session) Select(name string, options *imap.SelectOptions) (*imap.Select
 		UIDValidity:       f.UIDValidity,
 		FirstUnseenSeqNum: firstUnseen,
 		NumRecent:         v.numRecent(),
+		HighestModSeq:     v.highestModSeq(),
 	}, nil
 }
 
@@ -165,6 +170,7 @@ func (s *session) Poll(w *imapserver.UpdateWriter, allowExpunge bool) error {
 // (mailstore.ErrChangesGone) re-reads the folder instead (reload).
 func (s *session) refresh(w *imapserver.UpdateWriter, allowExpunge bool) error {
 	v := s.sel
+	v.condStore, v.qresync = s.modes()
 	s.changed = false
 	f, changes, err := s.st.Changes(s.ctx, s.user.ID, v.folder.ID, v.folder.HighestModSeq)
 	switch {
@@ -186,6 +192,7 @@ func (s *session) refresh(w *imapserver.UpdateWriter, allowExpunge bool) error {
 // change nothing (apply is idempotent), none is missed.
 func (s *session) reload(w *imapserver.UpdateWriter, allowExpunge bool) error {
 	v := s.sel
+	v.condStore, v.qresync = s.modes()
 	folders, err := s.st.Folders(s.ctx, s.user.ID)
 	if err != nil {
 		return s.fail("refresh", err)
@@ -211,8 +218,10 @@ type delta struct {
 	all bool
 	// gone are UIDs removed from the folder; some may not be in the view.
 	gone map[uint32]bool
-	// flags are the flags now of messages whose flags may have changed.
-	flags map[uint32][]string
+	// flags are the flags now of messages whose flags may have changed,
+	// and modseqs their ModSeqs now.
+	flags   map[uint32][]string
+	modseqs map[uint32]uint64
 	// added are messages that may be new to the view, in UID order.
 	added []mailstore.Message
 }
@@ -221,15 +230,17 @@ type delta struct {
 // added and removed since is never shown; one changed several times is
 // shown once, as it is now.
 func changesDelta(changes []mailstore.Change) delta {
-	d := delta{gone: map[uint32]bool{}, flags: map[uint32][]string{}}
+	d := delta{gone: map[uint32]bool{}, flags: map[uint32][]string{}, modseqs: map[uint32]uint64{}}
 	for _, c := range changes {
 		uid := c.Message.UID
 		switch c.Kind {
 		case mailstore.ChangeAdd:
 			d.added = append(d.added, c.Message)
 			d.flags[uid] = c.Message.Flags
+			d.modseqs[uid] = c.Message.ModSeq
 		case mailstore.ChangeFlags:
 			d.flags[uid] = c.Message.Flags
+			d.modseqs[uid] = c.Message.ModSeq
 		case mailstore.ChangeExpunge:
 			d.gone[uid] = true
 			delete(d.flags, uid)
@@ -238,7 +249,7 @@ func changesDelta(changes []mailstore.Change) delta {
 	added := d.added[:0]
 	for _, m := range d.added {
 		if !d.gone[m.UID] {
-			m.Flags = d.flags[m.UID]
+			m.Flags, m.ModSeq = d.flags[m.UID], d.modseqs[m.UID]
 			added = append(added, m)
 		}
 	}
@@ -248,9 +259,10 @@ func changesDelta(changes []mailstore.Change) delta {
 
 // folderDelta compares the folder as it is now, cur, with the view.
 func (v *view) folderDelta(cur []mailstore.Message) delta {
-	d := delta{gone: map[uint32]bool{}, flags: make(map[uint32][]string, len(cur))}
+	d := delta{gone: map[uint32]bool{}, flags: make(map[uint32][]string, len(cur)), modseqs: make(map[uint32]uint64, len(cur))}
 	for _, m := range cur {
 		d.flags[m.UID] = m.Flags
+		d.modseqs[m.UID] = m.ModSeq
 		if m.UID > v.maxUID {
 			d.added = append(d.added, m)
 		}
@@ -303,6 +315,7 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 		}
 	}
 	slices.SortFunc(out, func(a, b int) int { return cmp.Compare(b, a) })
+	var vanished []uint32 // with QRESYNC, one VANISHED for them all
 	for _, i := range out {
 		m := &v.msgs[i]
 		if !allowExpunge {
@@ -312,13 +325,20 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 			}
 			continue
 		}
-		if err := w.WriteExpunge(uint32(i + 1)); err != nil {
+		if v.qresync {
+			vanished = append(vanished, m.UID)
+		} else if err := w.WriteExpunge(uint32(i + 1)); err != nil {
 			return err
 		}
 		if m.gone {
 			v.nGone--
 		}
 		v.msgs = slices.Delete(v.msgs, i, i+1)
+	}
+	if len(vanished) > 0 {
+		if err := w.WriteVanished(uidSet(vanished)); err != nil {
+			return err
+		}
 	}
 
 	uids := make([]uint32, 0, len(d.flags))
@@ -332,13 +352,29 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 			continue
 		}
 		m := &v.msgs[i]
-		if now := d.flags[uid]; !sameFlags(now, m.Flags) {
-			m.Flags = now
-			v.noteFlags(now)
-			if err := w.WriteMessageFlags(uint32(i+1), imap.UID(m.UID), toIMAPFlags(v.withRecent(m.Message).Flags)); err != nil {
+		now := d.flags[uid]
+		modseq, ok := d.modseqs[uid]
+		if !ok {
+			modseq = m.ModSeq
+		}
+		// Once CONDSTORE is enabled a new MODSEQ is news even with the
+		// same flags (RFC 7162 section 3.1: the client's cache keeps it).
+		if changed := !sameFlags(now, m.Flags); changed || (v.condStore && modseq != m.ModSeq) {
+			if changed {
+				v.noteFlags(now)
+			}
+			m.Flags, m.ModSeq = now, modseq
+			var err error
+			if v.condStore {
+				err = w.WriteMessageFlagsModSeq(uint32(i+1), imap.UID(m.UID), toIMAPFlags(v.withRecent(m.Message).Flags), imapModSeq(modseq))
+			} else {
+				err = w.WriteMessageFlags(uint32(i+1), imap.UID(m.UID), toIMAPFlags(v.withRecent(m.Message).Flags))
+			}
+			if err != nil {
 				return err
 			}
 		}
+		m.ModSeq = modseq
 	}
 
 	var added []uint32
@@ -440,12 +476,13 @@ func (v *view) uids(idx []int) []uint32 {
 	return out
 }
 
-// update takes the new flags of changed messages into the view and
-// reports whether the view's flags grew (a keyword new to the folder).
+// update takes the new flags and ModSeqs of changed messages into the
+// view and reports whether the view's flags grew (a keyword new to the
+// folder).
 func (v *view) update(changed []mailstore.Message) (grew bool) {
 	for _, m := range changed {
 		if i, ok := v.find(m.UID); ok {
-			v.msgs[i].Flags = m.Flags
+			v.msgs[i].Flags, v.msgs[i].ModSeq = m.Flags, m.ModSeq
 		}
 		if v.noteFlags(m.Flags) {
 			grew = true

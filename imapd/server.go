@@ -49,7 +49,9 @@
 // 2.2.3 says, so a folded boundary still finds its parts (mimetree.go);
 // an address without a display name is named by its comment (address.go).
 //
-// Not offered: CONDSTORE, and BINARY APPEND. EXAMINE is enforced here
+// CONDSTORE and QRESYNC (RFC 7162) are served on the change log and the
+// messages' ModSeqs (condstore.go), through hooks of mailhost's copy of
+// go-imap (third_party/go-imap/PATCHES.md). Not offered: BINARY APPEND. EXAMINE is enforced here
 // (STORE and MOVE are refused, FETCH sets no \Seen, EXPUNGE and CLOSE
 // remove nothing), as imapserver leaves it to the backend.
 package imapd
@@ -242,6 +244,8 @@ func New(cfg Config) *Server {
 			imap.CapSpecialUse:     {},
 			imap.CapLiteralPlus:    {},
 			imap.CapUnauthenticate: {},
+			imap.CapCondStore:      {},
+			imap.CapQResync:        {},
 		},
 		Logger: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		// The command layer (cmdlayer.go) does TLS, above which it must

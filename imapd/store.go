@@ -27,6 +27,9 @@ func (s *session) Store(w *imapserver.FetchWriter, numSet imap.NumSet, flags *im
 		op = mailstore.FlagsReplace
 	}
 	idx := v.indices(numSet)
+	if condStore, _ := s.modes(); condStore || options.HasUnchangedSince {
+		return s.storeCondStore(w, v, numSet, idx, op, flags, options)
+	}
 	uids := v.uids(idx)
 	if len(uids) == 0 {
 		return nil

@@ -190,7 +190,10 @@ func unixKey(t time.Time) uint64 {
 }
 
 // Message records: version 1, then uvarints blobID, size, received unix
-// seconds (zig-zag varint), flag count, and each flag as length + bytes.
+// seconds (zig-zag varint), flag count, each flag as length + bytes, and
+// the ModSeq as a uvarint when it is not 0. Records written before the
+// ModSeq was kept end after the flags and decode with ModSeq 0; the next
+// change to the message writes it (no rewrite of old records).
 // Folder and UID are the key. About 15 bytes plus the flags, against ~120
 // for JSON, and no reflection on the hot paths (listing, purge).
 
@@ -206,6 +209,9 @@ func encodeMessage(m Message) []byte {
 	for _, f := range m.Flags {
 		b = binary.AppendUvarint(b, uint64(len(f)))
 		b = append(b, f...)
+	}
+	if m.ModSeq != 0 {
+		b = binary.AppendUvarint(b, m.ModSeq)
 	}
 	return b
 }
@@ -252,6 +258,11 @@ func decodeMessage(k, v []byte) (Message, error) {
 		}
 		m.Flags = append(m.Flags, string(p[:l]))
 		p = p[l:]
+	}
+	if len(p) > 0 {
+		if m.ModSeq = next(); p == nil {
+			return Message{}, errBadRecord
+		}
 	}
 	return m, nil
 }
@@ -533,6 +544,7 @@ func (t *mailTx) add(f *Folder, m Message) (Message, error) {
 		return Message{}, err
 	}
 	m.FolderID, m.UID = f.ID, f.UIDNext
+	m.ModSeq = f.HighestModSeq + 1 // what logChange gives the change
 	f.UIDNext++
 	if err := t.messages.Put(msgKey(f.ID, m.UID), encodeMessage(m)); err != nil {
 		return Message{}, err

@@ -61,6 +61,7 @@ func decodeChange(k, v []byte) (Change, error) {
 		if err != nil {
 			return Change{}, err
 		}
+		m.ModSeq = c.ModSeq // records logged before messages kept it have none
 		c.Message = m
 	default:
 		return Change{}, fmt.Errorf("change kind %d: %w", c.Kind, errBadRecord)

@@ -60,10 +60,21 @@ func (s *Bolt) Body(ctx context.Context, mailboxID, folderID int64, uid uint32) 
 // SetFlags implements Mail. UIDs no longer in the folder are skipped; the
 // messages whose flags did change come back, in the order of uids.
 func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string) ([]Message, error) {
+	out, _, err := s.setFlags(ctx, mailboxID, folderID, uids, op, flags, nil)
+	return out, err
+}
+
+// SetFlagsIf implements Mail.
+func (s *Bolt) SetFlagsIf(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string, unchangedSince uint64) ([]Message, []uint32, error) {
+	return s.setFlags(ctx, mailboxID, folderID, uids, op, flags, &unchangedSince)
+}
+
+// setFlags is SetFlags, and with unchangedSince SetFlagsIf.
+func (s *Bolt) setFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string, unchangedSince *uint64) ([]Message, []uint32, error) {
 	flags = NormFlags(flags)
 	if op != FlagsRemove {
 		if err := CheckKeywordLength(flags); err != nil {
-			return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
+			return nil, nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
 		}
 	}
 	// Setting \Deleted is the first half of deleting (then EXPUNGE): it
@@ -73,8 +84,9 @@ func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 		write = s.deleting
 	}
 	var out []Message
+	var modified []uint32
 	err := write(ctx, func(tx *bolt.Tx) error {
-		out = []Message{}
+		out, modified = []Message{}, nil
 		t := s.mailTx(tx)
 		f, err := t.folder(mailboxID, folderID)
 		if err != nil {
@@ -88,6 +100,10 @@ func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 			if !ok {
 				continue
 			}
+			if unchangedSince != nil && m.ModSeq > *unchangedSince {
+				modified = append(modified, uid)
+				continue
+			}
 			next, changed := ApplyFlags(m.Flags, op, flags)
 			if !changed {
 				continue
@@ -97,6 +113,7 @@ func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 			}
 			f.Unseen -= unseen(m)
 			m.Flags = next
+			m.ModSeq = f.HighestModSeq + 1 // what logChange gives the change
 			f.Unseen += unseen(m)
 			if err := t.messages.Put(msgKey(folderID, uid), encodeMessage(m)); err != nil {
 				return err
@@ -110,12 +127,12 @@ func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 		return t.flush()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
+		return nil, nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
 		s.watch.notify(mailboxID)
 	}
-	return out, nil
+	return out, modified, nil
 }
 
 // sources loads the messages named by uids, in that order, each once;

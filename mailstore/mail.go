@@ -97,6 +97,12 @@ type Message struct {
 	Size       int64     `json:"size"`
 	ReceivedAt time.Time `json:"received_at"`
 	Flags      []string  `json:"flags,omitempty"`
+	// ModSeq is the folder's ModSeq of the message's latest change (its
+	// arrival or its last flag change): what IMAP's CONDSTORE reports as
+	// its MODSEQ (RFC 7162). It is 0 for a message last changed before
+	// the stores kept it, which is older than every ModSeq either store
+	// has given since.
+	ModSeq uint64 `json:"modseq,omitempty"`
 }
 
 // Delivery is one inbound message for one or more local mailboxes. Body is
@@ -286,6 +292,11 @@ type Mail interface {
 	// case and \Recent is never stored. UIDs not in the folder are
 	// skipped, and so are messages whose flags the call does not change.
 	SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string) ([]Message, error)
+	// SetFlagsIf is SetFlags for those of the messages whose ModSeq is at
+	// most unchangedSince, compared in the transaction of the change (IMAP
+	// STORE's UNCHANGEDSINCE, RFC 7162 section 3.1.3); modified are the
+	// UIDs it left alone because they changed since, in the order of uids.
+	SetFlagsIf(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string, unchangedSince uint64) (changed []Message, modified []uint32, err error)
 	// Copy copies messages to another folder of the same account, sharing
 	// their bodies, and returns the new UIDs in the order of uids.
 	// ErrOverQuota if the copies would put the account over quota.

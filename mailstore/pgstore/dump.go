@@ -247,10 +247,10 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 	{
 		var r mailstore.MessageRecord
 		m := &r.Message
-		var uid int64
-		if err := each(ctx, tx, "messages", `SELECT folder_id, uid, blob_id, size, received_at, flags FROM messages ORDER BY folder_id, uid`,
-			[]any{&m.FolderID, &uid, &m.BlobID, &m.Size, &m.ReceivedAt, &m.Flags}, func() error {
-				m.UID, m.ReceivedAt = uint32(uid), m.ReceivedAt.UTC()
+		var uid, modseq int64
+		if err := each(ctx, tx, "messages", `SELECT folder_id, uid, blob_id, size, received_at, flags, modseq FROM messages ORDER BY folder_id, uid`,
+			[]any{&m.FolderID, &uid, &m.BlobID, &m.Size, &m.ReceivedAt, &m.Flags, &modseq}, func() error {
+				m.UID, m.ReceivedAt, m.ModSeq = uint32(uid), m.ReceivedAt.UTC(), uint64(modseq)
 				if len(m.Flags) == 0 {
 					m.Flags = nil
 				}
@@ -438,7 +438,7 @@ var tableColumns = map[string][]string{
 	"blobs":         {"id", "refs", "body", "header"},
 	"folders":       {"id", "mailbox_id", "name", "special_use", "subscribed", "uid_validity", "uid_next", "messages", "unseen", "size", "highest_modseq"},
 	"subscriptions": {"mailbox_id", "name"},
-	"messages":      {"folder_id", "uid", "mailbox_id", "domain_id", "blob_id", "size", "received_at", "flags"},
+	"messages":      {"folder_id", "uid", "mailbox_id", "domain_id", "blob_id", "size", "received_at", "flags", "modseq"},
 	"queue":         {"id", "kind", "domain_id", "from_addr", "destination", "recipients", "blob_id", "size", "queued_at", "next_attempt", "attempts", "last_error", "held", "leased_by", "warned"},
 	"sts_policies":  {"domain", "policy_id", "mode", "mx", "max_age_s", "expires"},
 
@@ -638,7 +638,7 @@ func (l *pgLoader) row(r mailstore.Record) error {
 		if flags == nil {
 			flags = []string{}
 		}
-		l.add("messages", m.FolderID, int64(m.UID), owner[0], owner[1], m.BlobID, m.Size, utc(m.ReceivedAt), flags)
+		l.add("messages", m.FolderID, int64(m.UID), owner[0], owner[1], m.BlobID, m.Size, utc(m.ReceivedAt), flags, int64(m.ModSeq))
 	case mailstore.OutboundRecord:
 		o := r.Outbound
 		l.saw(mailstore.SeqQueue, o.ID)

@@ -116,13 +116,13 @@ func mailScanFolder(row pgx.Row) (mailstore.Folder, error) {
 }
 
 // messageColumns are what scanMessage reads, in order.
-const messageColumns = `m.folder_id, m.uid, m.blob_id, m.size, m.received_at, m.flags`
+const messageColumns = `m.folder_id, m.uid, m.blob_id, m.size, m.received_at, m.flags, m.modseq`
 
 func scanMessage(row pgx.Row) (mailstore.Message, error) {
 	var m mailstore.Message
-	var uid int64
-	err := row.Scan(&m.FolderID, &uid, &m.BlobID, &m.Size, &m.ReceivedAt, &m.Flags)
-	m.UID = uint32(uid)
+	var uid, modseq int64
+	err := row.Scan(&m.FolderID, &uid, &m.BlobID, &m.Size, &m.ReceivedAt, &m.Flags, &modseq)
+	m.UID, m.ModSeq = uint32(uid), uint64(modseq)
 	m.ReceivedAt = m.ReceivedAt.UTC()
 	if len(m.Flags) == 0 {
 		m.Flags = nil
@@ -134,6 +134,9 @@ func scanMessage(row pgx.Row) (mailstore.Message, error) {
 // domain (for the counters).
 type lockedFolder struct {
 	id, mailboxID, domainID int64
+	// modseq is the folder's highest_modseq when locked: the changes the
+	// writer logs take the modseqs after it, in the order logged.
+	modseq int64
 }
 
 // lockFolders locks the account's folders of ids (FOR NO KEY UPDATE, in
@@ -141,7 +144,7 @@ type lockedFolder struct {
 // is ErrFolderNotFound.
 func lockFolders(ctx context.Context, tx pgx.Tx, mailboxID int64, ids ...int64) (map[int64]lockedFolder, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT f.id, m.domain_id FROM folders f JOIN mailboxes m ON m.id = f.mailbox_id
+		SELECT f.id, m.domain_id, f.highest_modseq FROM folders f JOIN mailboxes m ON m.id = f.mailbox_id
 		WHERE f.id = ANY($1) AND f.mailbox_id = $2
 		ORDER BY f.id FOR NO KEY UPDATE OF f`, ids, mailboxID)
 	if err != nil {
@@ -150,7 +153,7 @@ func lockFolders(ctx context.Context, tx pgx.Tx, mailboxID int64, ids ...int64) 
 	out := map[int64]lockedFolder{}
 	for rows.Next() {
 		f := lockedFolder{mailboxID: mailboxID}
-		if err := rows.Scan(&f.id, &f.domainID); err != nil {
+		if err := rows.Scan(&f.id, &f.domainID, &f.modseq); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -206,9 +209,9 @@ WITH c AS (
 	sqlAddMessagesTail = `::bytea[])
 		AS r(folder_id, k, mailbox_id, domain_id, blob_id, size, received_at, flags, header)
 ), m AS (
-	INSERT INTO messages (folder_id, uid, mailbox_id, domain_id, blob_id, size, received_at, flags, header)
+	INSERT INTO messages (folder_id, uid, mailbox_id, domain_id, blob_id, size, received_at, flags, header, modseq)
 	SELECT r.folder_id, f.uid0 + r.k, r.mailbox_id, r.domain_id, r.blob_id, r.size, r.received_at, ` + sqlFlags + `,
-		coalesce(r.header, (SELECT b.header FROM blobs b WHERE b.id = r.blob_id))
+		coalesce(r.header, (SELECT b.header FROM blobs b WHERE b.id = r.blob_id)), f.mod0 + r.k + 1
 	FROM r JOIN f ON f.id = r.folder_id
 ), l AS (
 	INSERT INTO changes (folder_id, modseq, kind, uid, blob_id, size, received_at, flags)
@@ -222,7 +225,7 @@ WITH c AS (
 )
 
 const sqlAddMessages = sqlAddMessagesCTEs + `
-SELECT id, uid0 FROM f`
+SELECT id, uid0, mod0 FROM f`
 
 // addBatch gathers the arguments of sqlAddMessages.
 type addBatch struct {
@@ -284,13 +287,13 @@ func addMessages(ctx context.Context, tx pgx.Tx, b *addBatch) ([]mailstore.Messa
 	// With the delivery batch's plan settings (sqlBatchSettings) in the
 	// same round trip: the statement's pruning of the change log must not
 	// be a scan of every folder's log, whenever its plan was made.
-	first := map[int64]int64{}
+	first := map[int64][2]int64{} // folder id -> first UID, modseq before
 	batch := &pgx.Batch{}
 	batch.Queue(sqlBatchSettings)
 	batch.Queue(sqlAddMessages, append(b.args(), b.rHeader)...).Query(func(rows pgx.Rows) error {
-		var id, uid0 int64
-		_, err := pgx.ForEachRow(rows, []any{&id, &uid0}, func() error {
-			first[id] = uid0
+		var id, uid0, mod0 int64
+		_, err := pgx.ForEachRow(rows, []any{&id, &uid0, &mod0}, func() error {
+			first[id] = [2]int64{uid0, mod0}
 			return nil
 		})
 		return err
@@ -300,13 +303,13 @@ func addMessages(ctx context.Context, tx pgx.Tx, b *addBatch) ([]mailstore.Messa
 	}
 	out := make([]mailstore.Message, len(b.msgs))
 	for i, m := range b.msgs {
-		uid0, ok := first[m.folderID]
+		f, ok := first[m.folderID]
 		if !ok {
 			return nil, fmt.Errorf("add messages: folder %d: %w", m.folderID, mailstore.ErrFolderNotFound)
 		}
 		out[i] = mailstore.Message{
-			FolderID: m.folderID, UID: uint32(uid0 + b.rK[i]), BlobID: m.blobID,
-			Size: m.size, ReceivedAt: m.received, Flags: m.flags,
+			FolderID: m.folderID, UID: uint32(f[0] + b.rK[i]), BlobID: m.blobID,
+			Size: m.size, ReceivedAt: m.received, Flags: m.flags, ModSeq: uint64(f[1] + b.rK[i] + 1),
 		}
 	}
 	return out, nil

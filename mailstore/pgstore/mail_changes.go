@@ -52,6 +52,7 @@ func (s *Store) Changes(ctx context.Context, mailboxID, folderID int64, since ui
 				if len(m.Flags) > 0 {
 					c.Message.Flags = m.Flags
 				}
+				c.Message.ModSeq = c.ModSeq
 			}
 			m.Flags = nil
 			out = append(out, c)

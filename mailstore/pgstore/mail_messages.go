@@ -293,16 +293,31 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 // skipped; the messages whose flags did change come back, in the order
 // of uids (a UID given twice is applied twice, as in bbolt).
 func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string) ([]mailstore.Message, error) {
+	out, _, err := s.setFlags(ctx, mailboxID, folderID, uids, op, flags, nil)
+	return out, err
+}
+
+// SetFlagsIf implements mailstore.Store. The messages' modseqs are
+// compared under the folder's lock, which every writer of its messages
+// holds.
+func (s *Store) SetFlagsIf(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string, unchangedSince uint64) ([]mailstore.Message, []uint32, error) {
+	return s.setFlags(ctx, mailboxID, folderID, uids, op, flags, &unchangedSince)
+}
+
+// setFlags is SetFlags, and with unchangedSince SetFlagsIf.
+func (s *Store) setFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string, unchangedSince *uint64) ([]mailstore.Message, []uint32, error) {
 	flags = mailstore.NormFlags(flags)
 	if op != mailstore.FlagsRemove {
 		if err := mailstore.CheckKeywordLength(flags); err != nil {
-			return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
+			return nil, nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
 		}
 	}
 	var out []mailstore.Message
+	var modified []uint32
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		out = []mailstore.Message{}
-		if _, err := lockFolders(ctx, tx, mailboxID, folderID); err != nil {
+		out, modified = []mailstore.Message{}, nil
+		fs, err := lockFolders(ctx, tx, mailboxID, folderID)
+		if err != nil {
 			return err
 		}
 		cur, err := loadMessages(ctx, tx, folderID, uids)
@@ -311,10 +326,14 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 		}
 		var lb logBatch
 		kw := keywordDelta{}
-		final := map[uint32][]string{}
+		final := map[uint32]mailstore.Message{}
 		for _, uid := range uids {
 			m, ok := cur[uid]
 			if !ok {
+				continue
+			}
+			if unchangedSince != nil && m.ModSeq > *unchangedSince {
+				modified = append(modified, uid)
 				continue
 			}
 			next, changed := mailstore.ApplyFlags(m.Flags, op, flags)
@@ -323,8 +342,11 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 			}
 			old := m.Flags
 			m.Flags = next
+			// sqlLogChanges gives the folder's changes the modseqs after
+			// the one it had when locked, in the order logged.
+			m.ModSeq = uint64(fs[folderID].modseq) + uint64(len(out)) + 1
 			cur[uid] = m
-			final[uid] = next
+			final[uid] = m
 			lb.reflagged(m, old)
 			kw.reflag(folderID, old, next)
 			out = append(out, m)
@@ -334,13 +356,15 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 		}
 		fu := make([]int64, 0, len(final))
 		ff := make([]string, 0, len(final))
-		for uid, f := range final {
+		fm := make([]int64, 0, len(final))
+		for uid, m := range final {
 			fu = append(fu, int64(uid))
-			ff = append(ff, flagsJSON(f))
+			ff = append(ff, flagsJSON(m.Flags))
+			fm = append(fm, int64(m.ModSeq))
 		}
 		b := &pgx.Batch{}
-		b.Queue(`UPDATE messages m SET flags = ARRAY(SELECT jsonb_array_elements_text(u.flags::jsonb))
-			FROM unnest($2::bigint[], $3::text[]) AS u(uid, flags) WHERE m.folder_id = $1 AND m.uid = u.uid`, folderID, fu, ff)
+		b.Queue(`UPDATE messages m SET flags = ARRAY(SELECT jsonb_array_elements_text(u.flags::jsonb)), modseq = u.modseq
+			FROM unnest($2::bigint[], $3::text[], $4::bigint[]) AS u(uid, flags, modseq) WHERE m.folder_id = $1 AND m.uid = u.uid`, folderID, fu, ff, fm)
 		b.Queue(sqlLogChanges, lb.args()...)
 		if err := sendBatch(ctx, tx, b); err != nil {
 			return err
@@ -348,12 +372,12 @@ func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []
 		return applyKeywords(ctx, tx, kw, s.maxKeywords)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
+		return nil, nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
 		s.bell.ring(mailboxID)
 	}
-	return out, nil
+	return out, modified, nil
 }
 
 // loadMessages reads the folder's messages of uids, by UID. The caller

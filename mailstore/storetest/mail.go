@@ -42,6 +42,7 @@ func runMail(t *testing.T, open Open) {
 	t.Run("changes", func(t *testing.T) { mailChanges(t, open) })
 	t.Run("changes_not_found", func(t *testing.T) { mailChangesNotFound(t, open) })
 	t.Run("changes_pruned", func(t *testing.T) { mailChangesPruned(t, open) })
+	t.Run("message_modseq", func(t *testing.T) { mailMessageModSeq(t, open) })
 	t.Run("changes_concurrent", func(t *testing.T) { mailChangesConcurrent(t, open) })
 	t.Run("delete_mailbox", func(t *testing.T) { mailDeleteMailbox(t, open) })
 	t.Run("isolation", func(t *testing.T) { mailIsolation(t, open) })

@@ -313,3 +313,114 @@ func mailChangesConcurrent(t *testing.T, open Open) {
 	}
 	sameCounts(t, "Changes after concurrent writes", f, m.folder(u.ID, "INBOX"))
 }
+
+// mailMessageModSeq: a message's ModSeq is the ModSeq of its latest
+// change, set with it, as Messages, SetFlags, Append, Copy, Move and
+// Changes answer it; a message not changed keeps its own.
+func mailMessageModSeq(t *testing.T, open Open) {
+	m := newMT(t, open)
+	u := m.mailbox(m.pid, "a.example", "u@a.example")
+	inbox := m.folder(u.ID, "INBOX")
+	m.deliver("one", mailNow, u.ID)
+	m.deliver("two", mailNow, u.ID)
+	app, err := m.s.Append(m.ctx, u.ID, inbox.ID, []byte("three"), nil, mailNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.ModSeq != 3 {
+		t.Errorf("Append's message ModSeq = %d, want 3", app.ModSeq)
+	}
+	modseqs := func(what string, folderID int64, want map[uint32]uint64) {
+		t.Helper()
+		got := map[uint32]uint64{}
+		for _, msg := range m.messages(u.ID, folderID) {
+			got[msg.UID] = msg.ModSeq
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: ModSeq by UID = %v, want %v", what, got, want)
+		}
+	}
+	modseqs("after three arrivals", inbox.ID, map[uint32]uint64{1: 1, 2: 2, 3: 3})
+
+	// Two flag changes in one call take the next two ModSeqs, in the
+	// order of uids; one that changes nothing keeps its ModSeq.
+	changed, err := m.s.SetFlags(m.ctx, u.ID, inbox.ID, []uint32{3, 1}, mailstore.FlagsAdd, []string{`\Seen`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changed) != 2 || changed[0].UID != 3 || changed[0].ModSeq != 4 || changed[1].UID != 1 || changed[1].ModSeq != 5 {
+		t.Errorf("SetFlags answered %+v, want UID 3 at ModSeq 4 and UID 1 at 5", changed)
+	}
+	if _, err := m.s.SetFlags(m.ctx, u.ID, inbox.ID, []uint32{1}, mailstore.FlagsAdd, []string{`\Seen`}); err != nil {
+		t.Fatal(err)
+	}
+	modseqs("after SetFlags", inbox.ID, map[uint32]uint64{1: 5, 2: 2, 3: 4})
+	if f := m.folder(u.ID, "INBOX"); f.HighestModSeq != 5 {
+		t.Errorf("INBOX HighestModSeq = %d, want 5", f.HighestModSeq)
+	}
+
+	// Changes carries each message's ModSeq as of the change.
+	_, ch := m.changes(u.ID, inbox.ID, 3)
+	if len(ch) != 2 || ch[0].Message.ModSeq != 4 || ch[1].Message.ModSeq != 5 {
+		t.Errorf("Changes(since 3) = %+v, want messages at ModSeq 4 and 5", ch)
+	}
+
+	// Copy and Move give the new messages the destination's ModSeqs; the
+	// expunge of a move moves the source's HighestModSeq.
+	archive := m.folder(u.ID, "Archive")
+	if _, err := m.s.SetFlags(m.ctx, u.ID, archive.ID, nil, mailstore.FlagsAdd, []string{`\Seen`}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.s.Copy(m.ctx, u.ID, inbox.ID, []uint32{2}, archive.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.s.Move(m.ctx, u.ID, inbox.ID, []uint32{1}, archive.ID); err != nil {
+		t.Fatal(err)
+	}
+	modseqs("Archive after Copy and Move", archive.ID, map[uint32]uint64{1: 1, 2: 2})
+	modseqs("INBOX after Move", inbox.ID, map[uint32]uint64{2: 2, 3: 4})
+	if f := m.folder(u.ID, "INBOX"); f.HighestModSeq != 6 {
+		t.Errorf("INBOX HighestModSeq after Move = %d, want 6", f.HighestModSeq)
+	}
+
+	// SetFlagsIf changes only the messages not changed since: UID 2 is
+	// at 2, UID 3 at 4; since 3 leaves 3 alone, and a UID not in the
+	// folder is neither.
+	changed, modified, err := m.s.SetFlagsIf(m.ctx, u.ID, inbox.ID, []uint32{3, 2, 99}, mailstore.FlagsAdd, []string{`\Flagged`}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changed) != 1 || changed[0].UID != 2 || changed[0].ModSeq != 7 || !slices.Equal(modified, []uint32{3}) {
+		t.Errorf("SetFlagsIf(since 3) = %+v, modified %v; want UID 2 changed at ModSeq 7, UID 3 modified", changed, modified)
+	}
+	// Since 0 passes none of them.
+	changed, modified, err = m.s.SetFlagsIf(m.ctx, u.ID, inbox.ID, []uint32{2, 3}, mailstore.FlagsAdd, []string{`\Answered`}, 0)
+	if err != nil || len(changed) != 0 || !slices.Equal(modified, []uint32{2, 3}) {
+		t.Errorf("SetFlagsIf(since 0) = %+v, modified %v, %v; want none changed, both modified", changed, modified, err)
+	}
+	modseqs("INBOX after SetFlagsIf", inbox.ID, map[uint32]uint64{2: 7, 3: 4})
+	m.invariants("a.example")
+
+	// A dump loaded into another store keeps every message's ModSeq, so
+	// that a client's mod-sequences stay valid across a store copy.
+	d, dok := m.s.(mailstore.Dumper)
+	dst := open(t)
+	l, lok := dst.(mailstore.Loader)
+	if !dok || !lok {
+		t.Fatalf("%T is not a Dumper and a Loader", m.s)
+	}
+	if err := l.Load(m.ctx, func(put func(mailstore.Record) error) error { return d.Dump(m.ctx, put) }); err != nil {
+		t.Fatalf("Load(Dump()) = %v", err)
+	}
+	loaded, err := dst.Messages(m.ctx, u.ID, inbox.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint32]uint64{}
+	for _, msg := range loaded {
+		got[msg.UID] = msg.ModSeq
+	}
+	if want := map[uint32]uint64{2: 7, 3: 4}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("loaded INBOX ModSeq by UID = %v, want %v", got, want)
+	}
+}

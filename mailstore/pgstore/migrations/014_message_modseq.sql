@@ -1,0 +1,12 @@
+-- 014: each message's modseq (mailstore.Message.ModSeq), the modseq of
+-- its latest change, set in the statement that logs the change: what
+-- IMAP CONDSTORE answers as its MODSEQ and what FETCH (CHANGEDSINCE)
+-- compares with (RFC 7162). 0 for a message last changed before this
+-- migration: older than every modseq given since.
+--
+-- min_compatible rises to 14: an older binary would add and re-flag
+-- messages without moving their modseq, and a client asking what changed
+-- since its last visit would not hear of those changes. (The column's
+-- default makes ADD COLUMN instant: no rewrite of the table.)
+-- min_compatible: 14
+ALTER TABLE messages ADD COLUMN IF NOT EXISTS modseq bigint NOT NULL DEFAULT 0;

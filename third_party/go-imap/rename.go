@@ -1,0 +1,4 @@
+package imap
+
+// RenameOptions contains options for the RENAME command.
+type RenameOptions struct{}
