@@ -57,7 +57,7 @@ func (a *API) createAlias(w http.ResponseWriter, r *http.Request, c call) error 
 	if err != nil {
 		return unprocessable("destination", "invalid email address")
 	}
-	// An unknown domain_name is 404 whatever the source (interface.md's
+	// An unknown domain_name is 404 whatever the source (the contract's
 	// condition names domain_name alone); the store checks it again in
 	// its transaction.
 	if _, err := a.store.Domain(r.Context(), c.partnerID, domain); err != nil {

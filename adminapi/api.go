@@ -1,6 +1,6 @@
 // Package adminapi is mailhost's management REST API: partners manage their
 // domains, mailboxes, aliases and limits with an API key. The contract is
-// interface.md with the choices of decisions.md; the whole route table is in
+// the partner contract (docs/api.md); the whole route table is in
 // routes.go and the OpenAPI 3.1 document in openapi.json.
 package adminapi
 
@@ -199,7 +199,7 @@ func New(cfg Config) *API {
 }
 
 // collections are the list resources; each answers with and without the
-// trailing slash, without a redirect (decisions.md).
+// trailing slash, without a redirect (docs/api.md, Conventions).
 var collections = map[string]string{
 	"/users":    "/users/",
 	"/aliases":  "/aliases/",

@@ -322,7 +322,7 @@ func TestPlans(t *testing.T) {
 	if strings.Join(got, ",") != want {
 		t.Errorf("GET /plans = %v, want %s", got, want)
 	}
-	// Paged like every list (decisions.md, "Ranges and bad input").
+	// Paged like every list (docs/api.md, "Conventions").
 	r = must(t, "GET /plans?limit=1&offset=1", e.a("GET", "/plans?limit=1&offset=1", ""), 200)
 	if l := r.list(); len(l) != 1 || l[0]["name"] != "business" || r.header.Get("X-Total-Count") != "3" {
 		t.Errorf("GET /plans?limit=1&offset=1 = %s (X-Total-Count %q), want business alone of 3", r.body, r.header.Get("X-Total-Count"))
@@ -368,8 +368,8 @@ func TestQueryParameters(t *testing.T) {
 	}
 }
 
-// TestInterfaceErrors covers every row of interface.md section 7, and
-// the address rules of decisions.md.
+// TestInterfaceErrors covers every error the partner contract fixes
+// (docs/api.md), and its address rules.
 func TestInterfaceErrors(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
@@ -394,7 +394,7 @@ func TestInterfaceErrors(t *testing.T) {
 		{"mailbox: invalid email", "/users/", `{"domain_name":"alpha.example","email":"not an address",` + pw + `}`, 422, "email: invalid email address"},
 		{"mailbox: password too short", "/users/", `{"domain_name":"alpha.example","email":"x@alpha.example","password":"1234567"}`, 422, "password: must be 8 to 1024 characters"},
 		{"mailbox: password too long", "/users/", `{"domain_name":"alpha.example","email":"x@alpha.example","password":"` + strings.Repeat("p", 1025) + `"}`, 422, "password: must be 8 to 1024 characters"},
-		// Issue 11: a NUL could never log in (it separates AUTH PLAIN's
+		// A NUL could never log in (it separates AUTH PLAIN's
 		// fields), and the MX takes SRS0=/SRS1= addresses only as bounces.
 		{"mailbox: password with a NUL", "/users/", `{"domain_name":"alpha.example","email":"x@alpha.example","password":"pass\u0000word123"}`, 422, "password: must not contain the NUL character (U+0000)"},
 		{"mailbox: SRS0 local part", "/users/", `{"domain_name":"alpha.example","email":"SRS0=abcd=TT=remote.example=joe@alpha.example",` + pw + `}`, 422, "email: local part must not start with SRS0= or SRS1= (reserved for bounces of forwarded mail)"},

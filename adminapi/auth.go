@@ -64,7 +64,7 @@ func (a *API) authed(fn apiFunc) http.HandlerFunc {
 // secret cannot be guessed anyway; this bounds the work (each wrong key
 // is a store lookup), and the log lines, such a client costs. A request
 // with no key tries no secret and costs no lookup: it is always answered
-// 401, as decisions.md has it. Right keys are never held back by it.
+// 401, as the contract has it. Right keys are never held back by it.
 func (a *API) failureAllowed(w http.ResponseWriter, r *http.Request) bool {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/mailhost/mailhost/policy"
 )
 
-// maxBody is the largest request body accepted (decisions.md): 1 MiB.
+// maxBody is the largest request body accepted (docs/api.md): 1 MiB.
 const maxBody = 1 << 20
 
 // body is a request's JSON object, read field by field so that each
@@ -103,7 +103,7 @@ func (b body) password(field string) (string, error) {
 	}
 	if strings.ContainsRune(p, 0) {
 		// SASL PLAIN (RFC 4616) separates its fields with NUL, so no
-		// client could ever log in with such a password (issue 11).
+		// client could ever log in with such a password.
 		return "", unprocessable(field, "must not contain the NUL character (U+0000)")
 	}
 	return p, nil

@@ -33,7 +33,7 @@ func unprocessable(field, format string, args ...any) *apiError {
 // so it could never receive any.
 const errSRSLocalPart = "local part must not start with SRS0= or SRS1= (reserved for bounces of forwarded mail)"
 
-// Answers fixed by interface.md section 7 and decisions.md; the texts are
+// Answers fixed by the partner contract (docs/api.md); the texts are
 // a contract.
 var (
 	errNotAuthenticated = newError(http.StatusUnauthorized, "Not authenticated")

@@ -15,7 +15,7 @@ func messageOf(n int) []byte {
 }
 
 // TestDomainUsageTransfer: the usage shows the month's transfer in, out
-// and total, in bytes and in MB of 1,048,576 bytes (decisions.md).
+// and total, in bytes and in MB of 1,048,576 bytes (docs/api.md).
 func TestDomainUsageTransfer(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

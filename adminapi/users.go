@@ -99,7 +99,7 @@ func (a *API) createMailbox(w http.ResponseWriter, r *http.Request, c call) erro
 	if emailErr != nil {
 		return unprocessable("email", "invalid email address")
 	}
-	// An unknown domain_name is 404 whatever the email (interface.md's
+	// An unknown domain_name is 404 whatever the email (the contract's
 	// condition names domain_name alone), and is answered, as a taken
 	// address is, before an argon2id hash is spent; the store checks both
 	// again in its transaction.

@@ -16,7 +16,7 @@ import (
 	"github.com/mailhost/mailhost/mailstore"
 )
 
-// benchBody is a message of 4 KB, the size of the issue 3 target.
+// benchBody is a message of 4 KB, the size of the speed targets' messages.
 func benchBody(i int) []byte {
 	h := fmt.Sprintf("From: bob@example.org\r\nTo: alice@example.com\r\nSubject: message %d\r\nDate: Mon, 02 Nov 2026 10:00:00 +0000\r\n\r\n", i)
 	line := "the quick brown fox jumps over the lazy dog, and again, 0123456789\r\n"
@@ -51,7 +51,7 @@ func fillInbox(b *testing.B, e *env, n int) {
 }
 
 // BenchmarkFetchAll is FETCH 1:* BODY.PEEK[] of 10,000 messages of 4 KB in
-// one session over STARTTLS, with go-imap's client (issue 3: ≥ 25,000
+// one session over STARTTLS, with go-imap's client (the target: ≥ 25,000
 // msgs/s). One iteration fetches the whole folder.
 func BenchmarkFetchAll(b *testing.B) {
 	const n = 10_000
@@ -110,7 +110,7 @@ func fetchCount(b *testing.B, c *imapclient.Client, set imap.SeqSet, opts *imap.
 }
 
 // BenchmarkIdleNewMessage is the cost of telling an idling session of one
-// new message (issue 10): alice's INBOX holds 10,000 messages of 4 KB, and
+// new message: alice's INBOX holds 10,000 messages of 4 KB, and
 // each iteration delivers a message through the store. In "idle", one
 // session has INBOX selected and is in IDLE, and the iteration waits for
 // its EXISTS; "no_session" is the delivery alone (a synced bbolt commit),

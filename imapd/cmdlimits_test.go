@@ -11,10 +11,10 @@ import (
 
 // TestCommandLimits: a command over imapserver's limits is answered at
 // once, BAD on its first line (and the connection goes on) or BYE once
-// part of it went to imapserver, never NO [SERVERBUG] (issue 11, part 5:
-// before, `LOGIN {99999}` waited 30 s for SERVERBUG, a 57 KB line got
-// SERVERBUG and the connection dropped, and 3,000 parentheses and CREATE
-// "&AAA" got SERVERBUG).
+// part of it went to imapserver, never NO [SERVERBUG]: imapserver alone
+// has `LOGIN {99999}` wait 30 s for SERVERBUG, a 57 KB line get SERVERBUG
+// and the connection dropped, and 3,000 parentheses and CREATE "&AAA"
+// get SERVERBUG.
 func TestCommandLimits(t *testing.T) {
 	logs := &syncBuffer{}
 	e := newEnv(t, envOptions{insecureAuth: true, log: logs})

@@ -9,8 +9,8 @@ import (
 	"github.com/emersion/go-imap/v2"
 )
 
-// Tests of what a conformance run against a reference suite found
-// (issue 12), each through a real connection.
+// Tests of what a conformance run against a reference suite found, each
+// through a real connection.
 
 // rawLogin dials in the clear (the env allows it), logs in and selects
 // INBOX.

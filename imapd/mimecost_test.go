@@ -12,7 +12,7 @@ import (
 
 // nestedMultipart is a message of depth nested multipart/mixed parts, each
 // the only part of its parent, around a text/plain part that says needle:
-// at depth 20,000 about 1.5 MB (issue 11, part 3).
+// at depth 20,000 about 1.5 MB.
 func nestedMultipart(depth int, needle string) string {
 	var b strings.Builder
 	b.WriteString("From: mallory@example.org\r\nTo: alice@example.com\r\nSubject: nested\r\nMIME-Version: 1.0\r\n")

@@ -171,7 +171,7 @@ func BenchmarkPurge(b *testing.B) {
 }
 
 // BenchmarkFolderUpdate is the store's side of telling an IMAP session of
-// one new message in a folder of 10,000 (issue 10): before the change log
+// one new message in a folder of 10,000: before the change log
 // the session re-read the folder (Messages); now it reads the changes
 // after its view (Changes, here the one delivery).
 func BenchmarkFolderUpdate(b *testing.B) {

@@ -7,7 +7,7 @@ import (
 )
 
 // ErrTransferCapReached answers a Deliver whose SenderDomainID has used its
-// monthly transfer cap (decisions.md: submission refused with 451 4.7.1).
+// monthly transfer cap (submission refused with 451 4.7.1: docs/mail.md).
 var ErrTransferCapReached = errors.New("domain transfer cap reached for the month")
 
 // ErrOutboundNotFound answers a queue call naming an entry that is gone.

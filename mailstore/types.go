@@ -133,7 +133,7 @@ func (m Mailbox) Entry() MailboxEntry {
 func (m Mailbox) QuotaBytes() int64 { return m.QuotaMB * MB }
 
 // Fits reports whether a message of size bytes (0 or less: not known yet)
-// may be added to the mailbox (decisions.md, "Quota"): not once the
+// may be added to the mailbox (docs/mail.md, quota): not once the
 // mailbox has reached its quota, nor when size would take it past; a zero
 // quota admits nothing. Every check of the quota is this rule: the
 // protocols' (policy.AcceptAtRCPT, IMAP APPEND) and bbolt's in its
@@ -223,7 +223,7 @@ type DKIMKey struct {
 }
 
 // TransferCapReached reports whether the domain has used its monthly
-// transfer cap with the month's counters t (decisions.md, "Transfer cap"):
+// transfer cap with the month's counters t (docs/mail.md, transfer cap):
 // bytes received for it and sent or forwarded on its behalf, in + out, at
 // or past TransferMonthlyMB. As with quotas, a zero cap admits nothing.
 // Caps are at most 2^30 MB (2^50 bytes): the product cannot overflow.

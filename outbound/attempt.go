@@ -97,7 +97,7 @@ func (s *Sender) attempt(ctx, runCtx context.Context, e mailstore.Outbound, rele
 		out.deferAll(pending, *held)
 	default:
 		// A destination hosted here is delivered here, unless another
-		// partner hosts it unverified (issue 11): then it goes out, as
+		// partner hosts it unverified: then it goes out, as
 		// to any domain not hosted here.
 		here, err := s.delivery.RoutesHere(ctx, e)
 		switch {
@@ -219,7 +219,7 @@ func (s *Sender) warn(ctx context.Context, e mailstore.Outbound, body []byte, ou
 // suspended answers the reply that holds an entry back when the domain
 // it is sent for (a user's submission, a forward through its alias, or a
 // bounce relayed back through the SRS address that alias made) is
-// suspended: decisions.md has a suspended domain send nothing, and an
+// suspended: a suspended domain sends nothing (docs/api.md), and an
 // operator who suspends a domain for abuse expects the mail it queued to
 // stop too. The entry is retried as if deferred, and goes once the domain
 // is resumed (the resume makes it due at once: FlushOutboundDomain), or

@@ -208,7 +208,7 @@ func headersOf(body []byte) []byte {
 			continue
 		}
 		// A CR inside a line would leave as a bare CR, which a next hop
-		// may read as a line end ("<CR>.<CR>" smuggling, issue 11).
+		// may read as a line end ("<CR>.<CR>" smuggling).
 		l = strings.ReplaceAll(l, "\r", " ")
 		out.WriteString(l)
 		out.WriteString("\r\n")

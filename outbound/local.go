@@ -80,7 +80,7 @@ func localReply(err error) reply {
 	case errors.Is(err, delivery.ErrNoLongerHosted):
 		return reply{Code: 451, Enhanced: smtp.EnhancedCode{4, 4, 0}, Text: "domain no longer hosted here"}
 	case errors.Is(err, delivery.ErrOverQuota):
-		// As the MX answers at RCPT (decisions.md): temporary, the
+		// As the MX answers at RCPT: temporary, the
 		// mailbox may shrink before the entry expires.
 		return reply{Code: 452, Enhanced: smtp.EnhancedCode{4, 2, 2}, Text: "mailbox full"}
 	case errors.Is(err, delivery.ErrTransferCapReached):

@@ -5,7 +5,7 @@
 // over SMTP to the domain's MX hosts or to a configured relay), records the
 // outcome, retries what was deferred with exponential backoff, and sends a
 // delivery status notification (RFC 3464) for what failed for good
-// (decisions.md, "The mail plane"). Claims are spread over destinations,
+// (docs/mail.md). Claims are spread over destinations,
 // so that a backlog to one slow domain does not hold the others back
 // (loop.go), and the mail of a suspended domain waits until it is
 // resumed.

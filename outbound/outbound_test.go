@@ -805,7 +805,7 @@ func TestSMTPUTF8Needed(t *testing.T) {
 
 // An entry of one partner's domain for a domain another partner hosts
 // and has not verified goes out to that domain's MX, as for any domain
-// not hosted here, not into the other partner's mailbox (issue 11); so
+// not hosted here, not into the other partner's mailbox; so
 // does the bounce of an entry whose sender is in that domain. A verified
 // domain of the other partner gets its mail here.
 func TestLocalDestinationOfAnotherPartner(t *testing.T) {
@@ -862,7 +862,7 @@ func TestLocalDestinationOfAnotherPartner(t *testing.T) {
 // A body with bare CR and LF (queued before smtpd normalised them, say)
 // leaves with every line ended by CRLF and dot-stuffed: "\r.\r" and
 // "\n.\n" are a line holding "." to the next hop, never its end of data
-// (issue 11, SMTP smuggling). go-smtp's writer alone passes a bare CR
+// (SMTP smuggling). go-smtp's writer alone passes a bare CR
 // through.
 func TestDataLineEnds(t *testing.T) {
 	f := newFixture(t)

@@ -1,5 +1,5 @@
 // Command folderbench fills a mailbox and times what a mail client sends
-// to a folder (issue 15), against any IMAP server: bench/folder.sh runs it
+// to a folder, against any IMAP server: bench/folder.sh runs it
 // against mailhost and Dovecot side by side.
 //
 //	folderbench maildir -dir DIR -n N            N messages into a Maildir (Dovecot's)
