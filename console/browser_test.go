@@ -366,6 +366,40 @@ func TestBrowser(t *testing.T) {
 	shot("usage")
 	do("all usage", chromedp.Click(chromedp.CSS(`a[data-nav="usage"]`)), chromedp.WaitVisible(chromedp.ID("usage")))
 
+	// Webhooks: none chosen is refused in the page; the secret is shown
+	// with the new webhook and never again; deleting empties the list.
+	do("webhooks page", chromedp.Click(chromedp.CSS(`a[data-nav="webhooks"]`)), chromedp.WaitVisible(chromedp.ID("create-webhook")))
+	do("add a webhook without events",
+		chromedp.SendKeys(chromedp.ID("hook-url"), "https://hooks.example.net/mailhost"),
+		chromedp.Click(chromedp.CSS("#create-webhook button[type=submit]")))
+	until("no event refused", `document.querySelector("#create-webhook .error").textContent.includes("at least one event")`)
+	do("add a webhook",
+		chromedp.Click(chromedp.CSS(`#create-webhook input[value="domain.suspended"]`)),
+		chromedp.Click(chromedp.CSS(`#create-webhook input[value="message.bounced"]`)),
+		chromedp.Click(chromedp.CSS("#create-webhook button[type=submit]")),
+		chromedp.WaitVisible(chromedp.ID("webhook-secret")))
+	secret := eval(`document.getElementById("webhook-secret-value").textContent`)
+	if !strings.HasPrefix(secret, "whsec_") || !strings.Contains(eval(`document.getElementById("webhook-secret").textContent`), "Shown only now") {
+		t.Errorf("secret shown = %q, want whsec_… with the note that it is shown only now", secret)
+	}
+	if got := eval(`document.querySelector("#webhooks tbody").textContent`); !strings.Contains(got, "https://hooks.example.net/mailhost") ||
+		!strings.Contains(got, "domain.suspended") || !strings.Contains(got, "message.bounced") {
+		t.Errorf("webhook row = %q", got)
+	}
+	if code, body := apiGet(t, base+"/webhooks/", key); code != 200 || !strings.Contains(body, `"events":["domain.suspended","message.bounced"]`) || strings.Contains(body, secret) {
+		t.Errorf("GET /webhooks/ = %d %s, want the webhook without its secret", code, body)
+	}
+	shot("webhooks")
+	do("webhooks again", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("webhooks")))
+	if got := eval(`String(document.getElementById("webhook-secret"))`); got != "null" {
+		t.Error("the secret is shown again after a reload")
+	}
+	do("delete the webhook", chromedp.Click(chromedp.CSS("#webhooks button.danger")))
+	until("webhook deleted", `!document.getElementById("webhooks") && document.getElementById("create-webhook") !== null`)
+	if code, body := apiGet(t, base+"/webhooks/", key); code != 200 || strings.TrimSpace(body) != "[]" {
+		t.Errorf("GET /webhooks/ after the delete = %d %s, want []", code, body)
+	}
+
 	do("domain list", chromedp.Click(chromedp.CSS(`a[data-nav="domains"]`)), chromedp.WaitVisible(chromedp.ID("domains")))
 	shot("domains")
 
