@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mailhost/mailhost/mailstore"
