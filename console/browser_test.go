@@ -400,6 +400,20 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("GET /webhooks/ after the delete = %d %s, want []", code, body)
 	}
 
+	// The audit log: the delete just made is its newest entry; the filter
+	// narrows the page shown.
+	do("audit log", chromedp.Click(chromedp.CSS(`a[data-nav="audit"]`)), chromedp.WaitVisible(chromedp.ID("audit")))
+	if got := eval(`document.querySelector("#audit tbody tr").textContent`); !strings.Contains(got, "DELETE/webhooks/{id}1200") {
+		t.Errorf("newest audit entry = %q, want the webhook's DELETE", got)
+	}
+	do("filter the audit log", chromedp.SendKeys(chromedp.ID("audit-filter"), "aliases"))
+	until("filtered", `document.getElementById("audit-shown").textContent.startsWith("1 of the ")`)
+	if got := eval(`[...document.querySelectorAll("#audit tbody tr")].filter((r) => !r.hidden).map((r) => r.textContent).join("|")`); !strings.Contains(got, "POST/aliases/@example.com201") {
+		t.Errorf("filtered audit rows = %q, want the catch-all's POST", got)
+	}
+	eval(`(() => { const f = document.getElementById("audit-filter"); f.value = ""; f.dispatchEvent(new Event("input")); return ""; })()`)
+	shot("audit")
+
 	do("domain list", chromedp.Click(chromedp.CSS(`a[data-nav="domains"]`)), chromedp.WaitVisible(chromedp.ID("domains")))
 	shot("domains")
 

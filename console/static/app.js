@@ -10,6 +10,7 @@ import * as mailboxes from "./mailboxes.js";
 import * as aliases from "./aliases.js";
 import * as usage from "./usage.js";
 import * as webhooks from "./webhooks.js";
+import * as audit from "./audit.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -24,6 +25,7 @@ const routes = [
   [/^#\/domains\/([^/]+)\/usage$/, usage.domain],
   [/^#\/usage$/, usage.all],
   [/^#\/webhooks$/, webhooks.page],
+  [/^#\/audit$/, audit.page],
 ];
 
 // rendering counts renders, so that a slow view finishing after the user
