@@ -11,6 +11,7 @@ import * as aliases from "./aliases.js";
 import * as usage from "./usage.js";
 import * as webhooks from "./webhooks.js";
 import * as audit from "./audit.js";
+import * as autoreply from "./autoreply.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -21,6 +22,7 @@ const routes = [
   [/^#\/domains\/([^/]+)$/, domains.settings],
   [/^#\/domains\/([^/]+)\/dns$/, domains.dns],
   [/^#\/domains\/([^/]+)\/mailboxes$/, mailboxes.page],
+  [/^#\/domains\/([^/]+)\/mailboxes\/([^/]+)\/autoreply$/, autoreply.page],
   [/^#\/domains\/([^/]+)\/aliases$/, aliases.page],
   [/^#\/domains\/([^/]+)\/usage$/, usage.domain],
   [/^#\/usage$/, usage.all],
