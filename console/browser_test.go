@@ -388,8 +388,32 @@ func TestBrowser(t *testing.T) {
 	until("badge", `document.querySelector("#view h1").textContent.includes("verified") && !document.querySelector("#view h1").textContent.includes("not verified")`)
 	shot("dns")
 
+	// The spam filter: the server's default at first, then the domain's
+	// own, then the default again, each read back through the API.
+	do("settings", chromedp.Click(chromedp.CSS(`a[href="#/domains/example.com"]`)), chromedp.WaitVisible(chromedp.ID("spam-form")))
+	if got := eval(`document.getElementById("spam-state").textContent`); got != "In force: junk, the server's default." {
+		t.Errorf("spam filter state = %q, want the server's default, junk", got)
+	}
+	do("set the spam filter",
+		chromedp.SetValue(chromedp.ID("spam-filter"), "reject"),
+		chromedp.Click(chromedp.CSS("#spam-form button[type=submit]")))
+	until("spam filter set", `document.getElementById("spam-state").textContent === "In force: reject, this domain's own setting."`)
+	if code, body := apiGet(t, base+"/domains/example.com/spam", key); code != 200 || !strings.Contains(body, `"filter":"reject","default":false`) {
+		t.Errorf("GET spam = %d %s, want reject, the domain's own", code, body)
+	}
+	if shots != "" {
+		eval(`(() => { document.getElementById("spam-form").scrollIntoView({ block: "center" }); return ""; })()`)
+		shot("spam")
+	}
+	do("spam filter back to the default",
+		chromedp.SetValue(chromedp.ID("spam-filter"), ""),
+		chromedp.Click(chromedp.CSS("#spam-form button[type=submit]")))
+	until("spam filter default", `document.getElementById("spam-state").textContent === "In force: junk, the server's default."`)
+	if code, body := apiGet(t, base+"/domains/example.com/spam", key); code != 200 || !strings.Contains(body, `"filter":"junk","default":true`) {
+		t.Errorf("GET spam = %d %s, want junk, the server's default", code, body)
+	}
+
 	do("suspend",
-		chromedp.Click(chromedp.CSS(`a[href="#/domains/example.com"]`)),
 		chromedp.WaitVisible(chromedp.ID("suspend")),
 		chromedp.Click(chromedp.ID("suspend")),
 		chromedp.WaitVisible(chromedp.ID("resume")))
