@@ -152,10 +152,11 @@ func (l *browserLog) received() (total int64, n int) {
 
 // TestBrowser drives the console in headless Chromium against the whole
 // service: sign in (a wrong key first), create a domain and a mailbox,
-// receive a message, change the quota and see the bar, add a catch-all,
-// check ownership against a stub DNS (refused, then found once the MX
-// is published), suspend and resume, look at the
-// usage chart, sign out. Along the way: the key is in sessionStorage and
+// receive a message, change the quota and see the bar, set and remove an
+// auto-reply, add a catch-all, check ownership against a stub DNS
+// (refused, then found once the MX is published), set the spam filter,
+// suspend and resume, look at the usage chart, add a webhook (its secret
+// shown once) and delete it, see that in the audit log, sign out. Along the way: the key is in sessionStorage and
 // in no URL, no cookie is set, every request stays on the origin, the
 // page throws nothing and breaks no policy, and the first visit stays in
 // the size budget. With MAILHOST_CONSOLE_SCREENSHOTS=dir it saves
