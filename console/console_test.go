@@ -5,8 +5,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 func get(t *testing.T, h http.Handler, method, path string, hdr ...string) *http.Response {
@@ -170,5 +173,23 @@ func TestNoHTMLSinks(t *testing.T) {
 	b, _ := io.ReadAll(res.Body)
 	if !strings.Contains(string(b), `<script type="module" src="app.js">`) {
 		t.Error("index.html does not load app.js as a module")
+	}
+}
+
+// TestWebhookEvents: the webhooks page offers exactly the server's event
+// types, in its order: the API has no route that lists them.
+func TestWebhookEvents(t *testing.T) {
+	js := string(New().files["webhooks.js"].body)
+	start := strings.Index(js, "export const events = [")
+	end := strings.Index(js[start:], "\n];")
+	if start < 0 || end < 0 {
+		t.Fatal("webhooks.js has no events list")
+	}
+	var got []string
+	for _, m := range regexp.MustCompile(`\["([a-z_.]+)", "`).FindAllStringSubmatch(js[start:start+end], -1) {
+		got = append(got, m[1])
+	}
+	if !slices.Equal(got, mailstore.EventTypes) {
+		t.Errorf("webhooks.js offers %q, want the server's %q", got, mailstore.EventTypes)
 	}
 }

@@ -1,6 +1,6 @@
 // app.js: signing in and out, and the router: the hash names the view
-// (#/domains, #/domains/example.com/mailboxes, #/usage), so the key is
-// never part of a URL and the back button works.
+// (#/domains, #/domains/example.com/mailboxes, #/usage, #/webhooks), so
+// the key is never part of a URL and the back button works.
 
 import { h, replace } from "./dom.js";
 import { key, get, setOnUnauthorized } from "./api.js";
@@ -9,6 +9,9 @@ import * as domains from "./domains.js";
 import * as mailboxes from "./mailboxes.js";
 import * as aliases from "./aliases.js";
 import * as usage from "./usage.js";
+import * as webhooks from "./webhooks.js";
+import * as audit from "./audit.js";
+import * as autoreply from "./autoreply.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -19,9 +22,12 @@ const routes = [
   [/^#\/domains\/([^/]+)$/, domains.settings],
   [/^#\/domains\/([^/]+)\/dns$/, domains.dns],
   [/^#\/domains\/([^/]+)\/mailboxes$/, mailboxes.page],
+  [/^#\/domains\/([^/]+)\/mailboxes\/([^/]+)\/autoreply$/, autoreply.page],
   [/^#\/domains\/([^/]+)\/aliases$/, aliases.page],
   [/^#\/domains\/([^/]+)\/usage$/, usage.domain],
   [/^#\/usage$/, usage.all],
+  [/^#\/webhooks$/, webhooks.page],
+  [/^#\/audit$/, audit.page],
 ];
 
 // rendering counts renders, so that a slow view finishing after the user

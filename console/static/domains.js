@@ -1,5 +1,6 @@
 // domains.js: the list of domains, a domain's settings (plan, limits,
-// retention, transfer cap, suspension) and the DNS records to publish.
+// retention, transfer cap, spam filter, suspension) and the DNS records
+// to publish.
 
 import { h, field, copyButton, fmt } from "./dom.js";
 import { call, get, post, put, del, seg } from "./api.js";
@@ -52,7 +53,8 @@ const limit = (n) => (n === 0 ? "unlimited" : fmt(n));
 
 // settings is #/domains/{name}.
 export async function settings(ctx, name) {
-  const [{ domain: d, el: head }] = await Promise.all([domainHeader(ctx, name, ""), planNames()]);
+  const [{ domain: d, el: head }, , sp] = await Promise.all([
+    domainHeader(ctx, name, ""), planNames(), get("/domains/" + seg(name) + "/spam")]);
   const path = "/domains/" + seg(d.name);
 
   const plan = planSelect(d.plan);
@@ -82,6 +84,7 @@ export async function settings(ctx, name) {
       planForm,
       h("p", { class: "note" }, "Applying a plan sets the retention, the transfer cap and the quota of every mailbox of the domain at once.")),
     section("Limits", limitsForm, retForm, capForm),
+    spamSection(ctx, path, sp),
     section(d.suspended ? "Suspended" : "Suspension",
       h("p", {}, d.suspended
         ? "The domain is suspended: its mailboxes cannot log in or send; mail to it is still received."
@@ -101,6 +104,32 @@ export async function settings(ctx, name) {
         location.hash = "#/domains";
         return "Domain deleted";
       }, { class: "danger" })));
+}
+
+// spamFilters are the filters the API takes, with what each does.
+const spamFilters = [
+  ["off", "Off: nothing is filtered"],
+  ["junk", "Junk: spam, even what the filter would reject, goes to the Junk folder"],
+  ["reject", "Reject: what the filter rejects is refused (550 5.7.1), other spam goes to Junk"],
+];
+
+// spamSection is the domain's spam filter: its own, or the server's
+// default ("" in the select, null to the API).
+function spamSection(ctx, path, sp) {
+  const select = h("select", { "aria-label": "Spam filter", id: "spam-filter" },
+    h("option", { value: "", selected: sp.default }, "The server's default" + (sp.default ? ` (now ${sp.filter})` : "")),
+    spamFilters.map(([v, label]) => h("option", { value: v, selected: !sp.default && sp.filter === v }, label)));
+  const form = onSubmit(ctx, h("form", { class: "inline", id: "spam-form" },
+    h("label", { class: "field" }, h("span", {}, "Spam filter"), select), h("button", { type: "submit" }, "Set filter")),
+  async () => {
+    await put(path + "/spam", { filter: select.value || null });
+    return "Spam filter set";
+  });
+  return section("Spam filter",
+    h("p", { id: "spam-state" }, `In force: ${sp.filter}, `, sp.default ? "the server's default." : "this domain's own setting."),
+    form,
+    h("p", { class: "note" }, "With junk or reject, mail the filter would rather see again later (soft reject, greylisting) is answered 451 4.7.1, so that its sender retries. ",
+      "The server's default is the operator's spam_filter setting."));
 }
 
 // dns is #/domains/{name}/dns: the records with copy buttons, and the

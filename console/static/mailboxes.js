@@ -45,7 +45,8 @@ function row(ctx, m, u) {
   return h("li", { class: "row", "data-email": m.email },
     h("div", { class: "row-head" },
       h("strong", {}, m.email),
-      h("span", { class: "note" }, `${fmt(u.message_count)} messages · last login ${u.last_login ? u.last_login.replace("T", " ") : "never"}`)),
+      h("span", { class: "note" }, `${fmt(u.message_count)} messages · last login ${u.last_login ? u.last_login.replace("T", " ") : "never"}`),
+      h("a", { href: `#/domains/${seg(m.email.split("@")[1])}/mailboxes/${seg(m.email)}/autoreply`, class: "autoreply-link" }, "Auto-reply")),
     bar(u.storage_used_mb, u.quota_mb, "MB"),
     h("div", { class: "row-forms" }, quotaForm, pwForm,
       button(ctx, "Delete", async () => {
