@@ -23,6 +23,9 @@ import (
 const usage = `mailhost: email hosting for partners, in one binary.
 
 Usage:
+  mailhost setup [flags]                 write a production configuration, systemd unit and
+                                         data directory; print the DNS records and a checklist
+                                         (asks what the flags do not say; -h lists them)
   mailhost serve [flags]                 run the API, SMTP, IMAP and retention
   mailhost version                       print the version, commit and Go release
   mailhost sink [-listen ADDR]           an SMTP server that prints each message it
@@ -77,6 +80,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if args[0] == "sink" {
 		return sinkCommand(args[1:], stdout, stderr)
+	}
+	if args[0] == "setup" {
+		return setupCommand(args[1:], stdin, stdout, stderr)
 	}
 	if args[0] == "store" {
 		return storeCommand(args[1:], stdout, stderr)
