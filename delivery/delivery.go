@@ -143,6 +143,12 @@ type Config struct {
 	// address, normalised, hosted here or not. "": they are
 	// ErrUnknownRecipient.
 	Postmaster string
+	// RecipientDelimiter separates a recipient's subaddress detail (RFC
+	// 5233, policy.ResolveOptions): "" for none.
+	RecipientDelimiter string
+	// Sieve runs the active Sieve script of each local recipient at
+	// Commit (sieve.go). nil: none.
+	Sieve *Sieve
 	// Now is the clock that picks the month of transfer checks. nil:
 	// time.Now.
 	Now func() time.Time
@@ -357,4 +363,9 @@ func (a *Agent) RoutesHere(ctx context.Context, e mailstore.Outbound) (bool, err
 		return false, err
 	}
 	return policy.DeliverLocally(partner, d), nil
+}
+
+// resolveOpts are the options of the agent's recipient resolution.
+func (a *Agent) resolveOpts() policy.ResolveOptions {
+	return policy.ResolveOptions{Delimiter: a.cfg.RecipientDelimiter}
 }
