@@ -15,10 +15,13 @@ import (
 	"github.com/mailhost/mailhost/sieve"
 )
 
-// SieveStore is where a mailbox's active script is read; both stores
-// satisfy it (mailstore.SieveScripts).
+// SieveStore is where a mailbox's active script is read, and the
+// folders of fileinto (RFC 5228 section 4.1, RFC 5490 :create and
+// mailboxexists) are looked up and made; both stores satisfy it.
 type SieveStore interface {
 	ActiveSieveScript(ctx context.Context, mailboxID int64) (mailstore.SieveScript, error)
+	Folder(ctx context.Context, mailboxID int64, name string) (mailstore.Folder, error)
+	CreateFolder(ctx context.Context, mailboxID int64, name string) (mailstore.Folder, error)
 }
 
 // VacationResponder answers a script's vacation action (RFC 5230);
@@ -137,14 +140,15 @@ func (s *Sieve) script(ctx context.Context, id int64) (sc *sieve.Script, parseEr
 type sieveOutcome struct {
 	// discarded are the mailboxes that store nothing.
 	discarded []int64
-	// junk are mailboxes whose keep or fileinto "Junk" goes to Junk;
-	// inbox those whose script filed the message elsewhere than Junk
-	// while the spam filter sent it there.
-	junk, inbox []int64
-	redirects   []queued
-	marks       []string // RedirectHeader values to add
-	vacations   []vacation
-	reject      *SieveRejectError
+	// junk are mailboxes whose script filed into "Junk" (the folder
+	// with special use \Junk, as the spam filter's).
+	junk []int64
+	// places are the copies filed elsewhere or with flags.
+	places    []mailstore.Placement
+	redirects []queued
+	marks     []string // RedirectHeader values to add
+	vacations []vacation
+	reject    *SieveRejectError
 }
 
 type vacation struct {
@@ -188,7 +192,7 @@ func (t *Transaction) runSieve(ctx context.Context, body []byte) (sieveOutcome, 
 			msg = sieve.NewMessage(body)
 		}
 		env := sieve.Envelope{From: t.from, To: t.recipientOf(mb.ID), AuthUser: t.user.Email}
-		res, err := sc.Run(ctx, msg, env, sieve.RunOptions{SubaddressSeparator: s.cfg.Delimiter})
+		res, err := sc.Run(ctx, msg, env, sieve.RunOptions{SubaddressSeparator: s.cfg.Delimiter, Mailboxes: folders{s.cfg.Store, mb.ID}})
 		if err != nil {
 			s.log.Warn("sieve script failed: message kept", "mailbox", mb.Email, "err", err)
 			continue
@@ -198,45 +202,72 @@ func (t *Transaction) runSieve(ctx context.Context, body []byte) (sieveOutcome, 
 	return out, nil
 }
 
-// applySieve records what res asks for mailbox mb.
+// folders answers mailboxexists (RFC 5490) with a mailbox's folders.
+type folders struct {
+	st SieveStore
+	id int64
+}
+
+func (f folders) MailboxExists(ctx context.Context, name string) (bool, error) {
+	_, err := f.st.Folder(ctx, f.id, name)
+	if errors.Is(err, mailstore.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// applySieve records what res asks for mailbox mb: one copy at most,
+// where the first action that stores it says (keep, fileinto), with that
+// action's flags; none when nothing stores it (discard, or a redirect or
+// vacation without keep).
 func (t *Transaction) applySieve(ctx context.Context, out *sieveOutcome, mb mailstore.Mailbox, env sieve.Envelope, res sieve.Result, redirected bool) {
-	log := t.a.cfg.Sieve.log
-	junk := slices.Contains(t.junk, mb.ID)
-	stored := res.ImplicitKeep
-	toJunk, toInbox := false, res.ImplicitKeep
+	s := t.a.cfg.Sieve
+	var (
+		stored bool
+		pl     = mailstore.Placement{MailboxID: mb.ID}
+		junk   bool
+	)
+	keep := func(flags []string) {
+		if !stored {
+			stored, pl.Flags = true, flags
+		}
+	}
 	for _, a := range res.Actions {
 		switch a := a.(type) {
 		case sieve.Keep:
-			stored, toInbox = true, true
+			keep(a.Flags)
 		case sieve.FileInto:
-			stored = true
-			if strings.EqualFold(a.Folder, "Junk") {
-				toJunk = true
+			if stored {
+				s.log.Info("sieve fileinto: one copy per mailbox, already filed", "mailbox", mb.Email, "folder", a.Folder)
 				continue
 			}
-			if !strings.EqualFold(a.Folder, "INBOX") {
-				log.Info("sieve fileinto: folder not supported at delivery, message in INBOX", "mailbox", mb.Email, "folder", a.Folder)
+			keep(a.Flags)
+			switch {
+			case strings.EqualFold(a.Folder, "Junk"):
+				junk = true
+			case strings.EqualFold(a.Folder, "INBOX"):
+				// The script's INBOX, not the spam filter's Junk.
+				pl.Folder = "INBOX"
+			default:
+				pl.Folder = s.fileInto(ctx, mb, a)
 			}
-			toInbox = true
-			// The script chose a folder: the spam filter's Junk no
-			// longer applies to this copy.
-			junk = false
 		case sieve.Redirect:
 			switch {
 			case redirected:
-				log.Info("sieve redirect: message already redirected by this mailbox, kept", "mailbox", mb.Email, "to", a.Address)
-				stored, toInbox = true, true
+				s.log.Info("sieve redirect: message already redirected by this mailbox, kept", "mailbox", mb.Email, "to", a.Address)
+				keep(res.Flags)
 			case len(out.redirects) >= maxRedirects:
-				log.Warn("sieve redirect: over the limit of redirects, kept", "mailbox", mb.Email, "to", a.Address)
-				stored, toInbox = true, true
+				s.log.Warn("sieve redirect: over the limit of redirects, kept", "mailbox", mb.Email, "to", a.Address)
+				keep(res.Flags)
 			default:
-				if q, ok := t.sieveRedirect(mb, a.Address); ok {
-					out.redirects = append(out.redirects, q)
-					if !slices.Contains(out.marks, mb.Email) {
-						out.marks = append(out.marks, mb.Email)
-					}
-				} else {
-					stored, toInbox = true, true
+				q, ok := t.sieveRedirect(mb, a.Address)
+				if !ok {
+					keep(res.Flags)
+					continue
+				}
+				out.redirects = append(out.redirects, q)
+				if !slices.Contains(out.marks, mb.Email) {
+					out.marks = append(out.marks, mb.Email)
 				}
 			}
 		case sieve.Reject:
@@ -244,22 +275,46 @@ func (t *Transaction) applySieve(ctx context.Context, out *sieveOutcome, mb mail
 				out.reject = &SieveRejectError{Mailbox: mb.Email, Reason: a.Reason}
 				return
 			}
-			// Several recipients: the others take it, so this one
-			// keeps it rather than refuse it to all.
-			log.Info("sieve reject with other recipients: message kept", "mailbox", mb.Email, "reason", a.Reason)
-			stored, toInbox = true, true
+			// Other recipients take it, or the sender had its 250
+			// (the queue): this copy is kept rather than refused.
+			s.log.Info("sieve reject with other recipients: message kept", "mailbox", mb.Email, "reason", a.Reason)
+			keep(res.Flags)
 		case sieve.Vacation:
 			out.vacations = append(out.vacations, vacation{mb, env, a})
 		}
 	}
-	switch {
-	case !stored:
-		out.discarded = append(out.discarded, mb.ID)
-	case toJunk && !toInbox, toInbox && junk:
-		out.junk = append(out.junk, mb.ID)
-	case toInbox:
-		out.inbox = append(out.inbox, mb.ID)
+	if res.ImplicitKeep {
+		keep(res.Flags)
 	}
+	if !stored {
+		out.discarded = append(out.discarded, mb.ID)
+		return
+	}
+	if junk {
+		out.junk = append(out.junk, mb.ID)
+	}
+	if pl.Folder != "" || len(pl.Flags) > 0 {
+		out.places = append(out.places, pl)
+	}
+}
+
+// fileInto is the folder a fileinto other than INBOX and Junk stores
+// into: a.Folder when the mailbox has it or :create made it, else INBOX
+// (RFC 5228 section 4.1: a folder that does not exist is an error the
+// implementation may answer with a keep; RFC 5490 section 3.2).
+func (s *Sieve) fileInto(ctx context.Context, mb mailstore.Mailbox, a sieve.FileInto) string {
+	_, err := s.cfg.Store.Folder(ctx, mb.ID, a.Folder)
+	if err == nil {
+		return a.Folder
+	}
+	if errors.Is(err, mailstore.ErrNotFound) && a.Create {
+		_, err = s.cfg.Store.CreateFolder(ctx, mb.ID, a.Folder)
+		if err == nil || errors.Is(err, mailstore.ErrFolderExists) {
+			return a.Folder
+		}
+	}
+	s.log.Info("sieve fileinto: no such folder, message in INBOX", "mailbox", mb.Email, "folder", a.Folder, "create", a.Create, "err", err)
+	return "INBOX"
 }
 
 // sieveRedirect is the queue entry of a redirect by mb's script: a

@@ -371,14 +371,13 @@ func (t *Transaction) Commit(ctx context.Context, body []byte, at time.Time) (Re
 	ids, junk := t.MailboxIDs(), t.junk
 	if t.a.cfg.Sieve != nil {
 		ids = slices.DeleteFunc(ids, func(id int64) bool { return slices.Contains(sv.discarded, id) })
-		junk = slices.DeleteFunc(slices.Clone(junk), func(id int64) bool { return slices.Contains(sv.inbox, id) })
-		junk = unionIDs(junk, sv.junk)
+		junk = unionIDs(slices.Clone(junk), sv.junk)
 		for _, q := range sv.redirects {
 			relay = addRelay(relay, q)
 		}
 		body = markRedirected(body, sv.marks)
 	}
-	d := mailstore.Delivery{Body: body, ReceivedAt: at, MailboxIDs: ids, JunkMailboxIDs: junk, Relay: relay}
+	d := mailstore.Delivery{Body: body, ReceivedAt: at, MailboxIDs: ids, JunkMailboxIDs: junk, Relay: relay, Placements: sv.places}
 	if t.mode == Submission {
 		d.SenderDomainID = t.domain.ID
 	}

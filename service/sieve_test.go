@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,10 +41,13 @@ func TestSieveAtDelivery(t *testing.T) {
 	stop()
 
 	scripts := map[string]string{
-		"ann": `require ["fileinto", "envelope", "subaddress"];
+		"ann": `require ["fileinto", "envelope", "subaddress", "mailbox", "imap4flags"];
 if header :contains "subject" "drop" { discard; stop; }
 if header :contains "subject" "junkme" { fileinto "Junk"; }
-if envelope :detail "to" "spam" { fileinto "Junk"; }`,
+if envelope :detail "to" "spam" { fileinto "Junk"; }
+if header :contains "subject" "golang" { fileinto :create "Lists/Go"; }
+if header :contains "subject" "nowhere" { fileinto "Nowhere"; }
+if header :contains "subject" "flagme" { addflag ["\\Flagged", "$important"]; }`,
 		"bob":   `redirect "out@remote.test";`,
 		"carol": `require "reject"; reject "Carol takes no mail.";`,
 		"dave":  `require "vacation"; vacation :days 1 :subject "away" "I am away until Monday.";`,
@@ -106,6 +110,20 @@ if envelope :detail "to" "spam" { fileinto "Junk"; }`,
 	if in, junk := count("ann", "INBOX"), count("ann", "Junk"); in != 1 || junk != 2 {
 		t.Errorf("ann: INBOX %d, Junk %d; want 1 (keep of ann+other) and 2 (fileinto, :detail)", in, junk)
 	}
+	// fileinto :create makes the folder; a folder that does not exist
+	// without :create is INBOX; addflag's flags are on the stored copy.
+	for _, subject := range []string{"golang news", "to nowhere", "flagme"} {
+		if err := send("x@sender.test", []string{"ann@example.com"}, subject); err != nil {
+			t.Fatalf("%s: %v", subject, err)
+		}
+	}
+	if in, lists := count("ann", "INBOX"), count("ann", "Lists/Go"); in != 3 || lists != 1 {
+		t.Errorf("ann: INBOX %d, Lists/Go %d; want 3 and 1", in, lists)
+	}
+	if flags := lastFlags(t, addrs.IMAP, "ann@example.com", "INBOX"); !slices.Contains(flags, imap.FlagFlagged) ||
+		!slices.ContainsFunc(flags, func(f imap.Flag) bool { return strings.EqualFold(string(f), "$important") }) {
+		t.Errorf("flags of the flagged message: %q, want \\Flagged and $important", flags)
+	}
 
 	// redirect: out through the relay, SRS sender of the mailbox's
 	// domain, nothing kept.
@@ -160,6 +178,28 @@ if envelope :detail "to" "spam" { fileinto "Junk"; }`,
 	if !errorsAs(err, &se) || se.Code != 550 || se.EnhancedCode != (smtp.EnhancedCode{5, 1, 1}) {
 		t.Errorf("subaddress with the delimiter off: %v, want 550 5.1.1", err)
 	}
+}
+
+// lastFlags are the flags of the last message of folder.
+func lastFlags(t *testing.T, addr, user, folder string) []imap.Flag {
+	t.Helper()
+	c, err := imapclient.DialInsecure(addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Login(user, "password123").Wait(); err != nil {
+		t.Fatal(err)
+	}
+	sel, err := c.Select(folder, nil).Wait()
+	if err != nil || sel.NumMessages == 0 {
+		t.Fatalf("SELECT %s: %v, %+v", folder, err, sel)
+	}
+	msgs, err := c.Fetch(imap.SeqSetNum(sel.NumMessages), &imap.FetchOptions{Flags: true}).Collect()
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("FETCH FLAGS: %v", err)
+	}
+	return msgs[0].Flags
 }
 
 func errorsAs(err error, se **smtp.SMTPError) bool { return errors.As(err, se) }
