@@ -51,9 +51,11 @@ type SieveConfig struct {
 
 // Sieve runs the local recipients' active Sieve scripts at Commit: see
 // the package comment of sieve and docs/mail.md, "Sieve at delivery".
-// Parsed scripts are kept per mailbox, valid while the stored script's
-// text is the same, so that a delivery costs the store read of the
-// active script and the run, not a parse. Safe for concurrent use.
+// Only mailboxes whose look-up said they have an active script
+// (Mailbox.HasSieve) are read; parsed scripts are kept per mailbox,
+// valid while the stored script's text is the same, so that a delivery
+// to a mailbox with a script costs the read of the script and the run,
+// not a parse. Safe for concurrent use.
 type Sieve struct {
 	cfg   SieveConfig
 	log   *slog.Logger
@@ -174,6 +176,11 @@ func (t *Transaction) runSieve(ctx context.Context, body []byte) (sieveOutcome, 
 		return false
 	}
 	for _, mb := range t.mailboxes {
+		if !mb.HasSieve {
+			// As the recipient's look-up read it: most mailboxes have
+			// no script, and they cost no read more.
+			continue
+		}
 		sc, parseErr, err := s.script(ctx, mb.ID)
 		if err != nil {
 			// The store could not be read: the message waits (a

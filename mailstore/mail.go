@@ -176,7 +176,8 @@ func DeliveryFlags(flags []string) []string {
 // partner: the protocol servers act for whoever owns the address.
 type Mail interface {
 	// MailboxByEmail finds a mailbox by address, whoever owns it, with its
-	// domain, and sets Mailbox.HasAutoReply. ErrMailboxNotFound if none.
+	// domain, and sets Mailbox.HasAutoReply and HasSieve.
+	// ErrMailboxNotFound if none.
 	MailboxByEmail(ctx context.Context, email string) (Mailbox, Domain, error)
 	// AliasBySource finds an alias by source address ("local@domain", or
 	// "@domain" for the catch-all), whoever owns it. ErrAliasNotFound.

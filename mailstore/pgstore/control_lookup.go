@@ -16,7 +16,8 @@ import (
 // sqlMailboxByEmail is MailboxByEmail's statement, made once: it runs for
 // every recipient and every login.
 var sqlMailboxByEmail = `SELECT ` + qualified("m", mailboxColumns) + `, ` + domainCols("d") + `,
-	EXISTS (SELECT 1 FROM autoreplies a WHERE a.mailbox_id = m.id)
+	EXISTS (SELECT 1 FROM autoreplies a WHERE a.mailbox_id = m.id),
+	EXISTS (SELECT 1 FROM sieve_scripts s WHERE s.mailbox_id = m.id AND s.active)
 	FROM mailboxes m JOIN domains d ON d.id = m.domain_id
 	WHERE m.email = $1`
 
@@ -27,7 +28,7 @@ func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mai
 	err := s.look(ctx, func(tx querier) error {
 		var ms mailboxScan
 		var ds domainScan
-		err := tx.QueryRow(ctx, sqlMailboxByEmail, email).Scan(append(append(ms.dest(), ds.dest()...), &ms.m.HasAutoReply)...)
+		err := tx.QueryRow(ctx, sqlMailboxByEmail, email).Scan(append(append(ms.dest(), ds.dest()...), &ms.m.HasAutoReply, &ms.m.HasSieve)...)
 		if err != nil {
 			return mailboxNotFound(err)
 		}
