@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -50,5 +51,117 @@ func BenchmarkSieveDelivery(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// sieveTx delivers msg from someone@sender.example to rcpts, with
+// scripts (address -> script text) active, and answers the commit's
+// result and error.
+func sieveTx(t *testing.T, f *fixture, scripts map[string]string, msg string, rcpts ...string) (Result, error) {
+	t.Helper()
+	ctx := context.Background()
+	for addr, text := range scripts {
+		if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: f.mailbox(addr).ID, Name: "s", Script: text, Active: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := New(Config{Store: f.st, SRS: testSRS, Now: func() time.Time { return testNow }, Sieve: NewSieve(SieveConfig{Store: f.st})})
+	tx := a.StartMX("someone@sender.example", 0)
+	for _, r := range rcpts {
+		if err := tx.AddRecipient(ctx, r, ""); err != nil {
+			t.Fatalf("AddRecipient(%s) = %v", r, err)
+		}
+	}
+	return tx.Commit(ctx, []byte(msg), testNow)
+}
+
+// inFolder counts the messages of a mailbox's folder.
+func (f *fixture) inFolder(addr, folder string) int {
+	f.t.Helper()
+	mb := f.mailbox(addr)
+	fo, err := f.st.Folder(context.Background(), mb.ID, folder)
+	if err != nil {
+		f.t.Fatalf("folder %s of %s: %v", folder, addr, err)
+	}
+	return int(fo.Messages)
+}
+
+// TestSieveErrorsKeep: a script that does not parse, or fails at run
+// time (its step budget, before its discard), keeps the message in
+// INBOX.
+func TestSieveErrorsKeep(t *testing.T) {
+	f := newFixture(t)
+	scripts := map[string]string{
+		"bob@a.test": `if header :contains "subject" "x" { discard; `, // unterminated
+		// 14 tests of 4 fields × 1,000 keys: over the step budget of
+		// 50,000 (with one test, the discard runs).
+		"carol@a.test": strings.Repeat(`if header :contains ["subject", "subject", "subject", "subject"] [`+strings.Repeat(`"k",`, 999)+`"k"] { stop; }`+"\n", 14) + `discard;`,
+	}
+	res, err := sieveTx(t, f, scripts, "Subject: x\r\n\r\nbody\r\n", "bob@a.test", "carol@a.test")
+	if err != nil {
+		t.Fatalf("Commit = %v", err)
+	}
+	if len(res.Delivered) != 2 || f.inFolder("bob@a.test", "INBOX") != 1 || f.inFolder("carol@a.test", "INBOX") != 1 {
+		t.Errorf("delivered %v, INBOX of bob %d, carol %d; want both kept", res.Delivered, f.inFolder("bob@a.test", "INBOX"), f.inFolder("carol@a.test", "INBOX"))
+	}
+}
+
+// TestSieveRedirectLoop: a message that carries this mailbox's redirect
+// mark is kept, not redirected again; another mailbox's mark does not
+// stop a redirect, queued as a forward of the mailbox's domain with an
+// SRS sender.
+func TestSieveRedirectLoop(t *testing.T) {
+	f := newFixture(t)
+	scripts := map[string]string{"bob@a.test": `redirect "someone@remote.test";`}
+	res, err := sieveTx(t, f, scripts, RedirectHeader+": bob@a.test\r\nSubject: back\r\n\r\nbody\r\n", "bob@a.test")
+	if err != nil || len(res.Queued) != 0 || f.inFolder("bob@a.test", "INBOX") != 1 {
+		t.Errorf("marked message: %+v, %v; INBOX %d; want kept, nothing queued", res, err, f.inFolder("bob@a.test", "INBOX"))
+	}
+	res, err = sieveTx(t, f, nil, RedirectHeader+": carol@a.test\r\nSubject: other\r\n\r\nbody\r\n", "bob@a.test")
+	if err != nil || len(res.Queued) != 1 || f.inFolder("bob@a.test", "INBOX") != 1 {
+		t.Errorf("another's mark: %+v, %v; want redirected", res, err)
+	}
+	entries, _, err := f.st.OutboundEntries(context.Background(), mailstore.Page{})
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("queue: %v, %v", entries, err)
+	}
+	if e := entries[0]; e.Kind != mailstore.KindForward || e.DomainID != f.domains["a.test"].ID || e.From != srsFrom("someone@sender.example", "a.test") {
+		t.Errorf("queued %+v, want a forward of a.test with an SRS sender", e)
+	}
+}
+
+// TestSieveRedirectLimit: a script with more redirects than the
+// interpreter allows (sieve.DefaultMaxRedirects) fails its run: none of
+// its actions is taken, and the message is kept.
+func TestSieveRedirectLimit(t *testing.T) {
+	f := newFixture(t)
+	var b strings.Builder
+	for i := range 7 {
+		fmt.Fprintf(&b, "redirect \"r%d@remote.test\";\n", i)
+	}
+	res, err := sieveTx(t, f, map[string]string{"bob@a.test": b.String()}, "Subject: many\r\n\r\nbody\r\n", "bob@a.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Queued) != 0 || f.inFolder("bob@a.test", "INBOX") != 1 {
+		t.Errorf("7 redirects: queued %v, INBOX %d; want the message kept", res.Queued, f.inFolder("bob@a.test", "INBOX"))
+	}
+}
+
+// TestSieveRejectSeveralRecipients: reject alone is ErrSieveReject with
+// the reason, permanent; with another recipient the message is kept.
+func TestSieveRejectSeveralRecipients(t *testing.T) {
+	f := newFixture(t)
+	scripts := map[string]string{"bob@a.test": `require "reject"; reject "no thanks";`}
+	_, err := sieveTx(t, f, scripts, "Subject: r\r\n\r\nbody\r\n", "bob@a.test")
+	var rej *SieveRejectError
+	if !errors.Is(err, ErrSieveReject) || !errors.As(err, &rej) || rej.Reason != "no thanks" || Temporary(err) {
+		t.Errorf("alone: %v, want ErrSieveReject with the reason, permanent", err)
+	}
+	if _, err := sieveTx(t, f, nil, "Subject: r\r\n\r\nbody\r\n", "bob@a.test", "carol@a.test"); err != nil {
+		t.Errorf("with carol: %v, want delivered", err)
+	}
+	if f.inFolder("bob@a.test", "INBOX") != 1 {
+		t.Errorf("bob's INBOX %d, want 1 (kept beside carol)", f.inFolder("bob@a.test", "INBOX"))
 	}
 }
