@@ -83,6 +83,17 @@
 // through policy.Resolve. Otherwise any partner could take over the mail
 // other partners' users send to a domain by naming it first.
 //
+// In every mode, Commit runs each local recipient mailbox's active Sieve
+// script once (Config.Sieve, sieve.go), after the spam filter and the
+// DMARC policy so that scripts see their fields and the Junk decision:
+// the copy may go to another folder with flags (Delivery.Placements),
+// be discarded, redirected (a forward of the mailbox's domain, as an
+// alias's), or refused (ErrSieveReject, only for a message of one
+// recipient mailbox that is not the queue's); vacation replies go to the
+// auto-reply responder once the message is stored. A script that fails
+// keeps the message. Recipients are resolved with subaddresses
+// (Config.RecipientDelimiter, policy.ResolveWith).
+//
 // One difference was a gap, closed: a Forward did not check the
 // recipient domain's cap, so with RefuseInboundOverCap mail queued for a
 // domain that became hosted here reached a domain the MX would have

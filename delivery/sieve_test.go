@@ -165,3 +165,48 @@ func TestSieveRejectSeveralRecipients(t *testing.T) {
 		t.Errorf("bob's INBOX %d, want 1 (kept beside carol)", f.inFolder("bob@a.test", "INBOX"))
 	}
 }
+
+// TestSieveEveryMode: the script runs for the MX, a submission to a
+// local mailbox and the queue's local delivery alike; a reject refuses
+// the first two and is kept from the queue, whose sender had its 250.
+func TestSieveEveryMode(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []Mode{MX, Submission, Forward} {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newFixture(t)
+			carol := f.mailbox("carol@a.test")
+			put := func(text string) {
+				t.Helper()
+				if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: carol.ID, Name: "s", Script: text, Active: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a := New(Config{Store: f.st, SRS: testSRS, Now: func() time.Time { return testNow }, Sieve: NewSieve(SieveConfig{Store: f.st})})
+			send := func() error {
+				t.Helper()
+				tx := f.start(a, mode, "bob@a.test", 0)
+				if err := tx.AddRecipient(ctx, "carol@a.test", ""); err != nil {
+					t.Fatalf("AddRecipient = %v", err)
+				}
+				_, err := tx.Commit(ctx, []byte("Subject: s\r\n\r\nbody\r\n"), testNow)
+				return err
+			}
+			put(`require ["fileinto", "mailbox"]; fileinto :create "Sorted";`)
+			if err := send(); err != nil {
+				t.Fatalf("fileinto: %v", err)
+			}
+			if n := f.inFolder("carol@a.test", "Sorted"); n != 1 {
+				t.Errorf("Sorted holds %d, want 1", n)
+			}
+			put(`require "reject"; reject "no";`)
+			err := send()
+			if mode == Forward {
+				if err != nil || f.inFolder("carol@a.test", "INBOX") != 1 {
+					t.Errorf("reject from the queue: %v, INBOX %d; want kept", err, f.inFolder("carol@a.test", "INBOX"))
+				}
+			} else if !errors.Is(err, ErrSieveReject) {
+				t.Errorf("reject: %v, want ErrSieveReject", err)
+			}
+		})
+	}
+}
