@@ -342,9 +342,8 @@ func (t *Transaction) sieveRedirect(mb mailstore.Mailbox, to string) (queued, bo
 			return queued{}, false
 		}
 	}
-	if from == "" {
-		return queued{kind: mailstore.KindBounce, to: addr}, true
-	}
+	// The null sender stays null (RFC 5321 section 4.5.5), and the
+	// forward is still the domain's, counted in its transfer.
 	return queued{kind: mailstore.KindForward, domainID: mb.DomainID, from: from, to: addr}, true
 }
 

@@ -210,3 +210,29 @@ func TestSieveEveryMode(t *testing.T) {
 		})
 	}
 }
+
+// TestSieveRedirectNullSender: a bounce is redirected with the null
+// sender, as a forward of the mailbox's domain (counted in its
+// transfer).
+func TestSieveRedirectNullSender(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: f.mailbox("bob@a.test").ID, Name: "s", Script: `redirect "out@remote.test";`, Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	a := New(Config{Store: f.st, SRS: testSRS, Now: func() time.Time { return testNow }, Sieve: NewSieve(SieveConfig{Store: f.st})})
+	tx := a.StartMX("", 0)
+	if err := tx.AddRecipient(ctx, "bob@a.test", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx, []byte("Subject: bounce\r\n\r\nbody\r\n"), testNow); err != nil {
+		t.Fatal(err)
+	}
+	entries, _, err := f.st.OutboundEntries(ctx, mailstore.Page{})
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("queue: %v, %v", entries, err)
+	}
+	if e := entries[0]; e.Kind != mailstore.KindForward || e.From != "" || e.DomainID != f.domains["a.test"].ID {
+		t.Errorf("queued %+v, want a forward of a.test from <>", e)
+	}
+}
