@@ -34,7 +34,7 @@ func (r *Responder) Vacation(ctx context.Context, mb mailstore.Mailbox, env siev
 	if !replyableMessage(h) {
 		return false
 	}
-	if ok, why := sieve.ShouldRespond(sieve.NewMessage(msg), env, v, ""); !ok {
+	if ok, why := sieve.ShouldRespond(sieve.NewMessage(msg), env, v, r.cfg.Delimiter); !ok {
 		r.log.Debug("sieve vacation not sent", "mailbox", mb.Email, "to", sender, "why", why)
 		return false
 	}

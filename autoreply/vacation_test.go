@@ -76,3 +76,34 @@ func TestVacation(t *testing.T) {
 		t.Errorf("TakeAutoReply after the vacation's reply = %v, %v; want false", ok, err)
 	}
 }
+
+// TestAddressedSubaddress: To: ann+news@ is addressed to ann when the
+// responder knows the delimiter, and not otherwise.
+func TestAddressedSubaddress(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p, err := st.CreatePartner(ctx, "acme", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := mailstore.Plan{Name: "test", QuotaMB: 10, RetentionDays: 30, TransferMonthlyMB: 1000}
+	if _, err := st.CreateDomain(ctx, p.ID, mailstore.NewDomain{Name: "a.test", Plan: plan}, now); err != nil {
+		t.Fatal(err)
+	}
+	mb, err := st.CreateMailbox(ctx, p.ID, "a.test", "ann@a.test", "not a hash", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := header([]byte("To: Ann <ann+news@a.test>\r\n\r\n"))
+	for delim, want := range map[string]bool{"+": true, "": false} {
+		ok, err := New(Config{Store: st, Delimiter: delim}).addressed(ctx, h, mb)
+		if err != nil || ok != want {
+			t.Errorf("delimiter %q: addressed %v, %v; want %v", delim, ok, err, want)
+		}
+	}
+}

@@ -233,6 +233,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		responder = autoreply.New(autoreply.Config{
 			Store: ars, Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
 			Interval: cfg.AutoReplyInterval, Hostname: hostname, OnQueued: func() { wake() }, Logger: log, Now: o.Now,
+			Delimiter: cfg.RecipientDelimiter,
 		})
 	}
 	var sieveAgent *delivery.Sieve
