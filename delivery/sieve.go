@@ -45,9 +45,15 @@ type SieveConfig struct {
 	Delimiter string
 	// Logger: one line per script that failed or refused. nil: discard.
 	Logger *slog.Logger
-	// MaxCached bounds the parsed scripts kept; 0 means 10000.
-	MaxCached int
+	// MaxCachedBytes bounds the text of the parsed scripts kept in
+	// memory (their parsed form is a few times as much); 0 means
+	// DefaultMaxCachedBytes. Over it the cache starts again empty.
+	MaxCachedBytes int
 }
+
+// DefaultMaxCachedBytes is SieveConfig.MaxCachedBytes's default: some
+// 4,000 scripts of 4 KB.
+const DefaultMaxCachedBytes = 16 << 20
 
 // Sieve runs the local recipients' active Sieve scripts at Commit: see
 // the package comment of sieve and docs/mail.md, "Sieve at delivery".
@@ -57,10 +63,11 @@ type SieveConfig struct {
 // to a mailbox with a script costs the read of the script and the run,
 // not a parse. Safe for concurrent use.
 type Sieve struct {
-	cfg   SieveConfig
-	log   *slog.Logger
-	mu    sync.Mutex
-	cache map[int64]parsedScript
+	cfg    SieveConfig
+	log    *slog.Logger
+	mu     sync.Mutex
+	cache  map[int64]parsedScript
+	cached int // bytes of text in cache
 }
 
 type parsedScript struct {
@@ -75,8 +82,8 @@ func NewSieve(cfg SieveConfig) *Sieve {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if s.cfg.MaxCached <= 0 {
-		s.cfg.MaxCached = 10000
+	if s.cfg.MaxCachedBytes <= 0 {
+		s.cfg.MaxCachedBytes = DefaultMaxCachedBytes
 	}
 	return s
 }
@@ -114,6 +121,7 @@ func (s *Sieve) script(ctx context.Context, id int64) (sc *sieve.Script, parseEr
 	stored, err := s.cfg.Store.ActiveSieveScript(ctx, id)
 	if errors.Is(err, mailstore.ErrNotFound) {
 		s.mu.Lock()
+		s.cached -= len(s.cache[id].text)
 		delete(s.cache, id)
 		s.mu.Unlock()
 		return nil, nil, nil
@@ -129,10 +137,16 @@ func (s *Sieve) script(ctx context.Context, id int64) (sc *sieve.Script, parseEr
 		p.text = sc2.Script
 		p.script, p.err = sieve.Parse([]byte(sc2.Script), sieve.ParseOptions{})
 		s.mu.Lock()
-		if len(s.cache) >= s.cfg.MaxCached {
+		s.cached -= len(s.cache[id].text)
+		delete(s.cache, id)
+		if s.cached+len(p.text) > s.cfg.MaxCachedBytes {
 			clear(s.cache)
+			s.cached = 0
 		}
-		s.cache[id] = p
+		if len(p.text) <= s.cfg.MaxCachedBytes {
+			s.cache[id] = p
+			s.cached += len(p.text)
+		}
 		s.mu.Unlock()
 	}
 	return p.script, p.err, nil

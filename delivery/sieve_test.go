@@ -236,3 +236,37 @@ func TestSieveRedirectNullSender(t *testing.T) {
 		t.Errorf("queued %+v, want a forward of a.test from <>", e)
 	}
 }
+
+// TestSieveCache: a script is parsed again when its text changes, and
+// the cache stays within its bytes.
+func TestSieveCache(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := NewSieve(SieveConfig{Store: f.st, MaxCachedBytes: 100})
+	bob, carol := f.mailbox("bob@a.test"), f.mailbox("carol@a.test")
+	put := func(id int64, text string) {
+		t.Helper()
+		if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: id, Name: "s", Script: text, Active: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(bob.ID, "keep;")
+	first, _, err := s.script(ctx, bob.ID)
+	if err != nil || first == nil {
+		t.Fatalf("script = %v, %v", first, err)
+	}
+	if again, _, _ := s.script(ctx, bob.ID); again != first {
+		t.Error("same text parsed again")
+	}
+	put(bob.ID, "discard;")
+	if changed, _, _ := s.script(ctx, bob.ID); changed == first {
+		t.Error("changed text not parsed again")
+	}
+	put(carol.ID, "# "+strings.Repeat("x", 85)+"\nkeep;")
+	if _, _, err := s.script(ctx, carol.ID); err != nil {
+		t.Fatal(err)
+	}
+	if s.cached > 100 || len(s.cache) != 1 {
+		t.Errorf("cache of %d bytes, %d scripts; want at most 100 bytes, only the last", s.cached, len(s.cache))
+	}
+}
