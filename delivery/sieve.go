@@ -308,6 +308,9 @@ func (t *Transaction) applySieve(ctx context.Context, out *sieveOutcome, mb mail
 		keep(res.Flags)
 	}
 	if !stored {
+		// Where a user's mail went is the first question when it is
+		// missed: a line for every copy not stored.
+		s.log.Info("sieve: no copy stored", "mailbox", mb.Email, "from", t.from, "redirects", len(out.redirects))
 		out.discarded = append(out.discarded, mb.ID)
 		return
 	}
