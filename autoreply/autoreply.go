@@ -88,6 +88,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock. nil: time.Now.
 	Now func() time.Time
+	// Delimiter is the recipient delimiter of subaddresses (RFC 5233,
+	// policy.ResolveOptions): To: alice+news@ is addressed to alice.
+	// "": none.
+	Delimiter string
 }
 
 // DefaultInterval is RFC 3834 section 2's suggestion: 7 days.
@@ -263,7 +267,7 @@ func (r *Responder) addressed(ctx context.Context, h textproto.MIMEHeader, mb ma
 			continue
 		}
 		// As the MX resolved it: mail from outside (partner 0).
-		res, err := policy.Resolve(ctx, r.cfg.Store, a, 0)
+		res, err := policy.ResolveWith(ctx, r.cfg.Store, a, 0, policy.ResolveOptions{Delimiter: r.cfg.Delimiter})
 		if err != nil {
 			if errors.Is(err, policy.ErrUnknownUser) || errors.Is(err, policy.ErrNotHosted) ||
 				errors.Is(err, policy.ErrAliasLoop) || errors.Is(err, policy.ErrAliasTooDeep) || errors.Is(err, policy.ErrBadAddress) {

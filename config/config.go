@@ -110,10 +110,14 @@ type Config struct {
 	// AutoReplyInterval is the least time between two auto-replies of a
 	// mailbox to one sender.
 	AutoReplyInterval time.Duration
-	SRSSecret         string
-	Postmaster        string
-	LogLevel          string
-	LogFormat         string
+	// RecipientDelimiter separates an address's subaddress detail (RFC
+	// 5233): mail to local<delimiter>detail@domain goes where
+	// local@domain goes; "" turns subaddresses off.
+	RecipientDelimiter string
+	SRSSecret          string
+	Postmaster         string
+	LogLevel           string
+	LogFormat          string
 
 	// Plans are extra (or replacement) plans; only the TOML file sets them.
 	Plans []mailstore.Plan
@@ -316,6 +320,13 @@ var Settings = []Setting{
 			return fmt.Errorf("want a duration of at least 1m, such as 168h, got %q", v)
 		}
 		c.AutoReplyInterval = d
+		return nil
+	}},
+	{"recipient_delimiter", "MAILHOST_RECIPIENT_DELIMITER", "+", "separator of subaddresses (RFC 5233): mail to local+detail@domain that no mailbox or alias takes as it is goes where local@domain goes, before the catch-all, and Sieve's :detail sees the detail; one character of the local part's printable ASCII; empty: off", func(c *Config, v string) error {
+		if len(v) > 1 || v != "" && (v[0] <= ' ' || v[0] >= 0x7f || strings.ContainsRune("@<>()[]\\,;:\"", rune(v[0]))) {
+			return fmt.Errorf("want one printable ASCII character allowed in a local part, such as + or -, or empty, got %q", v)
+		}
+		c.RecipientDelimiter = v
 		return nil
 	}},
 	{"srs_secret", "MAILHOST_SRS_SECRET", "", "secret of the Sender Rewriting Scheme for forwarded mail; empty: a random one kept in the data directory (srs.key)", str(func(c *Config) *string { return &c.SRSSecret })},

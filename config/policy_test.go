@@ -44,3 +44,25 @@ func TestPolicySettings(t *testing.T) {
 		t.Error("-autoreply-interval 1s loaded, want an error")
 	}
 }
+
+// TestRecipientDelimiter: "+" by default, empty turns subaddresses off,
+// and a character that cannot be in a local part is refused.
+func TestRecipientDelimiter(t *testing.T) {
+	c, err := load(t, nil, nil)
+	if err != nil || c.RecipientDelimiter != "+" {
+		t.Errorf("default: %q, %v; want +", c.RecipientDelimiter, err)
+	}
+	c, err = load(t, nil, map[string]string{"MAILHOST_RECIPIENT_DELIMITER": ""})
+	if err != nil || c.RecipientDelimiter != "" {
+		t.Errorf("empty: %q, %v; want off", c.RecipientDelimiter, err)
+	}
+	c, err = load(t, []string{"-recipient-delimiter", "-"}, nil)
+	if err != nil || c.RecipientDelimiter != "-" {
+		t.Errorf("-: %q, %v", c.RecipientDelimiter, err)
+	}
+	for _, bad := range []string{"@", "++", " ", ","} {
+		if _, err := load(t, []string{"-recipient-delimiter", bad}, nil); err == nil {
+			t.Errorf("-recipient-delimiter %q loaded, want an error", bad)
+		}
+	}
+}

@@ -31,7 +31,7 @@ var ErrBounceUndeliverable = errors.New("bounce recipient leads nowhere")
 // refusal, since there is no one to refuse it to.
 func (a *Agent) Bounce(ctx context.Context, to string, partner int64, body []byte, now time.Time) error {
 	d := mailstore.Delivery{Body: body, ReceivedAt: now, IgnoreQuota: true}
-	res, err := policy.Resolve(ctx, a.dir, to, partner)
+	res, err := policy.ResolveWith(ctx, a.dir, to, partner, a.resolveOpts())
 	switch {
 	case err == nil:
 		for _, m := range res.Mailboxes {

@@ -87,6 +87,17 @@
 // through policy.Resolve. Otherwise any partner could take over the mail
 // other partners' users send to a domain by naming it first.
 //
+// In every mode, Commit runs each local recipient mailbox's active Sieve
+// script once (Config.Sieve, sieve.go), after the spam filter and the
+// DMARC policy so that scripts see their fields and the Junk decision:
+// the copy may go to another folder with flags (Delivery.Placements),
+// be discarded, redirected (a forward of the mailbox's domain, as an
+// alias's), or refused (ErrSieveReject, only for a message of one
+// recipient mailbox that is not the queue's); vacation replies go to the
+// auto-reply responder once the message is stored. A script that fails
+// keeps the message. Recipients are resolved with subaddresses
+// (Config.RecipientDelimiter, policy.ResolveWith).
+//
 // One difference was a gap, closed: a Forward did not check the
 // recipient domain's cap, so with RefuseInboundOverCap mail queued for a
 // domain that became hosted here reached a domain the MX would have
@@ -147,6 +158,12 @@ type Config struct {
 	// address, normalised, hosted here or not. "": they are
 	// ErrUnknownRecipient.
 	Postmaster string
+	// RecipientDelimiter separates a recipient's subaddress detail (RFC
+	// 5233, policy.ResolveOptions): "" for none.
+	RecipientDelimiter string
+	// Sieve runs the active Sieve script of each local recipient at
+	// Commit (sieve.go). nil: none.
+	Sieve *Sieve
 	// Now is the clock that picks the month of transfer checks. nil:
 	// time.Now.
 	Now func() time.Time
@@ -361,4 +378,9 @@ func (a *Agent) RoutesHere(ctx context.Context, e mailstore.Outbound) (bool, err
 		return false, err
 	}
 	return policy.DeliverLocally(partner, d), nil
+}
+
+// resolveOpts are the options of the agent's recipient resolution.
+func (a *Agent) resolveOpts() policy.ResolveOptions {
+	return policy.ResolveOptions{Delimiter: a.cfg.RecipientDelimiter}
 }

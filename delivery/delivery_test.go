@@ -45,14 +45,14 @@ func srsFrom(sender, domain string) string {
 //
 // Mailboxes of a.test have a 1 MB quota, so a SIZE= of 2 MB is too much.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	st      *mailstore.Bolt
 	partner int64
 	domains map[string]mailstore.Domain
 	boxes   map[string]mailstore.Mailbox
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})

@@ -148,7 +148,7 @@ func (t *Transaction) accept(ctx context.Context, addr, raw string, partner int6
 	var res policy.Resolution
 	var err error
 	if addr != Postmaster {
-		res, err = policy.Resolve(ctx, t.a.dir, addr, partner)
+		res, err = policy.ResolveWith(ctx, t.a.dir, addr, partner, t.a.resolveOpts())
 	}
 	if to, ok := policy.RoleFallback(addr, err, t.a.cfg.Postmaster); ok {
 		return t.postmaster(ctx, addr, to)
@@ -216,7 +216,7 @@ const Postmaster = policy.Postmaster
 // hosted here is queued for it with the sender as it is (no domain is
 // charged, no SRS: the operator chose the address), as a submission is.
 func (t *Transaction) postmaster(ctx context.Context, addr, to string) (plan, error) {
-	_, err := policy.Resolve(ctx, t.a.dir, to, 0)
+	_, err := policy.ResolveWith(ctx, t.a.dir, to, 0, t.a.resolveOpts())
 	if errors.Is(err, policy.ErrNotHosted) {
 		if t.mode == Submission {
 			return plan{relays: []queued{{mailstore.KindSubmission, t.domain.ID, t.from, to}}}, nil
@@ -374,9 +374,31 @@ func (t *Transaction) Commit(ctx context.Context, body []byte, at time.Time) (Re
 	if err != nil {
 		return Result{}, fmt.Errorf("forward: %w", err)
 	}
-	d := mailstore.Delivery{Body: body, ReceivedAt: at, MailboxIDs: t.MailboxIDs(), JunkMailboxIDs: t.junk, Relay: relay, From: t.from}
+	sv, err := t.runSieve(ctx, body)
+	if err != nil {
+		return Result{}, fmt.Errorf("sieve: %w", err)
+	}
+	if sv.reject != nil {
+		return Result{}, sv.reject
+	}
+	ids, junk := t.MailboxIDs(), t.junk
+	if t.a.cfg.Sieve != nil {
+		ids = slices.DeleteFunc(ids, func(id int64) bool { return slices.Contains(sv.discarded, id) })
+		junk = unionIDs(slices.Clone(junk), sv.junk)
+		for _, q := range sv.redirects {
+			relay = addRelay(relay, q)
+		}
+		body = markRedirected(body, sv.marks)
+	}
+	d := mailstore.Delivery{Body: body, ReceivedAt: at, MailboxIDs: ids, JunkMailboxIDs: junk, Relay: relay, From: t.from, Placements: sv.places}
 	if t.mode == Submission {
 		d.SenderDomainID = t.domain.ID
+	}
+	if len(ids) == 0 && len(relay) == 0 && len(sv.discarded) > 0 {
+		// Every copy discarded by its script: the message was taken,
+		// and nothing is to be stored (RFC 5228 section 4.5).
+		t.a.cfg.Sieve.vacations(ctx, sv, body, nil)
+		return Result{}, nil
 	}
 	res, err := t.a.cfg.Store.Deliver(ctx, d)
 	if errors.Is(err, mailstore.ErrTransferCapReached) {
@@ -390,12 +412,17 @@ func (t *Transaction) Commit(ctx context.Context, body []byte, at time.Time) (Re
 	}
 	r := Result{DeliveryResult: res}
 	for _, rc := range t.rcpts {
-		if !rc.Remote && !slices.ContainsFunc(rc.MailboxIDs, func(id int64) bool { return !slices.Contains(res.Skipped, id) }) {
+		if !rc.Remote && !slices.ContainsFunc(rc.MailboxIDs, func(id int64) bool {
+			return slices.Contains(res.Delivered, id) || slices.Contains(sv.discarded, id)
+		}) {
 			r.Gone = append(r.Gone, rc.Address)
 		}
 	}
-	if len(res.Delivered) == 0 && len(res.Queued) == 0 {
+	if len(res.Delivered) == 0 && len(res.Queued) == 0 && len(sv.discarded) == 0 {
 		return r, ErrGone
+	}
+	if t.a.cfg.Sieve != nil {
+		t.a.cfg.Sieve.vacations(ctx, sv, body, res.Delivered)
 	}
 	return r, nil
 }

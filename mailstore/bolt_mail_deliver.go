@@ -109,8 +109,17 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 					return fmt.Errorf("mailbox %d: Junk: %w", id, err)
 				}
 			}
+			pl := d.PlacementOf(id)
+			if pl.Folder != "" {
+				if inbox, err = t.folderByName(id, pl.Folder); errors.Is(err, ErrFolderNotFound) {
+					inbox, err = t.folderByName(id, "INBOX")
+				}
+				if err != nil {
+					return fmt.Errorf("mailbox %d: %s: %w", id, pl.Folder, err)
+				}
+			}
 			before := mb.UsedBytes
-			if _, err := t.add(inbox, Message{BlobID: blobID, Size: size, ReceivedAt: received}); err != nil {
+			if _, err := t.add(inbox, Message{BlobID: blobID, Size: size, ReceivedAt: received, Flags: DeliveryFlags(pl.Flags)}); err != nil {
 				return err
 			}
 			if QuotaCrossed(before, mb.UsedBytes, mb.QuotaBytes()) {

@@ -3,6 +3,8 @@ package mailstore
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -140,6 +142,49 @@ type Delivery struct {
 	// (delivery.Agent.Bounce). Otherwise Deliver applies the rule of
 	// concurrent deliveries (see Mail.Deliver).
 	IgnoreQuota bool
+	// Placements file the copies of some of MailboxIDs in another
+	// folder than INBOX and JunkMailboxIDs say, or with flags: what a
+	// Sieve script's fileinto and imap4flags ask. The first for a
+	// mailbox counts; one for a mailbox not in MailboxIDs is ignored.
+	Placements []Placement
+}
+
+// Placement is where one mailbox's copy of a Delivery goes.
+type Placement struct {
+	MailboxID int64
+	// Folder is the name of the folder ("INBOX" is INBOX whatever its
+	// case); "" leaves the copy where JunkMailboxIDs puts it. A folder
+	// the mailbox does not have puts it in INBOX: delivery never fails
+	// for a folder (RFC 5228 section 4.1), and the folder is created
+	// beforehand when it should be (fileinto :create).
+	Folder string
+	// Flags are the copy's flags (system flags and keywords, as
+	// Message.Flags); \Recent is not a stored flag and is dropped.
+	Flags []string
+}
+
+// PlacementOf is d's placement of mailbox id's copy, the zero Placement
+// when none.
+func (d Delivery) PlacementOf(id int64) Placement {
+	for _, p := range d.Placements {
+		if p.MailboxID == id {
+			return p
+		}
+	}
+	return Placement{}
+}
+
+// DeliveryFlags are flags as Deliver stores them: \Recent dropped,
+// each once.
+func DeliveryFlags(flags []string) []string {
+	var out []string
+	for _, f := range flags {
+		if f == "" || strings.EqualFold(f, `\Recent`) || slices.ContainsFunc(out, func(h string) bool { return strings.EqualFold(h, f) }) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // Mail is the mail plane: address resolution, delivery, folders and
@@ -148,8 +193,8 @@ type Delivery struct {
 type Mail interface {
 	// MailboxByEmail finds a mailbox by address in the live claim of its
 	// domain (LiveClaim), whoever owns it, with its domain, and sets
-	// Mailbox.HasAutoReply. ErrMailboxNotFound if none: a mailbox of a
-	// claim that is not live is not found.
+	// Mailbox.HasAutoReply and HasSieve. ErrMailboxNotFound if none: a
+	// mailbox of a claim that is not live is not found.
 	MailboxByEmail(ctx context.Context, email string) (Mailbox, Domain, error)
 	// AliasBySource finds an alias by source address ("local@domain", or
 	// "@domain" for the catch-all) in the live claim of its domain,

@@ -112,6 +112,9 @@ type Mailbox struct {
 	// more look-up per delivered message. Other reads leave it false; it
 	// is not stored with the mailbox.
 	HasAutoReply bool `json:"-"`
+	// HasSieve says the mailbox has an active Sieve script, read as
+	// HasAutoReply is: delivery reads the script only then.
+	HasSieve bool `json:"-"`
 }
 
 // MailboxEntry is a mailbox as a list shows it: the fields that never

@@ -195,6 +195,10 @@ type Config struct {
 	// waits, and bounces if the cap stays used for Lifetime. Default
 	// false: delivered and counted, as inbound mail is.
 	RefuseInboundOverCap bool
+	// RecipientDelimiter and Sieve are delivery.Config's, for the
+	// entries delivered here.
+	RecipientDelimiter string
+	Sieve              *delivery.Sieve
 }
 
 // Defaults of Config.
@@ -277,7 +281,8 @@ func New(cfg Config) *Sender {
 	if s.resolver == nil {
 		s.resolver = net.DefaultResolver
 	}
-	s.delivery = delivery.New(delivery.Config{Store: cfg.Store, SRS: cfg.SRS, RefuseInboundOverCap: cfg.RefuseInboundOverCap, Now: s.now})
+	s.delivery = delivery.New(delivery.Config{Store: cfg.Store, SRS: cfg.SRS, RefuseInboundOverCap: cfg.RefuseInboundOverCap, Now: s.now,
+		RecipientDelimiter: cfg.RecipientDelimiter, Sieve: cfg.Sieve})
 	c := &s.cfg
 	setDefault(&c.Port, DefaultPort)
 	setDefault(&c.Workers, DefaultWorkers)

@@ -77,7 +77,27 @@ type Resolution struct {
 // authenticated sender, refuse otherwise). Lookup failures other than
 // "not found" are returned wrapped, for the caller to answer as temporary.
 func Resolve(ctx context.Context, dir Directory, addr string, senderPartnerID int64) (Resolution, error) {
-	r := resolver{dir: dir, sender: senderPartnerID}
+	return ResolveWith(ctx, dir, addr, senderPartnerID, ResolveOptions{})
+}
+
+// ResolveOptions are the options of ResolveWith.
+type ResolveOptions struct {
+	// Delimiter is the recipient delimiter of subaddresses (RFC 5233):
+	// "local<Delimiter>detail@domain" that nothing takes as it is (no
+	// mailbox, no alias of the whole address) goes where
+	// "local@domain" goes, before the domain's catch-all is tried.
+	// "": subaddresses are addresses like any other.
+	Delimiter string
+}
+
+// ResolveWith is Resolve with subaddresses (ResolveOptions.Delimiter),
+// on the address given and on every alias destination on the way: a
+// mailbox or an alias of the whole address first, then a mailbox or an
+// alias of the address without its detail, then the catch-all, as
+// Postfix's recipient_delimiter does. The Resolution names the base
+// address's mailbox, so quotas and transfer caps count there.
+func ResolveWith(ctx context.Context, dir Directory, addr string, senderPartnerID int64, opts ResolveOptions) (Resolution, error) {
+	r := resolver{dir: dir, sender: senderPartnerID, delim: opts.Delimiter}
 	if err := r.resolve(ctx, addr, nil, mailstore.Domain{}); err != nil {
 		return Resolution{}, fmt.Errorf("resolve %s: %w", addr, err)
 	}
@@ -87,7 +107,23 @@ func Resolve(ctx context.Context, dir Directory, addr string, senderPartnerID in
 type resolver struct {
 	dir    Directory
 	sender int64 // the partner of the first address (Resolve)
+	delim  string
 	res    Resolution
+}
+
+// BaseAddress is addr without its subaddress detail (RFC 5233): the
+// local part cut at the first delim, "" when delim is "" or addr has no
+// detail. A local part that starts with delim has no base.
+func BaseAddress(addr, delim string) string {
+	at := strings.LastIndexByte(addr, '@')
+	if delim == "" || at <= 0 {
+		return ""
+	}
+	i := strings.Index(addr[:at], delim)
+	if i <= 0 {
+		return ""
+	}
+	return addr[:i] + addr[at:]
 }
 
 // resolve follows addr; path holds the addresses that led to it, first
@@ -151,6 +187,24 @@ func (r *resolver) resolve(ctx context.Context, addr string, path []string, via 
 	}
 
 	a, err := r.dir.AliasBySource(ctx, addr)
+	if base := BaseAddress(addr, r.delim); errors.Is(err, mailstore.ErrNotFound) && base != "" {
+		// The subaddress: the base's mailbox, else its alias, both in
+		// the domain just entered.
+		m, _, err := r.dir.MailboxByEmail(ctx, base)
+		switch {
+		case err == nil:
+			r.addMailbox(m)
+			return nil
+		case !errors.Is(err, mailstore.ErrNotFound):
+			return err
+		}
+		if a, err = r.dir.AliasBySource(ctx, base); err == nil {
+			return r.resolve(ctx, a.Destination, path, dom)
+		}
+		if !errors.Is(err, mailstore.ErrNotFound) {
+			return err
+		}
+	}
 	if errors.Is(err, mailstore.ErrNotFound) {
 		a, err = r.dir.AliasBySource(ctx, "@"+domain)
 		// A catch-all does not take its own destination: when that

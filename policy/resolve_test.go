@@ -526,3 +526,56 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+// TestResolveSubaddress: with a delimiter, an address nothing takes as it
+// is goes where its base goes (mailbox, then alias), before the
+// catch-all; without one it is an address like any other.
+func TestResolveSubaddress(t *testing.T) {
+	dir := func() *directory {
+		return newDirectory("example.com", "other.example").
+			mailbox("ann@example.com").
+			mailbox("ann+exact@example.com").
+			mailbox("bob@other.example").
+			alias("sales@example.com", "bob@other.example").
+			alias("list+x@example.com", "bob@other.example").
+			alias("fwd@example.com", "ann+fromalias@example.com")
+	}
+	tests := []struct {
+		addr, delim string
+		want        string // mailbox address, or the error text
+	}{
+		{"ann+news@example.com", "+", "ann@example.com"},
+		{"ann+news+more@example.com", "+", "ann@example.com"},
+		{"ann+exact@example.com", "+", "ann+exact@example.com"},
+		{"sales+q3@example.com", "+", "bob@other.example"},
+		{"list+x@example.com", "+", "bob@other.example"},
+		{"fwd@example.com", "+", "ann@example.com"},
+		{"ann-news@example.com", "-", "ann@example.com"},
+		{"ann+news@example.com", "", "unknown user"},
+		{"ann+news@example.com", "-", "unknown user"},
+		{"+news@example.com", "+", "unknown user"},
+		{"nobody+news@example.com", "+", "unknown user"},
+	}
+	for _, tc := range tests {
+		res, err := ResolveWith(context.Background(), dir(), tc.addr, 0, ResolveOptions{Delimiter: tc.delim})
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else if len(res.Mailboxes) == 1 {
+			got = res.Mailboxes[0].Email
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s (delimiter %q): %q, want %q", tc.addr, tc.delim, got, tc.want)
+		}
+	}
+
+	// The base goes before the catch-all; the catch-all still takes what
+	// has no base.
+	d := dir().alias("@example.com", "ann+exact@example.com")
+	for addr, want := range map[string]string{"ann+news@example.com": "ann@example.com", "nobody+x@example.com": "ann+exact@example.com"} {
+		res, err := ResolveWith(context.Background(), d, addr, 0, ResolveOptions{Delimiter: "+"})
+		if err != nil || len(res.Mailboxes) != 1 || res.Mailboxes[0].Email != want {
+			t.Errorf("%s with a catch-all: %v, %v; want %s", addr, res.Mailboxes, err, want)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/console"
 	"github.com/mailhost/mailhost/credential"
+	"github.com/mailhost/mailhost/delivery"
 	"github.com/mailhost/mailhost/imapd"
 	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
@@ -223,6 +224,26 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		Store: st, Logger: log, Now: o.Now, AllowPrivate: cfg.WebhookAllowPrivate, Retry: o.WebhookRetry,
 	})
 	events := &hooks{store: st, worker: hookWorker, now: o.Now, log: log}
+	// The responder of auto-replies, the partner API's and Sieve's
+	// vacation, wakes the queue once it exists. Both stores have
+	// AutoReplies; a store without them sends no auto-replies.
+	var wake func()
+	var responder *autoreply.Responder
+	if ars, ok := st.(autoreply.Store); ok {
+		responder = autoreply.New(autoreply.Config{
+			Store: ars, Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
+			Interval: cfg.AutoReplyInterval, Hostname: hostname, OnQueued: func() { wake() }, Logger: log, Now: o.Now,
+			Delimiter: cfg.RecipientDelimiter,
+		})
+	}
+	var sieveAgent *delivery.Sieve
+	if ss, ok := st.(delivery.SieveStore); ok {
+		sc := delivery.SieveConfig{Store: ss, Delimiter: cfg.RecipientDelimiter, Logger: log}
+		if responder != nil {
+			sc.Vacation = responder
+		}
+		sieveAgent = delivery.NewSieve(sc)
+	}
 	sender := outbound.New(outbound.Config{
 		OnBounce: events.bounced,
 		Store:    st, Hostname: hostname, Resolver: resolver, Relay: cfg.Relay,
@@ -231,8 +252,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		DelayWarning: delayWarning(cfg.QueueDelayWarning),
 		Now:          o.Now, Logger: log, SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
 		Lease: o.QueueLease, PollInterval: o.QueuePoll, Metrics: mset.Outbound(),
+		RecipientDelimiter: cfg.RecipientDelimiter, Sieve: sieveAgent,
 	})
 	ops.(*storeOps).wake = sender.Wake
+	wake = sender.Wake
 	ops.(*storeOps).purged = mset.RetentionDeleted
 	// Where remote mail goes is worth a line at start: an operator who set
 	// a relay (or forgot one) sees it without reading the configuration.
@@ -434,14 +457,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			SRS: srs, RefuseInboundOverCap: cfg.RefuseInboundOverCap,
 			Postmaster: postmaster, OnQuotaFull: events.quotaFull, Metrics: mset.SMTP(),
 			DNSBL: cfg.DNSBL, DNSBLResolver: resolver, DMARCEnforce: cfg.DMARCEnforce,
+			RecipientDelimiter: cfg.RecipientDelimiter, Sieve: sieveAgent,
 		}
-		if ars, ok := st.(autoreply.Store); ok {
-			// Both stores have AutoReplies; a store without them sends
-			// no auto-replies.
-			mx.AutoReply = autoreply.New(autoreply.Config{
-				Store: ars, Signer: mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
-				Interval: cfg.AutoReplyInterval, Hostname: hostname, OnQueued: sender.Wake, Logger: log, Now: o.Now,
-			})
+		if responder != nil {
+			mx.AutoReply = responder
 		}
 		if cfg.InboundChecks {
 			mx.Authenticator = checker{&mailauth.Checker{Resolver: resolver, Hostname: hostname}}
@@ -462,6 +481,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			MaxRecipientsPerHour: int(cfg.SendLimitPerHour), Share: share, Postmaster: postmaster, OnQuotaFull: events.quotaFull,
 			Signer:  mailauth.StoreSigner{Store: st, Signer: mailauth.Signer{Keys: mailauth.NewKeyCache(0)}},
 			Metrics: mset.SMTP(), DMARCEnforce: cfg.DMARCEnforce,
+			RecipientDelimiter: cfg.RecipientDelimiter, Sieve: sieveAgent,
 		}
 		if cfg.InboundChecks {
 			// For the messages that reach another partner's mailbox,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/emersion/go-smtp"
 
@@ -44,6 +45,7 @@ func reply(err error) *smtp.SMTPError {
 	var listed *listedError
 	var dmarcRej *dmarcRejected
 	var notVerified *delivery.NotVerifiedError
+	var sieveRej *delivery.SieveRejectError
 	switch {
 	case errors.As(err, &se):
 		return se // go-smtp's own, e.g. smtp.ErrDataTooLarge
@@ -62,6 +64,11 @@ func reply(err error) *smtp.SMTPError {
 		}
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
 			Message: fmt.Sprintf("%s %s is not verified; it may send only to its own partner's mailboxes", what, sanitizeDomain(notVerified.Domain))}
+	case errors.As(err, &sieveRej):
+		// RFC 5429 section 2.1: ereject refuses in the protocol, with
+		// the script's reason (one line of printable ASCII here, as the
+		// reply is not SMTPUTF8's).
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: asciiReason(sieveRej.Reason)}
 	case errors.As(err, &listed):
 		// RFC 5782 has no code; 554 5.7.1 naming the list is what
 		// Postfix answers (reject_rbl_client), so the sender's operator
@@ -175,4 +182,26 @@ func reply(err error) *smtp.SMTPError {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// asciiReason is a Sieve reject reason as one line of printable ASCII,
+// at most 200 bytes; "" becomes a generic text.
+func asciiReason(r string) string {
+	r = strings.Map(func(c rune) rune {
+		switch {
+		case c == '\r' || c == '\n' || c == '\t':
+			return ' '
+		case c < ' ' || c > '~':
+			return '?'
+		}
+		return c
+	}, r)
+	r = strings.Join(strings.Fields(r), " ")
+	if len(r) > 200 {
+		r = r[:200]
+	}
+	if r == "" {
+		r = "Message rejected by the recipient's filter"
+	}
+	return r
 }

@@ -187,6 +187,9 @@ type Config struct {
 	// AutoReply answers mail delivered to mailboxes with an auto-reply
 	// (autoreply.go). nil: none.
 	AutoReply AutoResponder
+	// RecipientDelimiter and Sieve are delivery.Config's.
+	RecipientDelimiter string
+	Sieve              *delivery.Sieve
 	// DNSBLResolver answers the blocklist lookups. nil:
 	// net.DefaultResolver.
 	DNSBLResolver IPResolver
@@ -311,6 +314,7 @@ func newServer(cfg Config, submission bool) *Server {
 		Store: cfg.Store, SRS: cfg.SRS, RefuseInboundOverCap: cfg.RefuseInboundOverCap, Now: s.now,
 		Postmaster: cfg.Postmaster, OnQuotaFull: cfg.OnQuotaFull,
 		Spam: cfg.Spam, SpamDefault: cfg.SpamDefault, SpamFailClosed: cfg.SpamFailClosed,
+		RecipientDelimiter: cfg.RecipientDelimiter, Sieve: cfg.Sieve,
 	})
 	if submission && cfg.MaxRecipientsPerHour > 0 {
 		// A quiet mailbox may use the hour's allowance at once.

@@ -18,7 +18,8 @@ import (
 // address's domain ($2) by domains_live_name, then the address in it by
 // mailboxes_domain_email.
 var sqlMailboxByEmail = `SELECT ` + qualified("m", mailboxColumns) + `, ` + domainCols("d") + `,
-	EXISTS (SELECT 1 FROM autoreplies a WHERE a.mailbox_id = m.id)
+	EXISTS (SELECT 1 FROM autoreplies a WHERE a.mailbox_id = m.id),
+	EXISTS (SELECT 1 FROM sieve_scripts s WHERE s.mailbox_id = m.id AND s.active)
 	FROM domains d JOIN mailboxes m ON m.domain_id = d.id
 	WHERE d.name = $2 AND d.live AND m.email = $1`
 
@@ -29,7 +30,7 @@ func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mai
 	err := s.look(ctx, func(tx querier) error {
 		var ms mailboxScan
 		var ds domainScan
-		err := tx.QueryRow(ctx, sqlMailboxByEmail, email, domainOf(email)).Scan(append(append(ms.dest(), ds.dest()...), &ms.m.HasAutoReply)...)
+		err := tx.QueryRow(ctx, sqlMailboxByEmail, email, domainOf(email)).Scan(append(append(ms.dest(), ds.dest()...), &ms.m.HasAutoReply, &ms.m.HasSieve)...)
 		if err != nil {
 			return mailboxNotFound(err)
 		}

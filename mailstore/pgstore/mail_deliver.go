@@ -95,6 +95,9 @@ type delivery struct {
 	from     string // mailstore.Delivery.From
 	// ignoreQuota: mailstore.Delivery.IgnoreQuota.
 	ignoreQuota bool
+	// places are the Delivery's placements by mailbox, folder names
+	// canonical (mailstore.CanonFolder).
+	places map[int64]mailstore.Placement
 	// wait: take the recipients' rows even if another transaction holds
 	// them (set for a call deferred once, so that it cannot be deferred
 	// for ever, and for one delivered to a Junk folder); otherwise the
@@ -137,6 +140,19 @@ func (s *Store) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.De
 		ctx: ctx, body: d.Body, summary: summary, size: int64(len(d.Body)), received: received,
 		month: mailstore.Month(received), ids: ids, junk: d.JunkMailboxIDs, sender: d.SenderDomainID, groups: groups,
 		from: d.From, ignoreQuota: d.IgnoreQuota, done: make(chan struct{}),
+	}
+	for _, p := range d.Placements {
+		if _, ok := c.places[p.MailboxID]; ok || !slices.Contains(ids, p.MailboxID) {
+			continue
+		}
+		if c.places == nil {
+			c.places = map[int64]mailstore.Placement{}
+		}
+		if p.Folder != "" {
+			p.Folder = mailstore.CanonFolder(p.Folder)
+		}
+		p.Flags = mailstore.DeliveryFlags(p.Flags)
+		c.places[p.MailboxID] = p
 	}
 	s.deliveries.enqueue(s, c)
 	select {
@@ -464,6 +480,8 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 	var (
 		mbIDs, domIDs  []int64
 		junkIDs        []int64 // mailboxes whose \Junk folder a call delivers to
+		placeM         []int64 // with placeN: the folders placements name
+		placeN         []string
 		pairD          []int64
 		pairM          []string
 		seen           = map[int64]bool{}
@@ -488,6 +506,13 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 		if len(c.junk) > 0 {
 			// Which \Junk folder is the first is decided on every row.
 			c.wait = true
+		}
+		for id, p := range c.places {
+			if p.Folder != "" {
+				// The named folders are locked with the INBOX rows.
+				c.wait = true
+				placeM, placeN = append(placeM, id), append(placeN, p.Folder)
+			}
 		}
 		for _, id := range c.ids {
 			if c.wait {
@@ -515,7 +540,8 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 
 	// Round trip 1: locks, figures, ids.
 	inboxes := map[int64]inbox{}
-	junks := map[int64]inbox{} // the \Junk folder of each of junkIDs that has one
+	junks := map[int64]inbox{}    // the \Junk folder of each of junkIDs that has one
+	named := map[placeKey]inbox{} // the folders placements name that exist
 	exists := map[int64]bool{}
 	// For the events (mailstore.Webhooks): the recipients as locked, and
 	// every domain's name, owner, cap and month's figures, read without
@@ -551,17 +577,22 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 		}
 	}
 	if ids := waitIDs; len(ids) > 0 {
-		b.Queue(`SELECT f.id, f.mailbox_id, m.domain_id, f.name = 'INBOX' FROM folders f JOIN mailboxes m ON m.id = f.mailbox_id
-			WHERE f.mailbox_id = ANY($1) AND (f.name = 'INBOX' OR f.mailbox_id = ANY($2) AND f.special_use = '\Junk')
-			ORDER BY f.id FOR NO KEY UPDATE OF f`, ids, junkIDs).Query(func(rows pgx.Rows) error {
+		b.Queue(`SELECT f.id, f.mailbox_id, m.domain_id, f.name, coalesce(f.mailbox_id = ANY($2) AND f.special_use = '\Junk', false)
+			FROM folders f JOIN mailboxes m ON m.id = f.mailbox_id
+			WHERE f.mailbox_id = ANY($1) AND (f.name = 'INBOX' OR f.mailbox_id = ANY($2) AND f.special_use = '\Junk'
+				OR (f.mailbox_id, f.name) IN (SELECT * FROM unnest($3::bigint[], $4::text[])))
+			ORDER BY f.id FOR NO KEY UPDATE OF f`, ids, junkIDs, placeM, placeN).Query(func(rows pgx.Rows) error {
 			var fid, mid, did int64
-			var isInbox bool
-			_, err := pgx.ForEachRow(rows, []any{&fid, &mid, &did, &isInbox}, func() error {
-				if isInbox {
+			var name string
+			var isJunk bool
+			_, err := pgx.ForEachRow(rows, []any{&fid, &mid, &did, &name, &isJunk}, func() error {
+				if name == "INBOX" {
 					inboxes[mid] = inbox{fid, did}
-				} else if _, ok := junks[mid]; !ok {
+				}
+				if _, ok := junks[mid]; isJunk && !ok {
 					junks[mid] = inbox{fid, did} // the first by id
 				}
+				named[placeKey{mid, name}] = inbox{fid, did}
 				return nil
 			})
 			return err
@@ -798,7 +829,14 @@ func (s *Store) deliverTx(ctx context.Context, tx *pipeline, shard int, calls []
 			if j, ok := junks[id]; ok && slices.Contains(c.junk, id) {
 				in = j
 			}
-			add.add(newMessage{folderID: in.folder, mailboxID: id, domainID: in.domain, blobID: blob, size: c.size, received: c.received, header: c.summary})
+			pl := c.places[id]
+			if pl.Folder != "" {
+				in = inboxes[id] // a folder the mailbox does not have
+				if f, ok := named[placeKey{id, pl.Folder}]; ok {
+					in = f
+				}
+			}
+			add.add(newMessage{folderID: in.folder, mailboxID: id, domainID: in.domain, blobID: blob, size: c.size, received: c.received, flags: pl.Flags, header: c.summary})
 			mbUse.add(id, 1, c.size)
 			domUse.add(in.domain, 1, c.size)
 			if m := mbInfo[id]; m != nil {
@@ -968,4 +1006,10 @@ func (q *queueRows) add(id int64, g mailstore.RelayGroup, blob, size int64, at t
 	q.at = append(q.at, at)
 	q.held = append(q.held, held)
 	return nil
+}
+
+// placeKey is a folder a placement names: its mailbox and canonical name.
+type placeKey struct {
+	mailbox int64
+	name    string
 }

@@ -18,6 +18,7 @@ func runMail(t *testing.T, open Open) {
 	t.Run("domain_with_id", func(t *testing.T) { mailDomainWithID(t, open) })
 	t.Run("deliver", func(t *testing.T) { mailDeliver(t, open) })
 	t.Run("deliver_junk", func(t *testing.T) { mailDeliverJunk(t, open) })
+	t.Run("deliver_placement", func(t *testing.T) { mailDeliverPlacement(t, open) })
 	t.Run("spam_filter", func(t *testing.T) { controlSpamFilter(t, open) })
 	t.Run("deliver_concurrent", func(t *testing.T) { mailDeliverConcurrent(t, open) })
 	t.Run("deliver_quota_concurrent", func(t *testing.T) { mailDeliverQuotaConcurrent(t, open) })

@@ -206,4 +206,40 @@ func RunSieveScripts(t *testing.T, open Open) {
 			t.Errorf("ActiveSieveScript of a deleted mailbox = %v, want ErrNotFound", err)
 		}
 	})
+	t.Run("MailboxByEmail says whether a script is active", func(t *testing.T) {
+		c, s, mb := setup(t)
+		has := func() bool {
+			t.Helper()
+			m, _, err := c.s.MailboxByEmail(ctx, mb.Email)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m.HasSieve
+		}
+		if has() {
+			t.Error("HasSieve without scripts")
+		}
+		if err := s.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: mb.ID, Name: "rules", Script: "keep;", UpdatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if has() {
+			t.Error("HasSieve with a script that is not active")
+		}
+		if err := s.SetActiveSieveScript(ctx, mb.ID, "rules"); err != nil {
+			t.Fatal(err)
+		}
+		if !has() {
+			t.Error("HasSieve false with an active script")
+		}
+		other := c.mailbox(mb.PartnerID, "example.com", "bob@example.com")
+		if m, _, err := c.s.MailboxByEmail(ctx, other.Email); err != nil || m.HasSieve {
+			t.Errorf("another mailbox: HasSieve %v, %v; want false", m.HasSieve, err)
+		}
+		if err := s.SetActiveSieveScript(ctx, mb.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		if has() {
+			t.Error("HasSieve after deactivating")
+		}
+	})
 }

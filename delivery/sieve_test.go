@@ -1,0 +1,272 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mailhost/mailhost/mailstore"
+)
+
+// sieveRules is a script of n rules of the kind people write: a header
+// test filing into a folder each.
+func sieveRules(n int) string {
+	var b strings.Builder
+	b.WriteString(`require ["fileinto", "imap4flags"];` + "\n")
+	for i := range n {
+		fmt.Fprintf(&b, "if anyof (header :contains \"subject\" \"topic-%d\", address :is \"from\" \"list%d@lists.example\") { fileinto \"Junk\"; stop; }\n", i, i)
+	}
+	return b.String()
+}
+
+// BenchmarkSieveDelivery: one MX delivery to bob@a.test on a real bbolt
+// store, without a script and with a 200-rule one (none matching, the
+// worst case: every rule is evaluated). The mailbox has 1 MB of quota:
+// run it with -benchtime 2000x.
+func BenchmarkSieveDelivery(b *testing.B) {
+	msg := []byte("From: someone@sender.example\r\nTo: bob@a.test\r\nSubject: an ordinary message\r\nMessage-ID: <1@sender.example>\r\n\r\n" + strings.Repeat("Some text of the body.\r\n", 10))
+	for _, withScript := range []bool{false, true} {
+		b.Run(fmt.Sprintf("script=%v", withScript), func(b *testing.B) {
+			f := newFixture(b)
+			ctx := context.Background()
+			bob := f.mailbox("bob@a.test")
+			if withScript {
+				if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: bob.ID, Name: "rules", Script: sieveRules(200), Active: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			a := New(Config{Store: f.st, SRS: testSRS, Now: func() time.Time { return testNow }, Sieve: NewSieve(SieveConfig{Store: f.st})})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				tx := a.StartMX("someone@sender.example", 0)
+				if err := tx.AddRecipient(ctx, "bob@a.test", ""); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tx.Commit(ctx, msg, testNow); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// sieveTx delivers msg from someone@sender.example to rcpts, with
+// scripts (address -> script text) active, and answers the commit's
+// result and error.
+func sieveTx(t *testing.T, f *fixture, scripts map[string]string, msg string, rcpts ...string) (Result, error) {
+	t.Helper()
+	ctx := context.Background()
+	for addr, text := range scripts {
+		if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: f.mailbox(addr).ID, Name: "s", Script: text, Active: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := New(Config{Store: f.st, SRS: testSRS, Now: func() time.Time { return testNow }, Sieve: NewSieve(SieveConfig{Store: f.st})})
+	tx := a.StartMX("someone@sender.example", 0)
+	for _, r := range rcpts {
+		if err := tx.AddRecipient(ctx, r, ""); err != nil {
+			t.Fatalf("AddRecipient(%s) = %v", r, err)
+		}
+	}
+	return tx.Commit(ctx, []byte(msg), testNow)
+}
+
+// inFolder counts the messages of a mailbox's folder.
+func (f *fixture) inFolder(addr, folder string) int {
+	f.t.Helper()
+	mb := f.mailbox(addr)
+	fo, err := f.st.Folder(context.Background(), mb.ID, folder)
+	if err != nil {
+		f.t.Fatalf("folder %s of %s: %v", folder, addr, err)
+	}
+	return int(fo.Messages)
+}
+
+// TestSieveErrorsKeep: a script that does not parse, or fails at run
+// time (its step budget, before its discard), keeps the message in
+// INBOX.
+func TestSieveErrorsKeep(t *testing.T) {
+	f := newFixture(t)
+	scripts := map[string]string{
+		"bob@a.test": `if header :contains "subject" "x" { discard; `, // unterminated
+		// 14 tests of 4 fields × 1,000 keys: over the step budget of
+		// 50,000 (with one test, the discard runs).
+		"carol@a.test": strings.Repeat(`if header :contains ["subject", "subject", "subject", "subject"] [`+strings.Repeat(`"k",`, 999)+`"k"] { stop; }`+"\n", 14) + `discard;`,
+	}
+	res, err := sieveTx(t, f, scripts, "Subject: x\r\n\r\nbody\r\n", "bob@a.test", "carol@a.test")
+	if err != nil {
+		t.Fatalf("Commit = %v", err)
+	}
+	if len(res.Delivered) != 2 || f.inFolder("bob@a.test", "INBOX") != 1 || f.inFolder("carol@a.test", "INBOX") != 1 {
+		t.Errorf("delivered %v, INBOX of bob %d, carol %d; want both kept", res.Delivered, f.inFolder("bob@a.test", "INBOX"), f.inFolder("carol@a.test", "INBOX"))
+	}
+}
+
+// TestSieveRedirectLoop: a message that carries this mailbox's redirect
+// mark is kept, not redirected again; another mailbox's mark does not
+// stop a redirect, queued as a forward of the mailbox's domain with an
+// SRS sender.
+func TestSieveRedirectLoop(t *testing.T) {
+	f := newFixture(t)
+	scripts := map[string]string{"bob@a.test": `redirect "someone@remote.test";`}
+	res, err := sieveTx(t, f, scripts, RedirectHeader+": bob@a.test\r\nSubject: back\r\n\r\nbody\r\n", "bob@a.test")
+	if err != nil || len(res.Queued) != 0 || f.inFolder("bob@a.test", "INBOX") != 1 {
+		t.Errorf("marked message: %+v, %v; INBOX %d; want kept, nothing queued", res, err, f.inFolder("bob@a.test", "INBOX"))
+	}
+	res, err = sieveTx(t, f, nil, RedirectHeader+": carol@a.test\r\nSubject: other\r\n\r\nbody\r\n", "bob@a.test")
+	if err != nil || len(res.Queued) != 1 || f.inFolder("bob@a.test", "INBOX") != 1 {
+		t.Errorf("another's mark: %+v, %v; want redirected", res, err)
+	}
+	entries, _, err := f.st.OutboundEntries(context.Background(), mailstore.Page{})
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("queue: %v, %v", entries, err)
+	}
+	if e := entries[0]; e.Kind != mailstore.KindForward || e.DomainID != f.domains["a.test"].ID || e.From != srsFrom("someone@sender.example", "a.test") {
+		t.Errorf("queued %+v, want a forward of a.test with an SRS sender", e)
+	}
+}
+
+// TestSieveRedirectLimit: a script with more redirects than the
+// interpreter allows (sieve.DefaultMaxRedirects) fails its run: none of
+// its actions is taken, and the message is kept.
+func TestSieveRedirectLimit(t *testing.T) {
+	f := newFixture(t)
+	var b strings.Builder
+	for i := range 7 {
+		fmt.Fprintf(&b, "redirect \"r%d@remote.test\";\n", i)
+	}
+	res, err := sieveTx(t, f, map[string]string{"bob@a.test": b.String()}, "Subject: many\r\n\r\nbody\r\n", "bob@a.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Queued) != 0 || f.inFolder("bob@a.test", "INBOX") != 1 {
+		t.Errorf("7 redirects: queued %v, INBOX %d; want the message kept", res.Queued, f.inFolder("bob@a.test", "INBOX"))
+	}
+}
+
+// TestSieveRejectSeveralRecipients: reject alone is ErrSieveReject with
+// the reason, permanent; with another recipient the message is kept.
+func TestSieveRejectSeveralRecipients(t *testing.T) {
+	f := newFixture(t)
+	scripts := map[string]string{"bob@a.test": `require "reject"; reject "no thanks";`}
+	_, err := sieveTx(t, f, scripts, "Subject: r\r\n\r\nbody\r\n", "bob@a.test")
+	var rej *SieveRejectError
+	if !errors.Is(err, ErrSieveReject) || !errors.As(err, &rej) || rej.Reason != "no thanks" || Temporary(err) {
+		t.Errorf("alone: %v, want ErrSieveReject with the reason, permanent", err)
+	}
+	if _, err := sieveTx(t, f, nil, "Subject: r\r\n\r\nbody\r\n", "bob@a.test", "carol@a.test"); err != nil {
+		t.Errorf("with carol: %v, want delivered", err)
+	}
+	if f.inFolder("bob@a.test", "INBOX") != 1 {
+		t.Errorf("bob's INBOX %d, want 1 (kept beside carol)", f.inFolder("bob@a.test", "INBOX"))
+	}
+}
+
+// TestSieveEveryMode: the script runs for the MX, a submission to a
+// local mailbox and the queue's local delivery alike; a reject refuses
+// the first two and is kept from the queue, whose sender had its 250.
+func TestSieveEveryMode(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []Mode{MX, Submission, Forward} {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newFixture(t)
+			carol := f.mailbox("carol@a.test")
+			put := func(text string) {
+				t.Helper()
+				if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: carol.ID, Name: "s", Script: text, Active: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a := New(Config{Store: f.st, SRS: testSRS, Now: func() time.Time { return testNow }, Sieve: NewSieve(SieveConfig{Store: f.st})})
+			send := func() error {
+				t.Helper()
+				tx := f.start(a, mode, "bob@a.test", 0)
+				if err := tx.AddRecipient(ctx, "carol@a.test", ""); err != nil {
+					t.Fatalf("AddRecipient = %v", err)
+				}
+				_, err := tx.Commit(ctx, []byte("Subject: s\r\n\r\nbody\r\n"), testNow)
+				return err
+			}
+			put(`require ["fileinto", "mailbox"]; fileinto :create "Sorted";`)
+			if err := send(); err != nil {
+				t.Fatalf("fileinto: %v", err)
+			}
+			if n := f.inFolder("carol@a.test", "Sorted"); n != 1 {
+				t.Errorf("Sorted holds %d, want 1", n)
+			}
+			put(`require "reject"; reject "no";`)
+			err := send()
+			if mode == Forward {
+				if err != nil || f.inFolder("carol@a.test", "INBOX") != 1 {
+					t.Errorf("reject from the queue: %v, INBOX %d; want kept", err, f.inFolder("carol@a.test", "INBOX"))
+				}
+			} else if !errors.Is(err, ErrSieveReject) {
+				t.Errorf("reject: %v, want ErrSieveReject", err)
+			}
+		})
+	}
+}
+
+// TestSieveRedirectNullSender: a bounce is redirected with the null
+// sender, as a forward of the mailbox's domain (counted in its
+// transfer).
+func TestSieveRedirectNullSender(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: f.mailbox("bob@a.test").ID, Name: "s", Script: `redirect "out@remote.test";`, Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	a := New(Config{Store: f.st, SRS: testSRS, Now: func() time.Time { return testNow }, Sieve: NewSieve(SieveConfig{Store: f.st})})
+	tx := a.StartMX("", 0)
+	if err := tx.AddRecipient(ctx, "bob@a.test", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx, []byte("Subject: bounce\r\n\r\nbody\r\n"), testNow); err != nil {
+		t.Fatal(err)
+	}
+	entries, _, err := f.st.OutboundEntries(ctx, mailstore.Page{})
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("queue: %v, %v", entries, err)
+	}
+	if e := entries[0]; e.Kind != mailstore.KindForward || e.From != "" || e.DomainID != f.domains["a.test"].ID {
+		t.Errorf("queued %+v, want a forward of a.test from <>", e)
+	}
+}
+
+// TestSieveCache: a script is parsed again when its text changes, and
+// the cache stays within its bytes.
+func TestSieveCache(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := NewSieve(SieveConfig{Store: f.st, MaxCachedBytes: 100})
+	bob, carol := f.mailbox("bob@a.test"), f.mailbox("carol@a.test")
+	put := func(id int64, text string) {
+		t.Helper()
+		if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: id, Name: "s", Script: text, Active: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(bob.ID, "keep;")
+	first, _, err := s.script(ctx, bob.ID)
+	if err != nil || first == nil {
+		t.Fatalf("script = %v, %v", first, err)
+	}
+	if again, _, _ := s.script(ctx, bob.ID); again != first {
+		t.Error("same text parsed again")
+	}
+	put(bob.ID, "discard;")
+	if changed, _, _ := s.script(ctx, bob.ID); changed == first {
+		t.Error("changed text not parsed again")
+	}
+	put(carol.ID, "# "+strings.Repeat("x", 85)+"\nkeep;")
+	if _, _, err := s.script(ctx, carol.ID); err != nil {
+		t.Fatal(err)
+	}
+	if s.cached > 100 || len(s.cache) != 1 {
+		t.Errorf("cache of %d bytes, %d scripts; want at most 100 bytes, only the last", s.cached, len(s.cache))
+	}
+}
