@@ -412,9 +412,10 @@ func (t *Transaction) Commit(ctx context.Context, body []byte, at time.Time) (Re
 	}
 	r := Result{DeliveryResult: res}
 	for _, rc := range t.rcpts {
-		if !rc.Remote && !slices.ContainsFunc(rc.MailboxIDs, func(id int64) bool {
-			return slices.Contains(res.Delivered, id) || slices.Contains(sv.discarded, id)
-		}) {
+		// A mailbox is gone only when Deliver skipped it (deleted
+		// meanwhile); one its script discarded, or whose copy waits in
+		// the queue for room (OverQuota), was taken care of.
+		if !rc.Remote && !slices.ContainsFunc(rc.MailboxIDs, func(id int64) bool { return !slices.Contains(res.Skipped, id) }) {
 			r.Gone = append(r.Gone, rc.Address)
 		}
 	}
