@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,7 +131,13 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type passwords map[string]string
 
-func (p passwords) Authenticate(_ context.Context, username, password string) (string, error) {
+func (p passwords) Authenticate(_ context.Context, username, password string, ip netip.Addr) (string, error) {
+	if !ip.IsLoopback() {
+		return "", errors.New("no client address")
+	}
+	if username == "throttled" {
+		return "", ErrThrottled
+	}
 	if pw, ok := p[username]; ok && pw == password {
 		return "user:" + username, nil
 	}
@@ -237,7 +244,7 @@ func TestSession(t *testing.T) {
 	st := newMemStore()
 	_, addr := start(t, insecureConfig(st))
 	c, greeting := dial(t, addr)
-	want := []string{`"IMPLEMENTATION" "mailhost"`, `"SIEVE" "` + strings.Join(sieve.Extensions, " ") + `"`, `"SASL" "PLAIN"`, `"MAXREDIRECTS" "5"`, `"VERSION" "1.0"`, "OK"}
+	want := []string{`"IMPLEMENTATION" "mailhost"`, `"SIEVE" "` + strings.Join(sieve.Extensions, " ") + `"`, `"SASL" "PLAIN"`, `"MAXREDIRECTS" "5"`, `"UNAUTHENTICATE"`, `"VERSION" "1.0"`, "OK"}
 	if strings.Join(greeting, "\n") != strings.Join(want, "\n") {
 		t.Errorf("greeting = %q, want %q", greeting, want)
 	}
@@ -294,6 +301,18 @@ func TestSession(t *testing.T) {
 	if got := c.do(`SETACTIVE ""`); got != `OK "Setactive completed"` || st.active["user:alice"] != "" {
 		t.Errorf(`SETACTIVE "": %q, active %q`, got, st.active["user:alice"])
 	}
+	if got := c.do(`UNAUTHENTICATE`); got != `OK "Unauthenticate completed"` {
+		t.Errorf("UNAUTHENTICATE = %q", got)
+	}
+	if got := c.do(`LISTSCRIPTS`); got != `NO "log in first"` {
+		t.Errorf("LISTSCRIPTS after UNAUTHENTICATE = %q", got)
+	}
+	if got := c.do(`UNAUTHENTICATE`); got != `NO "not logged in"` {
+		t.Errorf("second UNAUTHENTICATE = %q", got)
+	}
+	if got := c.do(`AUTHENTICATE "PLAIN" "` + plainResp("alice", "secret") + `"`); got != `OK "Logged in"` {
+		t.Errorf("login after UNAUTHENTICATE = %q", got)
+	}
 	if got := c.do(`CAPABILITY`); got != "OK" {
 		t.Errorf("CAPABILITY = %q", got)
 	}
@@ -329,8 +348,12 @@ func TestAuthenticateContinuation(t *testing.T) {
 	if got := c2.do(`AUTHENTICATE "LOGIN"`); got != `NO "unsupported mechanism"` {
 		t.Errorf("LOGIN: %q", got)
 	}
+	// A throttled login is TRYLATER and counts as a failure.
+	if got := c2.do(`AUTHENTICATE "PLAIN" "` + plainResp("throttled", "x") + `"`); got != `NO (TRYLATER) "too many failed logins, try again later"` {
+		t.Errorf("throttled: %q", got)
+	}
 	// Three failures close the connection.
-	for i := 0; i < 2; i++ {
+	for i := 0; i < 1; i++ {
 		c2.do(`AUTHENTICATE "PLAIN" "` + plainResp("alice", "x") + `"`)
 	}
 	if got := c2.do(`AUTHENTICATE "PLAIN" "` + plainResp("alice", "x") + `"`); got != `BYE "too many failed logins"` {

@@ -3,6 +3,7 @@ package managesieve
 import (
 	"context"
 	"errors"
+	"net/netip"
 )
 
 // Errors a ScriptStore returns, each answered with its response code
@@ -22,6 +23,9 @@ var (
 	ErrQuotaScripts = errors.New("too many scripts")
 	// ErrAuth: wrong name or password.
 	ErrAuth = errors.New("authentication failed")
+	// ErrThrottled: too many failed logins lately; the login is refused
+	// without a password check (TRYLATER) and counts as a failure.
+	ErrThrottled = errors.New("too many failed logins")
 )
 
 // Script is a script's name and whether it is the active one.
@@ -55,7 +59,8 @@ type ScriptStore interface {
 
 // Authenticator checks a SASL PLAIN login (RFC 4616).
 type Authenticator interface {
-	// Authenticate returns the user the scripts belong to, or ErrAuth
-	// (or another error, answered as a temporary failure).
-	Authenticate(ctx context.Context, username, password string) (user string, err error)
+	// Authenticate returns the user the scripts belong to, or ErrAuth,
+	// or ErrThrottled (another error is answered as a temporary
+	// failure). ip is the client's address, for throttling.
+	Authenticate(ctx context.Context, username, password string, ip netip.Addr) (user string, err error)
 }
