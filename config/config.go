@@ -32,6 +32,9 @@ type Config struct {
 	HTTP string
 	// Mail listeners; an empty address turns a listener off.
 	SMTP, Submission, Submissions, IMAP, IMAPS string
+	// ManageSieve is the ManageSieve (RFC 5804) listen address, with
+	// STARTTLS; empty turns it off.
+	ManageSieve string
 
 	Hostname string
 	// AutoconfigHTTP and AutoconfigHTTPS serve the mail clients' set-up
@@ -183,6 +186,7 @@ var Settings = []Setting{
 	{"submissions", "MAILHOST_SUBMISSIONS", "127.0.0.1:2465", "SMTP submission over implicit TLS listen address; empty turns it off", str(func(c *Config) *string { return &c.Submissions })},
 	{"imap", "MAILHOST_IMAP", "127.0.0.1:2143", "IMAP (STARTTLS) listen address; empty turns it off", str(func(c *Config) *string { return &c.IMAP })},
 	{"imaps", "MAILHOST_IMAPS", "127.0.0.1:2993", "IMAP over implicit TLS listen address; empty turns it off", str(func(c *Config) *string { return &c.IMAPS })},
+	{"managesieve", "MAILHOST_MANAGESIEVE", "127.0.0.1:4190", "ManageSieve (STARTTLS) listen address, where mail clients edit the mailbox's Sieve filters; empty turns it off", str(func(c *Config) *string { return &c.ManageSieve })},
 	{"hostname", "MAILHOST_HOSTNAME", "", "the server's host name in SMTP greetings and Received headers; empty: the system host name", str(func(c *Config) *string { return &c.Hostname })},
 	{"autoconfig_http", "MAILHOST_AUTOCONFIG_HTTP", "", "listen address (such as :80) serving only the mail clients' set-up: Thunderbird's autoconfig and Outlook's Autodiscover, for autoconfig.<domain> and autodiscover.<domain>; empty turns it off (the http listener serves them too)", str(func(c *Config) *string { return &c.AutoconfigHTTP })},
 	{"autoconfig_https", "MAILHOST_AUTOCONFIG_HTTPS", "", "the same over TLS (such as :443) with tls_cert, which must then name autoconfig.<domain> and autodiscover.<domain> of the domains pointing there; empty turns it off", str(func(c *Config) *string { return &c.AutoconfigHTTPS })},
@@ -209,7 +213,7 @@ var Settings = []Setting{
 		return nil
 	}},
 	{"acme_http", "MAILHOST_ACME_HTTP", "", "listen address of the HTTP-01 challenge responder (\"0.0.0.0:80\" in production; other requests are redirected to https); empty turns it off", str(func(c *Config) *string { return &c.ACMEHTTP })},
-	{"allow_insecure_auth", "MAILHOST_ALLOW_INSECURE_AUTH", "false", "allow IMAP and submission logins without TLS (for tests only)", boolean(func(c *Config) *bool { return &c.AllowInsecureAuth })},
+	{"allow_insecure_auth", "MAILHOST_ALLOW_INSECURE_AUTH", "false", "allow IMAP, submission and ManageSieve logins without TLS (for tests only)", boolean(func(c *Config) *bool { return &c.AllowInsecureAuth })},
 	{"retention_time", "MAILHOST_RETENTION_TIME", "03:00", "time of day (UTC, HH:MM) of the daily retention pass and re-check of verified domains", func(c *Config, v string) error {
 		if _, err := time.Parse("15:04", v); err != nil {
 			return fmt.Errorf("want HH:MM, got %q", v)

@@ -54,7 +54,7 @@ func startService(t *testing.T, env map[string]string) (service.Addrs, string) {
 	t.Helper()
 	m := map[string]string{
 		"MAILHOST_DATA": t.TempDir(), "MAILHOST_HTTP": "127.0.0.1:0", "MAILHOST_SMTP": "127.0.0.1:0",
-		"MAILHOST_IMAP": "", "MAILHOST_IMAPS": "", "MAILHOST_SUBMISSION": "", "MAILHOST_SUBMISSIONS": "",
+		"MAILHOST_IMAP": "", "MAILHOST_IMAPS": "", "MAILHOST_MANAGESIEVE": "", "MAILHOST_SUBMISSION": "", "MAILHOST_SUBMISSIONS": "",
 		"MAILHOST_HOSTNAME": "mx.test", "MAILHOST_INBOUND_CHECKS": "false",
 	}
 	for k, v := range env {

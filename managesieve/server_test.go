@@ -62,6 +62,9 @@ func (m *memStore) GetScript(_ context.Context, user, name string) ([]byte, erro
 func (m *memStore) PutScript(_ context.Context, user, name string, content []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if strings.HasPrefix(name, " ") {
+		return ErrBadName
+	}
 	if _, ok := m.scripts[user][name]; !ok && len(m.scripts[user]) >= m.maxScripts {
 		return ErrQuotaScripts
 	}
@@ -275,6 +278,7 @@ func TestSession(t *testing.T) {
 		{`GETSCRIPT "nope"`, `NO (NONEXISTENT) "there is no script by that name"`},
 		{`PUTSCRIPT "" "keep;"`, `NO "bad script name"`},
 		{"PUTSCRIPT \"a\x7fb\" \"keep;\"", `NO "bad script name"`},
+		{`PUTSCRIPT " lead" "keep;"`, `NO "bad script name"`},
 		{`NOOP "tag1"`, `OK (TAG "tag1") "Done"`},
 		{`NOOP`, `OK "Done"`},
 		{`FROB`, `NO "unknown command \"FROB\""`},

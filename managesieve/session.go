@@ -302,6 +302,8 @@ func (s *session) storeErr(cmd string, err error) reply {
 		return no("QUOTA/MAXSIZE", "the script is too large")
 	case errors.Is(err, ErrQuotaScripts):
 		return no("QUOTA/MAXSCRIPTS", "too many scripts")
+	case errors.Is(err, ErrBadName):
+		return no("", "bad script name")
 	}
 	s.srv.log.Error("managesieve store", "command", cmd, "user", s.user, "err", err)
 	return no("TRYLATER", "temporary failure, try again later")

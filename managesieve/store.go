@@ -21,6 +21,9 @@ var (
 	// ErrQuotaScripts: the user has as many scripts as allowed
 	// (QUOTA/MAXSCRIPTS).
 	ErrQuotaScripts = errors.New("too many scripts")
+	// ErrBadName: a name the store does not take (stricter than RFC
+	// 5804 section 1.6, which the server checks).
+	ErrBadName = errors.New("bad script name")
 	// ErrAuth: wrong name or password.
 	ErrAuth = errors.New("authentication failed")
 	// ErrThrottled: too many failed logins lately; the login is refused
