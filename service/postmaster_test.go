@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/mailstore"
 )
