@@ -151,7 +151,8 @@ func (l *browserLog) received() (total int64, n int) {
 
 // TestBrowser drives the console in headless Chromium against the whole
 // service: sign in (a wrong key first), create a domain and a mailbox,
-// receive a message, change the quota and see the bar, add a catch-all,
+// receive a message, change the quota and see the bar, edit the Sieve
+// filter (a parse error shown), add a catch-all,
 // check ownership against a stub DNS (refused, then found once the MX
 // is published), suspend and resume, look at the
 // usage chart, sign out. Along the way: the key is in sessionStorage and
@@ -322,6 +323,33 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("GET quota = %d %s, want quota_mb 1", code, body)
 	}
 	shot("mailboxes")
+
+	// The Sieve filter: none at first; a script that does not parse is
+	// refused with the API's line and column; a good one is saved.
+	do("open the Sieve filter", chromedp.Click(chromedp.CSS(alice+" details.sieve summary")))
+	until("no filter yet", `document.querySelector('`+alice+` details.sieve .note').textContent.startsWith("No filter")`)
+	do("save a bad filter",
+		chromedp.SetValue(chromedp.CSS(alice+" textarea.sieve-script"), "require \"fileinto\";\n  filein \"Lists\";"),
+		chromedp.Click(chromedp.CSS(alice+" .sieve-form button[type=submit]")))
+	until("parse error shown", `document.querySelector('`+alice+` .sieve-form .error').textContent !== ""`)
+	if txt := eval(`document.querySelector('` + alice + ` .sieve-form .error').textContent`); txt != `script: line 2, column 3: unknown command "filein" (422)` {
+		t.Errorf("bad filter error = %q, want the API's detail", txt)
+	}
+	const filter = "require \"fileinto\";\nif header :contains \"subject\" \"[list]\" { fileinto \"Lists\"; }\n"
+	do("save a filter",
+		chromedp.SetValue(chromedp.CSS(alice+" textarea.sieve-script"), filter),
+		chromedp.Click(chromedp.CSS(alice+" .sieve-form button[type=submit]")))
+	until("saved", `document.getElementById("toast").textContent.includes("Sieve filter of alice@example.com saved")`)
+	if code, body := apiGet(t, base+"/users/alice@example.com/sieve", key); code != 200 || !strings.Contains(body, `[list]`) {
+		t.Errorf("GET sieve = %d %s, want the filter saved in the console", code, body)
+	}
+	do("open the Sieve filter again", chromedp.WaitVisible(chromedp.CSS(alice+" details.sieve summary")), chromedp.Click(chromedp.CSS(alice+" details.sieve summary")))
+	until("the filter loaded", `document.querySelector('`+alice+` textarea.sieve-script').value.includes("[list]")`)
+	do("remove the filter", chromedp.Click(chromedp.CSS(alice+" .sieve-buttons button.danger")))
+	until("removed", `document.getElementById("toast").textContent.includes("Sieve filter of alice@example.com removed")`)
+	if code, body := apiGet(t, base+"/users/alice@example.com/sieve", key); code != 404 {
+		t.Errorf("GET sieve after removal = %d %s, want 404", code, body)
+	}
 
 	do("add a catch-all",
 		chromedp.Click(chromedp.CSS(`a[href="#/domains/example.com/aliases"]`)),
