@@ -343,10 +343,13 @@ func TestBrowser(t *testing.T) {
 	if code, body := apiGet(t, base+"/users/alice@example.com/sieve", key); code != 200 || !strings.Contains(body, `[list]`) {
 		t.Errorf("GET sieve = %d %s, want the filter saved in the console", code, body)
 	}
-	do("open the Sieve filter again", chromedp.WaitVisible(chromedp.CSS(alice+" details.sieve summary")), chromedp.Click(chromedp.CSS(alice+" details.sieve summary")))
+	// The page is drawn again after the save, its filter closed.
+	until("redrawn", `!document.querySelector('`+alice+` details.sieve').open`)
+	do("open the Sieve filter again", chromedp.Click(chromedp.CSS(alice+" details.sieve summary")))
 	until("the filter loaded", `document.querySelector('`+alice+` textarea.sieve-script').value.includes("[list]")`)
 	do("remove the filter", chromedp.Click(chromedp.CSS(alice+" .sieve-buttons button.danger")))
 	until("removed", `document.getElementById("toast").textContent.includes("Sieve filter of alice@example.com removed")`)
+	until("redrawn after the removal", `!document.querySelector('`+alice+` details.sieve').open`)
 	if code, body := apiGet(t, base+"/users/alice@example.com/sieve", key); code != 404 {
 		t.Errorf("GET sieve after removal = %d %s, want 404", code, body)
 	}
