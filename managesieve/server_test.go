@@ -436,3 +436,38 @@ func TestIdleTimeout(t *testing.T) {
 		t.Errorf("idle: %q", got)
 	}
 }
+
+func TestMaxConns(t *testing.T) {
+	cfg := insecureConfig(newMemStore())
+	cfg.MaxConnsPerIP = 2
+	_, addr := start(t, cfg)
+	c1, _ := dial(t, addr)
+	dial(t, addr)
+	c3, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	c3.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if l, _ := bufio.NewReader(c3).ReadString('\n'); l != "BYE \"too many connections, try again later\"\r\n" {
+		t.Errorf("third connection from one address: %q", l)
+	}
+	// A connection that ends gives its place back.
+	c1.do("LOGOUT")
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		l, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if strings.HasPrefix(l, `"IMPLEMENTATION"`) {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("after a LOGOUT still refused: %q", l)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -514,6 +514,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		s := managesieve.New(managesieve.Config{
 			Store: sieveStore{st}, Auth: sieveLogins{logins}, TLS: tlsConfig, AllowInsecureAuth: cfg.AllowInsecureAuth,
 			Parse: adminapi.SieveParseOptions, Logger: log,
+			// A webmail's ManageSieve connections all come from its one
+			// address: the IMAP limit, which allows for an office's.
+			MaxConnsPerIP: int(cfg.MaxConnsPerIP),
 		})
 		servers = append(servers, s)
 		addrs.ManageSieve = ln.Addr().String()
