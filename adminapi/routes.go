@@ -51,6 +51,9 @@ func (a *API) routes(handle func(pattern string, h func(http.ResponseWriter, *ht
 	handle("GET /users/{email}/autoreply", a.authed(a.getAutoReply))
 	handle("PUT /users/{email}/autoreply", a.authed(a.setAutoReply))
 	handle("DELETE /users/{email}/autoreply", a.authed(a.deleteAutoReply))
+	handle("GET /users/{email}/sieve", a.authed(a.getSieve))
+	handle("PUT /users/{email}/sieve", a.authed(a.setSieve))
+	handle("DELETE /users/{email}/sieve", a.authed(a.deleteSieve))
 
 	handle("POST /aliases/{$}", a.authed(a.createAlias))
 	handle("GET /aliases/{$}", a.authed(a.listAliases))

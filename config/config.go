@@ -32,6 +32,9 @@ type Config struct {
 	HTTP string
 	// Mail listeners; an empty address turns a listener off.
 	SMTP, Submission, Submissions, IMAP, IMAPS string
+	// ManageSieve is the ManageSieve (RFC 5804) listen address, with
+	// STARTTLS; empty turns it off.
+	ManageSieve string
 
 	Hostname string
 	// AutoconfigHTTP and AutoconfigHTTPS serve the mail clients' set-up
@@ -190,6 +193,7 @@ var Settings = []Setting{
 	{"submissions", "MAILHOST_SUBMISSIONS", "127.0.0.1:2465", "SMTP submission over implicit TLS listen address; empty turns it off", str(func(c *Config) *string { return &c.Submissions })},
 	{"imap", "MAILHOST_IMAP", "127.0.0.1:2143", "IMAP (STARTTLS) listen address; empty turns it off", str(func(c *Config) *string { return &c.IMAP })},
 	{"imaps", "MAILHOST_IMAPS", "127.0.0.1:2993", "IMAP over implicit TLS listen address; empty turns it off", str(func(c *Config) *string { return &c.IMAPS })},
+	{"managesieve", "MAILHOST_MANAGESIEVE", "127.0.0.1:4190", "ManageSieve (STARTTLS) listen address, where mail clients edit the mailbox's Sieve filters; empty turns it off", str(func(c *Config) *string { return &c.ManageSieve })},
 	{"hostname", "MAILHOST_HOSTNAME", "", "the server's host name in SMTP greetings and Received headers; empty: the system host name", str(func(c *Config) *string { return &c.Hostname })},
 	{"autoconfig_http", "MAILHOST_AUTOCONFIG_HTTP", "", "listen address (such as :80) serving only the mail clients' set-up: Thunderbird's autoconfig and Outlook's Autodiscover, for autoconfig.<domain> and autodiscover.<domain>; empty turns it off (the http listener serves them too)", str(func(c *Config) *string { return &c.AutoconfigHTTP })},
 	{"autoconfig_https", "MAILHOST_AUTOCONFIG_HTTPS", "", "the same over TLS (such as :443) with tls_cert, which must then name autoconfig.<domain> and autodiscover.<domain> of the domains pointing there; empty turns it off", str(func(c *Config) *string { return &c.AutoconfigHTTPS })},
@@ -216,7 +220,7 @@ var Settings = []Setting{
 		return nil
 	}},
 	{"acme_http", "MAILHOST_ACME_HTTP", "", "listen address of the HTTP-01 challenge responder (\"0.0.0.0:80\" in production; other requests are redirected to https); empty turns it off", str(func(c *Config) *string { return &c.ACMEHTTP })},
-	{"allow_insecure_auth", "MAILHOST_ALLOW_INSECURE_AUTH", "false", "allow IMAP and submission logins without TLS (for tests only)", boolean(func(c *Config) *bool { return &c.AllowInsecureAuth })},
+	{"allow_insecure_auth", "MAILHOST_ALLOW_INSECURE_AUTH", "false", "allow IMAP, submission and ManageSieve logins without TLS (for tests only)", boolean(func(c *Config) *bool { return &c.AllowInsecureAuth })},
 	{"retention_time", "MAILHOST_RETENTION_TIME", "03:00", "time of day (UTC, HH:MM) of the daily retention pass and re-check of verified domains", func(c *Config, v string) error {
 		if _, err := time.Parse("15:04", v); err != nil {
 			return fmt.Errorf("want HH:MM, got %q", v)
@@ -247,7 +251,7 @@ var Settings = []Setting{
 	{"metrics_token", "MAILHOST_METRICS_TOKEN", "", "bearer token that lets addresses other than loopback read GET /metrics on the HTTP listeners (Authorization: Bearer <token>); empty: /metrics is open to loopback only", str(func(c *Config) *string { return &c.MetricsToken })},
 	{"refuse_inbound_over_cap", "MAILHOST_REFUSE_INBOUND_OVER_CAP", "false", "also refuse mail to a domain (451 4.7.1 at RCPT) once it has used its monthly transfer cap; forwards already queued for it wait in the queue", boolean(func(c *Config) *bool { return &c.RefuseInboundOverCap })},
 	{"send_limit_per_hour", "MAILHOST_SEND_LIMIT_PER_HOUR", "0", "most recipients one mailbox may send to in an hour over submission (450 4.7.1 beyond; a quiet mailbox may use them at once): what a stolen password can send; 0 = no limit", integer(func(c *Config) *int64 { return &c.SendLimitPerHour }, 0)},
-	{"max_conns_per_ip", "MAILHOST_MAX_CONNS_PER_IP", "1500", "most connections at once from one client address (an IPv6 /64 counts as one) to IMAP (143 and 993 together) and to submission (587 and 465 together), each counted on its own: an office of 200 behind one NAT address holds up to 200 x (5 desktop + 2 phone) = 1,400; beyond it IMAP answers BYE [UNAVAILABLE], submission 421 4.7.0, and the implicit-TLS ports close the connection before the handshake", integer(func(c *Config) *int64 { return &c.MaxConnsPerIP }, 1)},
+	{"max_conns_per_ip", "MAILHOST_MAX_CONNS_PER_IP", "1500", "most connections at once from one client address (an IPv6 /64 counts as one) to IMAP (143 and 993 together), to submission (587 and 465 together) and to ManageSieve, each counted on its own: an office of 200 behind one NAT address holds up to 200 x (5 desktop + 2 phone) = 1,400; beyond it IMAP answers BYE [UNAVAILABLE], submission 421 4.7.0, ManageSieve BYE, and the implicit-TLS ports close the connection before the handshake", integer(func(c *Config) *int64 { return &c.MaxConnsPerIP }, 1)},
 	{"mx_max_conns_per_ip", "MAILHOST_MX_MAX_CONNS_PER_IP", "50", "most connections at once from one client address to the MX (Postfix's smtpd_client_connection_count_limit); beyond it 421 4.7.0", integer(func(c *Config) *int64 { return &c.MXMaxConnsPerIP }, 1)},
 	{"max_conns_per_user_ip", "MAILHOST_MAX_CONNS_PER_USER_IP", "10", "most logged-in connections at once of one mailbox from one client address, to IMAP and to submission each (Dovecot's mail_max_userip_connections: a desktop client's 5, a phone and a tablet); beyond it the login is answered NO [UNAVAILABLE] (IMAP) or 454 4.7.0 (submission); 0 = no limit", integer(func(c *Config) *int64 { return &c.MaxConnsPerUserIP }, 0)},
 	{"max_conn_rate_per_ip", "MAILHOST_MAX_CONN_RATE_PER_IP", "600", "new connections one client address may open a minute to each service, after a burst of its max_conns_per_ip (mx_max_conns_per_ip for the MX): an office whose clients all reconnect at once passes, a scanner or a flood is refused as over the connection limit; 0 = no limit", integer(func(c *Config) *int64 { return &c.MaxConnRatePerIP }, 0)},

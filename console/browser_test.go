@@ -55,7 +55,7 @@ func startService(t *testing.T, env map[string]string) (service.Addrs, string) {
 	t.Helper()
 	m := map[string]string{
 		"MAILHOST_DATA": t.TempDir(), "MAILHOST_HTTP": "127.0.0.1:0", "MAILHOST_SMTP": "127.0.0.1:0",
-		"MAILHOST_IMAP": "", "MAILHOST_IMAPS": "", "MAILHOST_SUBMISSION": "", "MAILHOST_SUBMISSIONS": "",
+		"MAILHOST_IMAP": "", "MAILHOST_IMAPS": "", "MAILHOST_MANAGESIEVE": "", "MAILHOST_SUBMISSION": "", "MAILHOST_SUBMISSIONS": "",
 		"MAILHOST_HOSTNAME": "mx.test", "MAILHOST_INBOUND_CHECKS": "false",
 	}
 	for k, v := range env {
@@ -152,11 +152,12 @@ func (l *browserLog) received() (total int64, n int) {
 
 // TestBrowser drives the console in headless Chromium against the whole
 // service: sign in (a wrong key first), create a domain and a mailbox,
-// receive a message, change the quota and see the bar, set and remove an
-// auto-reply, add a catch-all, check ownership against a stub DNS
-// (refused, then found once the MX is published), set the spam filter,
-// suspend and resume, look at the usage chart, add a webhook (its secret
-// shown once) and delete it, see that in the audit log, sign out. Along the way: the key is in sessionStorage and
+// receive a message, change the quota and see the bar, edit the Sieve
+// filter (a parse error shown), set and remove an auto-reply, add a
+// catch-all, check ownership against a stub DNS (refused, then found
+// once the MX is published), set the spam filter, suspend and resume,
+// look at the usage chart, add a webhook (its secret shown once) and
+// delete it, see that in the audit log, sign out. Along the way: the key is in sessionStorage and
 // in no URL, no cookie is set, every request stays on the origin, the
 // page throws nothing and breaks no policy, and the first visit stays in
 // the size budget. With MAILHOST_CONSOLE_SCREENSHOTS=dir it saves
@@ -324,6 +325,36 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("GET quota = %d %s, want quota_mb 1", code, body)
 	}
 	shot("mailboxes")
+
+	// The Sieve filter: none at first; a script that does not parse is
+	// refused with the API's line and column; a good one is saved.
+	do("open the Sieve filter", chromedp.Click(chromedp.CSS(alice+" details.sieve summary")))
+	until("no filter yet", `document.querySelector('`+alice+` details.sieve .note').textContent.startsWith("No filter")`)
+	do("save a bad filter",
+		chromedp.SetValue(chromedp.CSS(alice+" textarea.sieve-script"), "require \"fileinto\";\n  filein \"Lists\";"),
+		chromedp.Click(chromedp.CSS(alice+" .sieve-form button[type=submit]")))
+	until("parse error shown", `document.querySelector('`+alice+` .sieve-form .error').textContent !== ""`)
+	if txt := eval(`document.querySelector('` + alice + ` .sieve-form .error').textContent`); txt != `script: line 2, column 3: unknown command "filein" (422)` {
+		t.Errorf("bad filter error = %q, want the API's detail", txt)
+	}
+	const filter = "require \"fileinto\";\nif header :contains \"subject\" \"[list]\" { fileinto \"Lists\"; }\n"
+	do("save a filter",
+		chromedp.SetValue(chromedp.CSS(alice+" textarea.sieve-script"), filter),
+		chromedp.Click(chromedp.CSS(alice+" .sieve-form button[type=submit]")))
+	until("saved", `document.getElementById("toast").textContent.includes("Sieve filter of alice@example.com saved")`)
+	if code, body := apiGet(t, base+"/users/alice@example.com/sieve", key); code != 200 || !strings.Contains(body, `[list]`) {
+		t.Errorf("GET sieve = %d %s, want the filter saved in the console", code, body)
+	}
+	// The page is drawn again after the save, its filter closed.
+	until("redrawn", `!document.querySelector('`+alice+` details.sieve').open`)
+	do("open the Sieve filter again", chromedp.Click(chromedp.CSS(alice+" details.sieve summary")))
+	until("the filter loaded", `document.querySelector('`+alice+` textarea.sieve-script').value.includes("[list]")`)
+	do("remove the filter", chromedp.Click(chromedp.CSS(alice+" .sieve-buttons button.danger")))
+	until("removed", `document.getElementById("toast").textContent.includes("Sieve filter of alice@example.com removed")`)
+	until("redrawn after the removal", `!document.querySelector('`+alice+` details.sieve').open`)
+	if code, body := apiGet(t, base+"/users/alice@example.com/sieve", key); code != 404 {
+		t.Errorf("GET sieve after removal = %d %s, want 404", code, body)
+	}
 
 	// An auto-reply from alice's row: saved, shown again as saved, read
 	// back through the API, removed. The start is an hour ago, to the

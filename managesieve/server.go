@@ -9,7 +9,8 @@
 // Config.IdleTimeout; lines are at most 8 KiB outside literals, and a
 // literal at most Config.MaxScriptSize (a larger one, up to 1 MiB, is
 // read and refused; beyond that the connection closes). Three failed
-// logins close the connection.
+// logins close the connection. Connections are bounded in all and per
+// client address (Config.MaxConns, MaxConnsPerIP).
 package managesieve
 
 import (
@@ -18,6 +19,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -49,6 +51,11 @@ type Config struct {
 	IdleTimeout time.Duration
 	// WriteTimeout bounds each reply's write; 0 means 1 minute.
 	WriteTimeout time.Duration
+	// MaxConns bounds the connections at once; 0 means 1,000. Beyond
+	// it, and beyond MaxConnsPerIP from one client address (an IPv6
+	// /64 counts as one; 0 means 50), a connection is answered BYE and
+	// closed.
+	MaxConns, MaxConnsPerIP int
 	// Logger gets a line per connection error; nil means slog.Default.
 	Logger *slog.Logger
 }
@@ -62,6 +69,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
 	conns     map[net.Conn]bool
+	perIP     map[netip.Prefix]int
 	closing   bool
 	wg        sync.WaitGroup
 }
@@ -80,6 +88,12 @@ func New(cfg Config) *Server {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = time.Minute
 	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 1000
+	}
+	if cfg.MaxConnsPerIP <= 0 {
+		cfg.MaxConnsPerIP = 50
+	}
 	if cfg.MaxRedirects <= 0 {
 		cfg.MaxRedirects = sieve.DefaultMaxRedirects
 	}
@@ -90,7 +104,7 @@ func New(cfg Config) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{cfg: cfg, log: log, listeners: map[net.Listener]bool{}, conns: map[net.Conn]bool{}}
+	return &Server{cfg: cfg, log: log, listeners: map[net.Listener]bool{}, conns: map[net.Conn]bool{}, perIP: map[netip.Prefix]int{}}
 }
 
 // Serve accepts connections on ln until Shutdown, and returns
@@ -133,7 +147,19 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.Close()
 			return ErrServerClosed
 		}
+		key := clientKey(c)
+		if len(s.conns) >= s.cfg.MaxConns || s.perIP[key] >= s.cfg.MaxConnsPerIP {
+			s.mu.Unlock()
+			s.log.Info("managesieve connection refused: too many", "remote", c.RemoteAddr().String())
+			// The answer is a few octets into an empty socket buffer: the
+			// short deadline only guards against a peer that reads nothing.
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			c.Write([]byte("BYE \"too many connections, try again later\"\r\n"))
+			c.Close()
+			continue
+		}
 		s.conns[c] = true
+		s.perIP[key]++
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go func() {
@@ -141,11 +167,30 @@ func (s *Server) Serve(ln net.Listener) error {
 			defer func() {
 				s.mu.Lock()
 				delete(s.conns, c)
+				if s.perIP[key]--; s.perIP[key] <= 0 {
+					delete(s.perIP, key)
+				}
 				s.mu.Unlock()
 			}()
 			newSession(s, c).serve()
 		}()
 	}
+}
+
+// clientKey is what connections are counted by: the client's address, an
+// IPv6 address by its /64 (what one customer line gets).
+func clientKey(c net.Conn) netip.Prefix {
+	ta, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Prefix{}
+	}
+	ip := ta.AddrPort().Addr().Unmap()
+	bits := 32
+	if ip.Is6() {
+		bits = 64
+	}
+	p, _ := ip.Prefix(bits)
+	return p
 }
 
 // Shutdown stops accepting, closes every connection (a command under way

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,6 +62,9 @@ func (m *memStore) GetScript(_ context.Context, user, name string) ([]byte, erro
 func (m *memStore) PutScript(_ context.Context, user, name string, content []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if strings.HasPrefix(name, " ") {
+		return ErrBadName
+	}
 	if _, ok := m.scripts[user][name]; !ok && len(m.scripts[user]) >= m.maxScripts {
 		return ErrQuotaScripts
 	}
@@ -130,7 +134,13 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type passwords map[string]string
 
-func (p passwords) Authenticate(_ context.Context, username, password string) (string, error) {
+func (p passwords) Authenticate(_ context.Context, username, password string, ip netip.Addr) (string, error) {
+	if !ip.IsLoopback() {
+		return "", errors.New("no client address")
+	}
+	if username == "throttled" {
+		return "", ErrThrottled
+	}
 	if pw, ok := p[username]; ok && pw == password {
 		return "user:" + username, nil
 	}
@@ -237,7 +247,7 @@ func TestSession(t *testing.T) {
 	st := newMemStore()
 	_, addr := start(t, insecureConfig(st))
 	c, greeting := dial(t, addr)
-	want := []string{`"IMPLEMENTATION" "mailhost"`, `"SIEVE" "` + strings.Join(sieve.Extensions, " ") + `"`, `"SASL" "PLAIN"`, `"MAXREDIRECTS" "5"`, `"VERSION" "1.0"`, "OK"}
+	want := []string{`"IMPLEMENTATION" "mailhost"`, `"SIEVE" "` + strings.Join(sieve.Extensions, " ") + `"`, `"SASL" "PLAIN"`, `"MAXREDIRECTS" "5"`, `"UNAUTHENTICATE"`, `"VERSION" "1.0"`, "OK"}
 	if strings.Join(greeting, "\n") != strings.Join(want, "\n") {
 		t.Errorf("greeting = %q, want %q", greeting, want)
 	}
@@ -268,6 +278,7 @@ func TestSession(t *testing.T) {
 		{`GETSCRIPT "nope"`, `NO (NONEXISTENT) "there is no script by that name"`},
 		{`PUTSCRIPT "" "keep;"`, `NO "bad script name"`},
 		{"PUTSCRIPT \"a\x7fb\" \"keep;\"", `NO "bad script name"`},
+		{`PUTSCRIPT " lead" "keep;"`, `NO "bad script name"`},
 		{`NOOP "tag1"`, `OK (TAG "tag1") "Done"`},
 		{`NOOP`, `OK "Done"`},
 		{`FROB`, `NO "unknown command \"FROB\""`},
@@ -293,6 +304,18 @@ func TestSession(t *testing.T) {
 	}
 	if got := c.do(`SETACTIVE ""`); got != `OK "Setactive completed"` || st.active["user:alice"] != "" {
 		t.Errorf(`SETACTIVE "": %q, active %q`, got, st.active["user:alice"])
+	}
+	if got := c.do(`UNAUTHENTICATE`); got != `OK "Unauthenticate completed"` {
+		t.Errorf("UNAUTHENTICATE = %q", got)
+	}
+	if got := c.do(`LISTSCRIPTS`); got != `NO "log in first"` {
+		t.Errorf("LISTSCRIPTS after UNAUTHENTICATE = %q", got)
+	}
+	if got := c.do(`UNAUTHENTICATE`); got != `NO "not logged in"` {
+		t.Errorf("second UNAUTHENTICATE = %q", got)
+	}
+	if got := c.do(`AUTHENTICATE "PLAIN" "` + plainResp("alice", "secret") + `"`); got != `OK "Logged in"` {
+		t.Errorf("login after UNAUTHENTICATE = %q", got)
 	}
 	if got := c.do(`CAPABILITY`); got != "OK" {
 		t.Errorf("CAPABILITY = %q", got)
@@ -329,8 +352,12 @@ func TestAuthenticateContinuation(t *testing.T) {
 	if got := c2.do(`AUTHENTICATE "LOGIN"`); got != `NO "unsupported mechanism"` {
 		t.Errorf("LOGIN: %q", got)
 	}
+	// A throttled login is TRYLATER and counts as a failure.
+	if got := c2.do(`AUTHENTICATE "PLAIN" "` + plainResp("throttled", "x") + `"`); got != `NO (TRYLATER) "too many failed logins, try again later"` {
+		t.Errorf("throttled: %q", got)
+	}
 	// Three failures close the connection.
-	for i := 0; i < 2; i++ {
+	for i := 0; i < 1; i++ {
 		c2.do(`AUTHENTICATE "PLAIN" "` + plainResp("alice", "x") + `"`)
 	}
 	if got := c2.do(`AUTHENTICATE "PLAIN" "` + plainResp("alice", "x") + `"`); got != `BYE "too many failed logins"` {
@@ -407,5 +434,40 @@ func TestIdleTimeout(t *testing.T) {
 	c, _ := dial(t, addr)
 	if got := c.response(); got[0] != `BYE "idle for too long"` {
 		t.Errorf("idle: %q", got)
+	}
+}
+
+func TestMaxConns(t *testing.T) {
+	cfg := insecureConfig(newMemStore())
+	cfg.MaxConnsPerIP = 2
+	_, addr := start(t, cfg)
+	c1, _ := dial(t, addr)
+	dial(t, addr)
+	c3, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	c3.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if l, _ := bufio.NewReader(c3).ReadString('\n'); l != "BYE \"too many connections, try again later\"\r\n" {
+		t.Errorf("third connection from one address: %q", l)
+	}
+	// A connection that ends gives its place back.
+	c1.do("LOGOUT")
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		l, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if strings.HasPrefix(l, `"IMPLEMENTATION"`) {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("after a LOGOUT still refused: %q", l)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

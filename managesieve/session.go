@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,14 @@ func newSession(s *Server, c net.Conn) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	_, isTLS := c.(*tls.Conn)
 	return &session{srv: s, conn: c, br: bufio.NewReader(c), bw: bufio.NewWriter(c), tls: isTLS, ctx: ctx, cancel: cancel}
+}
+
+// ip is the client's address, for the Authenticator's throttling.
+func (s *session) ip() netip.Addr {
+	if ta, ok := s.conn.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
 }
 
 // reply is one response: OK, NO or BYE, an optional response code and
@@ -159,6 +168,17 @@ func (s *session) command(name string, args []token) (r reply, end bool) {
 		return s.startTLS()
 	case "AUTHENTICATE":
 		return s.authenticate(args)
+	case "UNAUTHENTICATE":
+		// RFC 5804 section 2.14.1: back to the state after STARTTLS,
+		// for another login on the same connection.
+		if len(args) != 0 {
+			return no("", "UNAUTHENTICATE takes no arguments"), false
+		}
+		if s.user == "" {
+			return no("", "not logged in"), false
+		}
+		s.user = ""
+		return ok("Unauthenticate completed"), false
 	}
 	known := map[string]bool{"HAVESPACE": true, "PUTSCRIPT": true, "LISTSCRIPTS": true, "SETACTIVE": true,
 		"GETSCRIPT": true, "DELETESCRIPT": true, "RENAMESCRIPT": true, "CHECKSCRIPT": true}
@@ -282,6 +302,8 @@ func (s *session) storeErr(cmd string, err error) reply {
 		return no("QUOTA/MAXSIZE", "the script is too large")
 	case errors.Is(err, ErrQuotaScripts):
 		return no("QUOTA/MAXSCRIPTS", "too many scripts")
+	case errors.Is(err, ErrBadName):
+		return no("", "bad script name")
 	}
 	s.srv.log.Error("managesieve store", "command", cmd, "user", s.user, "err", err)
 	return no("TRYLATER", "temporary failure, try again later")
@@ -329,6 +351,7 @@ func (s *session) capabilities() error {
 	}
 	lines = append(lines,
 		quote("MAXREDIRECTS")+" "+quote(strconv.Itoa(cfg.MaxRedirects)),
+		quote("UNAUTHENTICATE"),
 		quote("VERSION")+" "+quote("1.0"),
 		"OK",
 	)
@@ -410,12 +433,18 @@ func (s *session) authenticate(args []token) (reply, bool) {
 	if authz != "" && authz != authc {
 		return no("", "authorization as another user is not supported"), false
 	}
-	user, err := s.srv.cfg.Auth.Authenticate(s.ctx, authc, pass)
+	user, err := s.srv.cfg.Auth.Authenticate(s.ctx, authc, pass, s.ip())
 	if err != nil {
+		if errors.Is(err, ErrThrottled) {
+			s.authFails++
+			s.srv.log.Info("managesieve login throttled", "remote", s.conn.RemoteAddr().String(), "user", authc)
+			return no("TRYLATER", "too many failed logins, try again later"), s.authFails >= maxAuthFailures
+		}
 		if !errors.Is(err, ErrAuth) {
 			s.srv.log.Error("managesieve authenticate", "err", err)
 			return no("TRYLATER", "temporary failure, try again later"), false
 		}
+		s.srv.log.Info("managesieve login failed", "remote", s.conn.RemoteAddr().String(), "user", authc)
 		s.authFails++
 		if s.authFails >= maxAuthFailures {
 			return reply{status: "BYE", text: "too many failed logins"}, true

@@ -3,6 +3,7 @@ package managesieve
 import (
 	"context"
 	"errors"
+	"net/netip"
 )
 
 // Errors a ScriptStore returns, each answered with its response code
@@ -20,8 +21,14 @@ var (
 	// ErrQuotaScripts: the user has as many scripts as allowed
 	// (QUOTA/MAXSCRIPTS).
 	ErrQuotaScripts = errors.New("too many scripts")
+	// ErrBadName: a name the store does not take (stricter than RFC
+	// 5804 section 1.6, which the server checks).
+	ErrBadName = errors.New("bad script name")
 	// ErrAuth: wrong name or password.
 	ErrAuth = errors.New("authentication failed")
+	// ErrThrottled: too many failed logins lately; the login is refused
+	// without a password check (TRYLATER) and counts as a failure.
+	ErrThrottled = errors.New("too many failed logins")
 )
 
 // Script is a script's name and whether it is the active one.
@@ -55,7 +62,8 @@ type ScriptStore interface {
 
 // Authenticator checks a SASL PLAIN login (RFC 4616).
 type Authenticator interface {
-	// Authenticate returns the user the scripts belong to, or ErrAuth
-	// (or another error, answered as a temporary failure).
-	Authenticate(ctx context.Context, username, password string) (user string, err error)
+	// Authenticate returns the user the scripts belong to, or ErrAuth,
+	// or ErrThrottled (another error is answered as a temporary
+	// failure). ip is the client's address, for throttling.
+	Authenticate(ctx context.Context, username, password string, ip netip.Addr) (user string, err error)
 }

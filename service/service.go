@@ -1,8 +1,8 @@
 // Package service wires mailhost's parts together: it opens the store,
 // starts the management API, the SMTP servers (MX and submission), IMAP,
-// the outbound queue's workers, the control socket, the retention
-// scheduler and the daily re-check of verified domains, and stops them in order: listeners first, then the workers,
-// then the store.
+// ManageSieve, the outbound queue's workers, the control socket, the
+// retention scheduler and the daily re-check of verified domains, and
+// stops them in order: listeners first, then the workers, then the store.
 package service
 
 import (
@@ -31,6 +31,7 @@ import (
 	"github.com/mailhost/mailhost/imapd"
 	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/managesieve"
 	"github.com/mailhost/mailhost/metrics"
 	"github.com/mailhost/mailhost/outbound"
 	"github.com/mailhost/mailhost/policy"
@@ -70,6 +71,8 @@ type Options struct {
 // Addrs are the addresses the listeners are bound to; empty when off.
 type Addrs struct {
 	HTTP, SMTP, Submission, Submissions, IMAP, IMAPS string
+	// ManageSieve edits the mailboxes' Sieve scripts.
+	ManageSieve string
 	// AutoconfigHTTP and AutoconfigHTTPS serve the mail clients' set-up
 	// alone.
 	AutoconfigHTTP, AutoconfigHTTPS string
@@ -520,6 +523,30 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			closeAll()
 			return err
 		}
+	}
+
+	if cfg.ManageSieve != "" {
+		ln, err := listen(cfg.ManageSieve)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		s := managesieve.New(managesieve.Config{
+			Store: sieveStore{st}, Auth: sieveLogins{logins}, TLS: tlsConfig, AllowInsecureAuth: cfg.AllowInsecureAuth,
+			Parse: adminapi.SieveParseOptions, Logger: log,
+			// A webmail's ManageSieve connections all come from its one
+			// address: the IMAP limit, which allows for an office's.
+			MaxConnsPerIP: int(cfg.MaxConnsPerIP),
+		})
+		servers = append(servers, s)
+		addrs.ManageSieve = ln.Addr().String()
+		serve("managesieve", func() error {
+			if err := s.Serve(ln); !errors.Is(err, managesieve.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+		log.Info("listening", "service", "managesieve", "addr", addrs.ManageSieve)
 	}
 
 	rctx, stopRetention := context.WithCancel(ctx)

@@ -75,7 +75,7 @@ func testConfig(dir string, env ...string) (*config.Config, error) {
 	return config.Register(flag.NewFlagSet("t", flag.ContinueOnError)).Load(func(k string) (string, bool) {
 		m := map[string]string{
 			"MAILHOST_DATA": dir, "MAILHOST_HTTP": "127.0.0.1:0", "MAILHOST_SMTP": "127.0.0.1:0",
-			"MAILHOST_IMAP": "127.0.0.1:0", "MAILHOST_IMAPS": "127.0.0.1:0",
+			"MAILHOST_IMAP": "127.0.0.1:0", "MAILHOST_IMAPS": "127.0.0.1:0", "MAILHOST_MANAGESIEVE": "127.0.0.1:0",
 			"MAILHOST_SUBMISSION": "", "MAILHOST_SUBMISSIONS": "", "MAILHOST_HOSTNAME": "mx.test",
 			// Tests stay off the network: no SPF/DKIM/DMARC lookups.
 			"MAILHOST_INBOUND_CHECKS": "false",

@@ -21,6 +21,7 @@ type store interface {
 	mailstore.Cluster
 	mailstore.Webhooks
 	mailstore.Audit
+	mailstore.SieveScripts
 }
 
 // openStore opens the store the configuration names: the bbolt file in

@@ -39,6 +39,7 @@ submission  = ":587"    # mail clients sending, STARTTLS
 submissions = ":465"    # mail clients sending, implicit TLS
 imap        = ":143"    # mail clients reading, STARTTLS
 imaps       = ":993"    # mail clients reading, implicit TLS
+managesieve = ":4190"   # mail clients' filters (Sieve), STARTTLS
 
 # Certificates from Let's Encrypt, for hostname and for the autoconfig.
 # and autodiscover. names of each verified domain, renewed without a

@@ -47,7 +47,7 @@ func writeChecklist(w io.Writer, a Answers) {
 			"   an address without one, or with one that does not resolve back.", a.Hostname),
 		"Outbound port 25: many providers block it until asked (a support ticket);\n" +
 			"   without it no mail leaves, unless the relay setting names a smarthost.",
-		"Firewall: open TCP 25, 465, 587, 143 and 993 (mail), 80 (the ACME\n" +
+		"Firewall: open TCP 25, 465, 587, 143, 993 and 4190 (mail), 80 (the ACME\n" +
 			"   challenge) and 443 (mail client set-up) to the Internet; keep the API's\n" +
 			"   port closed to it.",
 		"Start it: systemctl daemon-reload && systemctl enable --now mailhost\n" +

@@ -61,6 +61,7 @@ func TestYes(t *testing.T) {
 		{"submissions", cfg.Submissions, ":465"},
 		{"imap", cfg.IMAP, ":143"},
 		{"imaps", cfg.IMAPS, ":993"},
+		{"managesieve", cfg.ManageSieve, ":4190"},
 		{"acme_email", cfg.ACMEEmail, "postmaster@example.com"},
 		{"acme_http", cfg.ACMEHTTP, ":80"},
 	} {

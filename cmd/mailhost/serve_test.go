@@ -44,7 +44,7 @@ func TestServeShowsFirstKey(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), serveEnv+"=serve", "MAILHOST_DATA="+dir,
 				"MAILHOST_HTTP=127.0.0.1:0", "MAILHOST_SMTP=127.0.0.1:0", "MAILHOST_IMAP=127.0.0.1:0",
-				"MAILHOST_IMAPS=127.0.0.1:0", "MAILHOST_SUBMISSION=", "MAILHOST_SUBMISSIONS=",
+				"MAILHOST_IMAPS=127.0.0.1:0", "MAILHOST_MANAGESIEVE=127.0.0.1:0", "MAILHOST_SUBMISSION=", "MAILHOST_SUBMISSIONS=",
 				"MAILHOST_HOSTNAME=mx.test", "MAILHOST_INBOUND_CHECKS=false", "MAILHOST_STORE=", "JOURNAL_STREAM=")
 			if journal {
 				var st syscall.Stat_t

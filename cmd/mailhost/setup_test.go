@@ -44,7 +44,7 @@ func TestSetupServes(t *testing.T) {
 	flags := config.Register(fs)
 	err = fs.Parse([]string{"-config", conf,
 		"-http", "127.0.0.1:0", "-smtp", "127.0.0.1:0", "-submission", "127.0.0.1:0", "-submissions", "127.0.0.1:0",
-		"-imap", "127.0.0.1:0", "-imaps", "127.0.0.1:0", "-acme-http", "127.0.0.1:0", "-autoconfig-https", "127.0.0.1:0",
+		"-imap", "127.0.0.1:0", "-imaps", "127.0.0.1:0", "-managesieve", "127.0.0.1:0", "-acme-http", "127.0.0.1:0", "-autoconfig-https", "127.0.0.1:0",
 		"-acme-directory", "https://127.0.0.1:1/directory", "-inbound-checks=false"})
 	if err != nil {
 		t.Fatal(err)

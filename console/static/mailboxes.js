@@ -1,8 +1,8 @@
 // mailboxes.js: a domain's mailboxes: create, password, quota with a
-// usage bar, delete.
+// usage bar, the Sieve filter, delete.
 
 import { h, field, bar, fmt } from "./dom.js";
-import { call, get, post, put, del, seg } from "./api.js";
+import { ApiError, call, get, post, put, del, seg } from "./api.js";
 import { onSubmit, button, pager, pageQuery, domainHeader, section } from "./ui.js";
 
 // page is #/domains/{name}/mailboxes.
@@ -26,7 +26,7 @@ export async function page(ctx, name) {
   const limitText = d.max_mailboxes ? ` of ${fmt(d.max_mailboxes)} allowed` : "";
   return h("div", {}, head,
     section("Add a mailbox", form,
-      h("p", { class: "note" }, `New mailboxes get the domain's quota, ${fmt(d.quota_mb)} MB. The password logs in over IMAP and SMTP submission.`)),
+      h("p", { class: "note" }, `New mailboxes get the domain's quota, ${fmt(d.quota_mb)} MB. The password logs in over IMAP, SMTP submission and ManageSieve.`)),
     section(`Mailboxes (${total}${limitText})`,
       ms.length === 0 ? h("p", {}, "No mailbox yet.") :
         h("ul", { class: "rows", id: "mailboxes" }, ms.map((m, i) => row(ctx, m, usages[i]))),
@@ -53,5 +53,47 @@ function row(ctx, m, u) {
         if (!confirm(`Delete ${m.email} and all its messages?`)) return;
         await del(path);
         return `Mailbox ${m.email} deleted`;
-      }, { class: "danger small" })));
+      }, { class: "danger small" })),
+    sieve(ctx, m, path));
+}
+
+// sieve is the mailbox's active Sieve filter in a plain editor, fetched
+// when opened (a page of mailboxes would otherwise cost a call each). A
+// script that does not parse is refused by the API with its line and
+// column, shown under the editor.
+function sieve(ctx, m, path) {
+  const text = h("textarea", { class: "sieve-script", rows: 8, spellcheck: "false", autocomplete: "off", "aria-label": `Sieve filter of ${m.email}` });
+  const state = h("span", { class: "note" });
+  const form = onSubmit(ctx, h("form", { class: "sieve-form" }, text,
+    h("div", { class: "sieve-buttons" },
+      h("button", { type: "submit" }, "Save filter"),
+      button(ctx, "Remove filter", async () => {
+        if (!confirm(`Remove the Sieve filter of ${m.email}?`)) return;
+        await del(path + "/sieve");
+        return `Sieve filter of ${m.email} removed`;
+      }, { class: "danger small" }),
+      state)),
+  async () => {
+    await put(path + "/sieve", { script: text.value });
+    return `Sieve filter of ${m.email} saved`;
+  });
+  const box = h("details", { class: "sieve" }, h("summary", {}, "Sieve filter"), form);
+  let loaded = false;
+  box.addEventListener("toggle", async () => {
+    if (!box.open || loaded) return;
+    loaded = true;
+    state.textContent = "Loading…";
+    try {
+      text.value = (await get(path + "/sieve")).script;
+      state.textContent = "Active; mail clients may also edit it over ManageSieve (port 4190).";
+    } catch (x) {
+      if (!(x instanceof ApiError) || x.status !== 404) {
+        loaded = false;
+        state.textContent = String(x.message);
+        return;
+      }
+      state.textContent = "No filter: all mail goes to the inbox.";
+    }
+  });
+  return box;
 }
