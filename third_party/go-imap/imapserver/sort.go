@@ -6,6 +6,7 @@ package imapserver
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/emersion/go-imap/v2"
@@ -67,7 +68,11 @@ type SessionThread interface {
 func sortCaps(available imap.CapSet) []imap.Cap {
 	var caps []imap.Cap
 	addAvailableCaps(&caps, available, []imap.Cap{imap.CapSort, imap.CapSortDisplay, imap.CapESort})
-	for _, alg := range available.ThreadAlgorithms() {
+	// ThreadAlgorithms answers in map order: sorted, the list is the
+	// same from one CAPABILITY to the next.
+	algs := available.ThreadAlgorithms()
+	slices.Sort(algs)
+	for _, alg := range algs {
 		caps = append(caps, imap.Cap("THREAD="+string(alg)))
 	}
 	return caps
