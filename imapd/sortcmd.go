@@ -20,7 +20,7 @@ var (
 )
 
 // Sort answers SORT and UID SORT.
-func (s *session) Sort(kind imapserver.NumKind, sortCriteria []imapserver.SortCriterion, criteria *imap.SearchCriteria) ([]uint32, error) {
+func (s *session) Sort(kind imapserver.NumKind, sortCriteria []imapserver.SortCriterion, criteria *imap.SearchCriteria) (*imapserver.SortData, error) {
 	words := make([]string, 0, 2*len(sortCriteria))
 	for _, c := range sortCriteria {
 		if c.Reverse {
@@ -33,24 +33,24 @@ func (s *session) Sort(kind imapserver.NumKind, sortCriteria []imapserver.SortCr
 		// imapserver let through only the keys offered, all known here.
 		return nil, s.fail("sort", err)
 	}
-	msgs, err := s.sortMsgs(criteria, "sort")
+	msgs, modSeq, err := s.sortMsgs(criteria, "sort")
 	if err != nil {
 		return nil, err
 	}
 	sorted := sortMessages(msgs, crit)
-	nums := make([]uint32, len(sorted))
+	data := &imapserver.SortData{Nums: make([]uint32, len(sorted)), ModSeq: modSeq}
 	for i, m := range sorted {
-		nums[i] = m.Seq
+		data.Nums[i] = m.Seq
 		if kind == imapserver.NumKindUID {
-			nums[i] = m.UID
+			data.Nums[i] = m.UID
 		}
 	}
-	return nums, nil
+	return data, nil
 }
 
 // Thread answers THREAD and UID THREAD.
 func (s *session) Thread(kind imapserver.NumKind, algorithm imap.ThreadAlgorithm, criteria *imap.SearchCriteria) ([]*imapserver.ThreadNode, error) {
-	msgs, err := s.sortMsgs(criteria, "thread")
+	msgs, _, err := s.sortMsgs(criteria, "thread")
 	if err != nil {
 		return nil, err
 	}
@@ -83,15 +83,16 @@ func wireThreads(threads []*threadNode, uids bool) []*imapserver.ThreadNode {
 
 // sortMsgs runs the search of a SORT or THREAD over the selected folder
 // and answers the matching messages with their summaries, in sequence
-// order.
-func (s *session) sortMsgs(criteria *imap.SearchCriteria, op string) ([]sortMsg, error) {
+// order, and their highest MODSEQ for a search with the MODSEQ key (RFC
+// 7162 section 3.1.5), else 0.
+func (s *session) sortMsgs(criteria *imap.SearchCriteria, op string) ([]sortMsg, uint64, error) {
 	v := s.sel
 	if v == nil {
-		return nil, errNoSelection
+		return nil, 0, errNoSelection
 	}
 	data, err := s.Search(imapserver.NumKindSeq, criteria, &imap.SearchOptions{ReturnAll: true})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	seqs, _ := data.All.(imap.SeqSet)
 	nums, _ := seqs.Nums()
@@ -113,7 +114,7 @@ func (s *session) sortMsgs(criteria *imap.SearchCriteria, op string) ([]sortMsg,
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return msgs, nil
+	return msgs, data.ModSeq, nil
 }

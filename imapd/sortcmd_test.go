@@ -59,6 +59,9 @@ func TestSortCommand(t *testing.T) {
 		{"UID SORT (DATE) UTF-8 NOT FROM eve", "* SORT 2 4 3 5"},
 		{"UID SORT (SUBJECT) UTF-8 UID 3:5", "* SORT 4 5 3"},
 		{"SORT (SUBJECT) UTF-8 FROM nobody", "* SORT"},
+		// Six deliveries take MODSEQ 2 to 7 (condstore_test.go); the
+		// highest of the matches follows (RFC 7162 section 3.1.5).
+		{"SORT (REVERSE SUBJECT) UTF-8 MODSEQ 5", "* SORT 5 3 4 (MODSEQ 7)"},
 	} {
 		untagged := rc.ok("%s", tc.cmd)
 		wantLines(t, tc.cmd, untagged, tc.want)

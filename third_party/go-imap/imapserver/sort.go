@@ -42,7 +42,16 @@ type SessionSort interface {
 
 	// Sort answers the messages matching criteria, numbers or UIDs as
 	// kind says, in the order sortCriteria make.
-	Sort(kind NumKind, sortCriteria []SortCriterion, criteria *imap.SearchCriteria) ([]uint32, error)
+	Sort(kind NumKind, sortCriteria []SortCriterion, criteria *imap.SearchCriteria) (*SortData, error)
+}
+
+// SortData is SORT's answer.
+type SortData struct {
+	// Nums are the messages' numbers or UIDs, in sort order.
+	Nums []uint32
+	// ModSeq is the highest mod-sequence of the messages, for a search
+	// with the MODSEQ key (RFC 7162 section 3.1.5), else 0.
+	ModSeq uint64
 }
 
 // ThreadNode is one node of a THREAD answer's tree: a message's number or
@@ -127,14 +136,17 @@ func (c *Conn) handleSort(tag string, dec *imapwire.Decoder, numKind NumKind) er
 	if err := c.checkState(imap.ConnStateSelected); err != nil {
 		return err
 	}
-	nums, err := session.Sort(numKind, sortCriteria, criteria)
+	if searchHasModSeq(criteria) {
+		c.enableCondStore() // RFC 7162 section 3.1: SORT with MODSEQ enables CONDSTORE
+	}
+	data, err := session.Sort(numKind, sortCriteria, criteria)
 	if err != nil {
 		return err
 	}
 	if extended {
-		return c.writeESearch(tag, sortedSearchData(nums, numKind), &options, numKind)
+		return c.writeESearch(tag, sortedSearchData(data, numKind), &options, numKind)
 	}
-	return c.writeSort(nums)
+	return c.writeSort(data)
 }
 
 // readSortCriteria reads sort-criteria: "(" sort-criterion *(SP
@@ -202,8 +214,9 @@ func readSearchCharsetCriteria(dec *imapwire.Decoder) (*imap.SearchCriteria, err
 // sortedSearchData is ESEARCH's data for a sorted answer (RFC 5267 section
 // 3.1): MIN and MAX are the first and last messages in sort order, and
 // ALL lists the messages in that order.
-func sortedSearchData(nums []uint32, numKind NumKind) *imap.SearchData {
-	data := &imap.SearchData{Count: uint32(len(nums))}
+func sortedSearchData(sorted *SortData, numKind NumKind) *imap.SearchData {
+	nums := sorted.Nums
+	data := &imap.SearchData{Count: uint32(len(nums)), ModSeq: sorted.ModSeq}
 	if len(nums) > 0 {
 		data.Min, data.Max = nums[0], nums[len(nums)-1]
 	}
@@ -231,13 +244,17 @@ func sortedSearchData(nums []uint32, numKind NumKind) *imap.SearchData {
 	return data
 }
 
-// writeSort writes a SORT response: "* SORT" *(SP nz-number).
-func (c *Conn) writeSort(nums []uint32) error {
+// writeSort writes a SORT response: "* SORT" *(SP nz-number), then "(MODSEQ
+// n)" for a search with the MODSEQ key (RFC 7162 section 3.1.5).
+func (c *Conn) writeSort(data *SortData) error {
 	enc := newResponseEncoder(c)
 	defer enc.end()
 	enc.Atom("*").SP().Atom("SORT")
-	for _, n := range nums {
+	for _, n := range data.Nums {
 		enc.SP().Number(n)
+	}
+	if data.ModSeq != 0 && len(data.Nums) > 0 {
+		enc.SP().Special('(').Atom("MODSEQ").SP().ModSeq(data.ModSeq).Special(')')
 	}
 	return enc.CRLF()
 }

@@ -24,9 +24,13 @@ type sortSession struct {
 	criteria  *imap.SearchCriteria
 }
 
-func (s *sortSession) Sort(kind imapserver.NumKind, sc []imapserver.SortCriterion, c *imap.SearchCriteria) ([]uint32, error) {
+func (s *sortSession) Sort(kind imapserver.NumKind, sc []imapserver.SortCriterion, c *imap.SearchCriteria) (*imapserver.SortData, error) {
 	s.kind, s.sort, s.criteria = kind, sc, c
-	return []uint32{5, 2, 3, 4, 9}, nil
+	data := &imapserver.SortData{Nums: []uint32{5, 2, 3, 4, 9}}
+	if c.ModSeq != nil {
+		data.ModSeq = 30
+	}
+	return data, nil
 }
 
 func (s *sortSession) Thread(kind imapserver.NumKind, alg imap.ThreadAlgorithm, c *imap.SearchCriteria) ([]*imapserver.ThreadNode, error) {
@@ -49,7 +53,7 @@ func newSortClient(t *testing.T) (*condClient, *sortSession) {
 			return sess, nil, nil
 		},
 		Caps: imap.CapSet{
-			imap.CapIMAP4rev1: {}, imap.CapSort: {}, imap.CapSortDisplay: {}, imap.CapESort: {},
+			imap.CapIMAP4rev1: {}, imap.CapCondStore: {}, imap.CapSort: {}, imap.CapSortDisplay: {}, imap.CapESort: {},
 			"THREAD=ORDEREDSUBJECT": {}, "THREAD=REFERENCES": {},
 		},
 		InsecureAuth: true,
@@ -74,7 +78,7 @@ func newSortClient(t *testing.T) (*condClient, *sortSession) {
 func TestSortThread(t *testing.T) {
 	cc, sess := newSortClient(t)
 	caps, _ := cc.do("CAPABILITY")
-	if len(caps) != 1 || !strings.HasSuffix(caps[0], " SORT SORT=DISPLAY ESORT THREAD=ORDEREDSUBJECT THREAD=REFERENCES") {
+	if len(caps) != 1 || !strings.HasSuffix(caps[0], " CONDSTORE SORT SORT=DISPLAY ESORT THREAD=ORDEREDSUBJECT THREAD=REFERENCES") {
 		t.Errorf("CAPABILITY = %q", caps)
 	}
 	if _, tagged := cc.do("SORT (SUBJECT) UTF-8 ALL"); !strings.HasPrefix(tagged, "BAD") {
@@ -96,6 +100,14 @@ func TestSortThread(t *testing.T) {
 	wantLine(t, "ESORT", untagged, `* ESEARCH (TAG "c6") ALL 5,2:4,9 MIN 5 MAX 9 COUNT 5`)
 	untagged, _ = cc.do(`SORT RETURN () (SIZE) US-ASCII ALL`)
 	wantLine(t, "ESORT ()", untagged, `* ESEARCH (TAG "c7") ALL 5,2:4,9`)
+
+	untagged, _ = cc.do(`SORT (SIZE) UTF-8 MODSEQ 20`)
+	wantLine(t, "SORT MODSEQ", untagged, "* SORT 5 2 3 4 9 (MODSEQ 30)")
+	if !sess.conn.EnabledCaps().Has(imap.CapCondStore) {
+		t.Error("SORT with MODSEQ did not enable CONDSTORE")
+	}
+	untagged, _ = cc.do(`SORT RETURN (COUNT) (SIZE) UTF-8 MODSEQ 20`)
+	wantLine(t, "ESORT MODSEQ", untagged, `* ESEARCH (TAG "c9") COUNT 5 MODSEQ 30`)
 
 	for _, cmd := range []string{
 		"SORT (SUBJECT FOO) UTF-8 ALL", // unknown key
