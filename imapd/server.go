@@ -246,6 +246,12 @@ func New(cfg Config) *Server {
 			imap.CapUnauthenticate: {},
 			imap.CapCondStore:      {},
 			imap.CapQResync:        {},
+			// sortcmd.go: RFC 5256, RFC 5957, RFC 5267.
+			imap.CapSort:        {},
+			imap.CapSortDisplay: {},
+			imap.CapESort:       {},
+			"THREAD=" + imap.Cap(imap.ThreadOrderedSubject): {},
+			"THREAD=" + imap.Cap(imap.ThreadReferences):     {},
 		},
 		Logger: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		// The command layer (cmdlayer.go) does TLS, above which it must

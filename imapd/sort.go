@@ -15,9 +15,8 @@ import (
 // as a pure function of what the store keeps of each message: its record
 // (size, INTERNALDATE) and its summary (mailstore.HeaderSummary, which
 // holds Date, Subject, From, To, Cc, Message-ID, References and
-// In-Reply-To), never its body. The SORT command is not served yet:
-// imapserver has no way to add a command, and the command layer that
-// will carry it is another change.
+// In-Reply-To), never its body. sortcmd.go serves the SORT and THREAD
+// commands with it.
 
 // sortMsg is one message as SORT and THREAD see it.
 type sortMsg struct {

@@ -98,6 +98,9 @@ func (c *Conn) availableCaps() []imap.Cap {
 			imap.CapCondStore,
 			imap.CapQResync,
 		})
+		// mailhost patch: RFC 5256, RFC 5957, RFC 5267, served by
+		// SessionSort and SessionThread (sort.go).
+		caps = append(caps, sortCaps(available)...)
 
 		if appendLimitSession, ok := c.session.(SessionAppendLimit); ok {
 			limit := appendLimitSession.AppendLimit()

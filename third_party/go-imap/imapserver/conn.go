@@ -277,6 +277,10 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 		err = c.handleMove(dec, numKind)
 	case "SEARCH", "UID SEARCH":
 		err = c.handleSearch(tag, dec, numKind)
+	case "SORT", "UID SORT": // mailhost patch: sort.go
+		err = c.handleSort(tag, dec, numKind)
+	case "THREAD", "UID THREAD": // mailhost patch: sort.go
+		err = c.handleThread(dec, numKind)
 	default:
 		if c.state == imap.ConnStateNotAuthenticated {
 			// Don't allow a single unknown command before authentication to
@@ -482,7 +486,7 @@ func (c *Conn) poll(cmd string) error {
 
 	allowExpunge := true
 	switch cmd {
-	case "FETCH", "STORE", "SEARCH":
+	case "FETCH", "STORE", "SEARCH", "SORT", "THREAD": // mailhost patch: SORT, THREAD
 		allowExpunge = false
 	}
 

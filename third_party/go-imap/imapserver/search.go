@@ -35,20 +35,66 @@ func (c *Conn) handleSearch(tag string, dec *imapwire.Decoder, numKind NumKind) 
 		if !dec.ExpectSP() || !dec.ExpectAString(&charset) || !dec.ExpectSP() {
 			return dec.Err()
 		}
-		switch strings.ToUpper(charset) {
-		case "US-ASCII", "UTF-8":
-			// nothing to do
-		default:
-			return &imap.Error{
-				Type: imap.StatusResponseTypeNo,
-				Code: imap.ResponseCodeBadCharset, // TODO: return list of supported charsets
-				Text: "Only US-ASCII and UTF-8 are supported SEARCH charsets",
-			}
+		if err := checkSearchCharset(charset); err != nil {
+			return err
 		}
 		atom = ""
 		maybeReadSearchKeyAtom(dec, &atom)
 	}
 
+	// mailhost patch: the search keys are read by readSearchCriteria, which
+	// SORT and THREAD share.
+	criteria, err := readSearchCriteria(dec, atom)
+	if err != nil {
+		return err
+	}
+
+	if !dec.ExpectCRLF() {
+		return dec.Err()
+	}
+
+	if err := c.checkState(imap.ConnStateSelected); err != nil {
+		return err
+	}
+	if searchHasModSeq(criteria) {
+		c.enableCondStore() // mailhost patch
+	}
+
+	// If no return option is specified, ALL is assumed
+	if !options.ReturnMin && !options.ReturnMax && !options.ReturnAll && !options.ReturnCount {
+		options.ReturnAll = true
+	}
+
+	data, err := c.session.Search(numKind, criteria, &options)
+	if err != nil {
+		return err
+	}
+
+	if c.enabled.Has(imap.CapIMAP4rev2) || extended {
+		return c.writeESearch(tag, data, &options, numKind)
+	} else {
+		return c.writeSearch(data.All, data.ModSeq)
+	}
+}
+
+// checkSearchCharset answers NO [BADCHARSET] for a charset other than
+// US-ASCII and UTF-8.
+func checkSearchCharset(charset string) error {
+	switch strings.ToUpper(charset) {
+	case "US-ASCII", "UTF-8":
+		return nil
+	default:
+		return &imap.Error{
+			Type: imap.StatusResponseTypeNo,
+			Code: imap.ResponseCodeBadCharset, // TODO: return list of supported charsets
+			Text: "Only US-ASCII and UTF-8 are supported SEARCH charsets",
+		}
+	}
+}
+
+// readSearchCriteria reads search-key *(SP search-key), the first key's
+// atom already read when atom is not empty.
+func readSearchCriteria(dec *imapwire.Decoder, atom string) (*imap.SearchCriteria, error) {
 	var criteria imap.SearchCriteria
 	for {
 		var err error
@@ -59,40 +105,14 @@ func (c *Conn) handleSearch(tag string, dec *imapwire.Decoder, numKind NumKind) 
 			err = readSearchKey(&criteria, dec)
 		}
 		if err != nil {
-			return fmt.Errorf("in search-key: %w", err)
+			return nil, fmt.Errorf("in search-key: %w", err)
 		}
 
 		if !dec.SP() {
 			break
 		}
 	}
-
-	if !dec.ExpectCRLF() {
-		return dec.Err()
-	}
-
-	if err := c.checkState(imap.ConnStateSelected); err != nil {
-		return err
-	}
-	if searchHasModSeq(&criteria) {
-		c.enableCondStore() // mailhost patch
-	}
-
-	// If no return option is specified, ALL is assumed
-	if !options.ReturnMin && !options.ReturnMax && !options.ReturnAll && !options.ReturnCount {
-		options.ReturnAll = true
-	}
-
-	data, err := c.session.Search(numKind, &criteria, &options)
-	if err != nil {
-		return err
-	}
-
-	if c.enabled.Has(imap.CapIMAP4rev2) || extended {
-		return c.writeESearch(tag, data, &options, numKind)
-	} else {
-		return c.writeSearch(data.All, data.ModSeq)
-	}
+	return &criteria, nil
 }
 
 func (c *Conn) writeESearch(tag string, data *imap.SearchData, options *imap.SearchOptions, numKind NumKind) error {
