@@ -44,9 +44,9 @@
 //	(concurrent deliveries)  local mailbox took   local mailbox took      local mailbox took
 //	                         it, else its copy    it, else its copy       it (the entry waits),
 //	                         queued (KindLocal)   queued (KindLocal)      else its copy queued
-//	recipient domain's cap   ErrTransferCap-      not checked             as the MX (since
-//	                         Reached with                                 issue 10: before, not
-//	                         RefuseInboundOverCap                         checked)
+//	recipient domain's cap   ErrTransferCap-      not checked             as the MX
+//	                         Reached with
+//	                         RefuseInboundOverCap
 //	remote destination       KindForward for the  KindSubmission for the  KindForward for the
 //	of an alias              alias's domain, SRS  user's domain, the      alias's domain, SRS
 //	                         sender (<> stays     user's sender           sender (without SRS the
@@ -80,7 +80,7 @@
 // from outside to its recipient: a submission that reaches another
 // partner's mailbox has smtpd run the MX's checks (InboundChecks).
 //
-// A domain a partner named and has not verified (issue 11) is entered
+// A domain a partner named and has not verified is entered
 // only by mail from outside and by that partner's own mailboxes and
 // aliases: the sender partner of each hop (Transaction.partner; the
 // alias's partner after an alias) decides, with policy.DeliverLocally,
@@ -98,11 +98,11 @@
 // keeps the message. Recipients are resolved with subaddresses
 // (Config.RecipientDelimiter, policy.ResolveWith).
 //
-// One difference was a gap, closed: a Forward did not check the
-// recipient domain's cap, so with RefuseInboundOverCap mail queued for a
-// domain that became hosted here reached a domain the MX would have
-// refused. It now answers ErrTransferCapReached as the MX does, which
-// the queue defers (the entry waits, as the MX's sender would retry).
+// A Forward checks the recipient domain's cap as the MX does: with
+// RefuseInboundOverCap, mail queued for a domain that became hosted here
+// must not reach a domain the MX would refuse. It answers
+// ErrTransferCapReached, which the queue defers (the entry waits, as
+// the MX's sender would retry).
 package delivery
 
 import (
@@ -149,7 +149,7 @@ type Config struct {
 	// RefuseInboundOverCap refuses a recipient of the MX or of a Forward
 	// (ErrTransferCapReached) when the domain of a mailbox it reaches has
 	// used its transfer cap for the month. Default false: inbound mail is always received and
-	// counted (decisions.md, "Transfer cap").
+	// counted (the transfer cap, docs/mail.md).
 	RefuseInboundOverCap bool
 	// Postmaster is where mail to the domainless recipient "postmaster"
 	// goes (RFC 5321 section 4.5.1 requires taking it), and mail to
@@ -363,7 +363,7 @@ func (a *Agent) EntryPartner(ctx context.Context, e mailstore.Outbound) (int64, 
 // policy.DeliverLocally lets the entry's partner (EntryPartner) deliver
 // to it. Mail one partner's user or alias queued for a domain another
 // partner named and has not verified goes out to the domain's MX or the
-// relay, as for any domain not hosted here (issue 11). The error is a
+// relay, as for any domain not hosted here. The error is a
 // failed lookup, temporary.
 func (a *Agent) RoutesHere(ctx context.Context, e mailstore.Outbound) (bool, error) {
 	d, err := a.cfg.Store.DomainByName(ctx, e.Destination)

@@ -268,7 +268,7 @@ func TestAddRecipient(t *testing.T) {
 		{name: "mx SRS address at a domain not hosted", mode: MX, from: "", rcpt: "srs0=aaaaaaaa=tt=x.test=joe@remote.test", want: ErrNotHosted},
 		{name: "mx SRS address without SRS configured", mode: MX, from: "", rcpt: forged, noSRS: true, want: ErrUnknownRecipient},
 
-		// Another partner's domain, not verified (issue 11): mail from
+		// Another partner's domain, not verified: mail from
 		// outside is delivered, mail from acme's users and aliases leaves
 		// as for a domain not hosted here.
 		{name: "mx to another partner's unverified domain", mode: MX, from: "joe@elsewhere.test", rcpt: "eve@other.test", mailboxes: []string{"eve@other.test"}},

@@ -13,7 +13,7 @@ var (
 // itself, not a copy, when there is nothing to change, as for almost all
 // mail.
 //
-// Why (issue 11, SMTP smuggling): RFC 5321 section 2.3.8 allows CR and
+// Why (SMTP smuggling): RFC 5321 section 2.3.8 allows CR and
 // LF in message content only together, as CRLF, yet senders emit bare
 // ones, and servers differ in what they take for a line end, and so for
 // the end of data (section 4.1.1.4): some read <LF>.<LF> or <CR>.<CR> as

@@ -63,7 +63,7 @@ var (
 	// it logged in.
 	ErrAccountGone = &Refusal{"authenticated mailbox deleted", false}
 	// ErrDomainSuspended: the submitting user's domain is suspended; it
-	// sends nothing (decisions.md).
+	// sends nothing (the partner contract, docs/api.md).
 	ErrDomainSuspended = &Refusal{"domain suspended", false}
 	// ErrBadSender: the envelope sender is not an address.
 	ErrBadSender = &Refusal{"bad sender address", false}

@@ -8,7 +8,7 @@ import (
 )
 
 // TestUnverifiedSender: a submission whose sender's domain is not
-// verified reaches its own partner's mailboxes only (decisions.md,
+// verified reaches its own partner's mailboxes only (the partner contract,
 // "Domain ownership"); anything else is ErrSenderNotVerified at RCPT,
 // permanent, and naming the domain.
 func TestUnverifiedSender(t *testing.T) {

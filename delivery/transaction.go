@@ -250,7 +250,7 @@ func (t *Transaction) resolveRefusal(err error) error {
 }
 
 // checkQuota refuses a recipient when one of the mailboxes it reaches is
-// full, or would be with the transaction's size (decisions.md, "Quota").
+// full, or would be with the transaction's size (the quota rule, docs/mail.md).
 func (t *Transaction) checkQuota(ctx context.Context, addr string, ms []mailstore.Mailbox) error {
 	for _, m := range ms {
 		if !policy.AcceptAtRCPT(m, t.size) {

@@ -8,7 +8,7 @@ import (
 	"github.com/mailhost/mailhost/mailstore"
 )
 
-// Ranges of the limit values (decisions.md, "Ranges and bad input").
+// Ranges of the limit values (docs/api.md, "Conventions").
 const (
 	MinQuotaMB, MaxQuotaMB             = 1, 1 << 20
 	MinRetentionDays, MaxRetentionDays = 1, 36500
@@ -19,7 +19,7 @@ const (
 // ErrUnknownPlan is answered for a plan name not on offer.
 var ErrUnknownPlan = errors.New("unknown plan")
 
-// DefaultPlans are the three plans of interface.md section 8, in MB
+// DefaultPlans are the three plans of the partner contract, in MB
 // (1 GB = 1024 MB).
 func DefaultPlans() []mailstore.Plan {
 	return []mailstore.Plan{

@@ -9,7 +9,7 @@ import (
 )
 
 func TestDefaultPlans(t *testing.T) {
-	// decisions.md: 1 GB = 1024 MB.
+	// The partner contract: 1 GB = 1024 MB.
 	want := []mailstore.Plan{
 		{Name: "starter", QuotaMB: 1024, RetentionDays: 30, TransferMonthlyMB: 5 * 1024},
 		{Name: "business", QuotaMB: 2 * 1024, RetentionDays: 60, TransferMonthlyMB: 10 * 1024},

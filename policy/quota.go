@@ -3,7 +3,7 @@ package policy
 import "github.com/mailhost/mailhost/mailstore"
 
 // AcceptAtRCPT reports whether a message for mailbox m may be accepted at
-// RCPT time (decisions.md, "Quota"): not when the mailbox has reached its
+// RCPT time (the quota rule, docs/mail.md): not when the mailbox has reached its
 // quota, nor when the size the client announced with SIZE= (RFC 1870; 0 or
 // less when it announced none) would take it past the quota. The answer is
 // the same for every quota, including a zero one (nothing is accepted).

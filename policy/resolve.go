@@ -52,7 +52,7 @@ type Resolution struct {
 	RemoteVia []mailstore.Domain
 }
 
-// Resolve finds where mail for addr goes (decisions.md, "The mail plane"):
+// Resolve finds where mail for addr goes (docs/mail.md):
 // a mailbox or an alias of that exact address first; the domain's
 // catch-all ("@domain") only when the address is neither. Alias
 // destinations are resolved the same way, up to MaxAliasDepth hops; an
@@ -66,7 +66,7 @@ type Resolution struct {
 // domain on the way is entered only when DeliverLocally allows it for
 // the partner whose mailbox or alias leads there: at the first address
 // senderPartnerID, after an alias the partner of the alias's domain. A
-// domain it does not allow is routed as one not hosted here (issue 11: a
+// domain it does not allow is routed as one not hosted here (a
 // partner that names a domain it has not verified does not receive
 // other partners' mail for it): at the first address ErrNotHosted, after
 // an alias a Remote destination.

@@ -323,7 +323,7 @@ var errTestStore = errors.New("disk on fire")
 
 // TestResolveUnverified: a domain another partner hosts without having
 // verified it is entered only by mail from outside and by that partner's
-// own mailboxes and aliases (DeliverLocally, issue 11); from anyone else
+// own mailboxes and aliases (DeliverLocally); from anyone else
 // it is routed as a domain not hosted here.
 func TestResolveUnverified(t *testing.T) {
 	const a, b = 1, 2

@@ -14,8 +14,8 @@ var ErrNotOwner = errors.New("sender address not owned by the user")
 
 // MaySendAs decides whether the user of mailbox user may send as addr,
 // both in the envelope (MAIL FROM) and in the From: header field
-// (decisions.md, "The mail plane": "only as its own address or as an alias
-// source that delivers to it"). It answers nil when addr is
+// (the partner contract, docs/mail.md: "only as its own address or as an
+// alias source that delivers to it"). It answers nil when addr is
 //
 //   - the user's own address, or
 //   - the source of an alias of its own ("info@a.test", not the catch-all

@@ -32,7 +32,7 @@ const NoPartner int64 = -1
 // DeliverLocally reports whether mail to a hosted domain is delivered
 // into its mailboxes here, or routed as for a domain not hosted here (the
 // queue, to the domain's MX or the relay): the rule against a partner
-// taking over mail for a domain it does not own (issue 11).
+// taking over mail for a domain it does not own.
 //
 // senderPartnerID is the partner whose mailbox, alias or forward the mail
 // comes from; 0 means none, mail from outside through the MX, which is
@@ -56,7 +56,7 @@ var ErrSenderNotVerified = errors.New("sender domain not verified")
 // MayReach decides whether a submission of a user of partner
 // senderPartnerID that sends as an address of domain from (its own
 // mailbox's, or that of an alias it sends as) may go to the local
-// mailboxes ms and to remote addresses (decisions.md,
+// mailboxes ms and to remote addresses (the partner contract,
 // "Domain ownership": "Until a domain is verified, its mailboxes send
 // only to mailboxes of their own partner"). A verified domain may reach
 // anyone. An unverified one reaches its own partner's mailboxes only:

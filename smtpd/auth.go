@@ -19,7 +19,7 @@ import (
 const lastLoginResolution = time.Minute
 
 // authAllowed reports whether AUTH may be used on this connection:
-// over TLS, or when the operator allows it without (decisions.md: "Plain
+// over TLS, or when the operator allows it without (the partner contract: "Plain
 // authentication without TLS is refused unless the operator allows it").
 func (s *submission) authAllowed() bool { return s.tls || s.srv.cfg.AllowInsecureAuth }
 

@@ -55,7 +55,7 @@ func reply(err error) *smtp.SMTPError {
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
 			Message: fmt.Sprintf("Message rejected: it fails DMARC and %s publishes p=reject", sanitizeDomain(dmarcRej.domain))}
 	case errors.As(err, &notVerified):
-		// decisions.md, "Domain ownership": until its domain is
+		// docs/security.md: until its domain is
 		// verified a mailbox sends only to its own partner's mailboxes.
 		// The reply says why, so that the partner knows what to do.
 		what := "<" + clean(notVerified.Recipient) + ">: sender domain"
@@ -102,11 +102,11 @@ func reply(err error) *smtp.SMTPError {
 	case errors.Is(err, errBadRecipient), errors.Is(err, delivery.ErrBadAddress):
 		return &smtp.SMTPError{Code: 501, EnhancedCode: smtp.EnhancedCode{5, 1, 3}, Message: "Bad recipient address syntax"}
 	case errors.Is(err, delivery.ErrOverQuota):
-		// Temporary, so that the sender retries (decisions.md, "Quota").
+		// Temporary, so that the sender retries (the quota rule, docs/mail.md).
 		return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "Mailbox full, try again later"}
 	case errors.Is(err, delivery.ErrTransferCapReached):
 		// Temporary: the client keeps the message and the cap frees at
-		// the month's turn or when raised (decisions.md, "Transfer cap").
+		// the month's turn or when raised (the transfer cap, docs/mail.md).
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "Monthly transfer limit reached, try again later"}
 	case errors.Is(err, delivery.ErrSpam):
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Message refused as spam"}

@@ -10,7 +10,7 @@ import (
 // data (RFC 5321 section 4.1.1.4): "\n.\n", "\r.\r" and "\n.\r\n" are
 // content. It stores bare CR and LF as CRLF (as Postfix 3.9's
 // smtpd_forbid_bare_newline = normalize does for LF), so that what is
-// stored and forwarded is what a lenient next hop would read (issue 11).
+// stored and forwarded is what a lenient next hop would read.
 func TestBareLineEnds(t *testing.T) {
 	e := newEnv(t, nil)
 	r := e.dialRaw(t)

@@ -71,7 +71,7 @@ func partnerEnv(t *testing.T) *subEnv {
 // TestUnverifiedSenderSubmission: a mailbox of a domain its partner has
 // not verified sends to its own partner's mailboxes only; another
 // partner's mailbox and a remote address are refused at RCPT with 550
-// 5.7.1 naming the domain (decisions.md, "Domain ownership").
+// 5.7.1 naming the domain (docs/security.md).
 func TestUnverifiedSenderSubmission(t *testing.T) {
 	e := partnerEnv(t)
 	r := e.rawTLS(t)

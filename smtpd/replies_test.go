@@ -6,8 +6,8 @@ import (
 )
 
 // TestLongBodyLine: body lines of 64 KiB and more are accepted and stored
-// byte for byte (issue 11: a line of 2,000 bytes was 500 5.5.2, so
-// unwrapped HTML mail bounced); lines of data stay bounded
+// byte for byte (a limit of 2,000 bytes would bounce unwrapped HTML
+// mail with 500 5.5.2); lines of data stay bounded
 // (maxDataLineLength), and command lines keep their own, smaller limit
 // (TestLongLine).
 func TestLongBodyLine(t *testing.T) {
@@ -53,7 +53,7 @@ func TestSizeOver32Bits(t *testing.T) {
 }
 
 // TestPostmaster: RCPT TO:<postmaster>, in any case and without a
-// domain, is accepted (RFC 5321 section 4.5.1; issue 11: it was 501) and
+// domain, is accepted (RFC 5321 section 4.5.1) and
 // delivered to Config.Postmaster, and so are postmaster@ and abuse@ a
 // hosted domain that has no mailbox, alias or catch-all of that name;
 // one with a catch-all keeps it. Without Config.Postmaster both are unknown users.
@@ -94,8 +94,8 @@ func TestPostmaster(t *testing.T) {
 }
 
 // TestNULInAddresses: a NUL in MAIL FROM or RCPT TO is refused at once
-// with a reply that says so (issue 11: MAIL FROM took it, and a forward
-// later failed with 451 4.3.0, retried for days).
+// with a reply that says so, rather than taken and failing later as a
+// forward's 451 4.3.0, retried for days.
 func TestNULInAddresses(t *testing.T) {
 	e := newEnv(t, nil)
 	r := e.dialRaw(t)

@@ -9,7 +9,7 @@
 // (never an open relay): recipients are resolved at RCPT (mailbox,
 // alias, catch-all), full mailboxes are refused there
 // (452 4.2.2), and DATA is answered 250 only once the message is stored
-// durably (decisions.md, "The mail plane"). Aliases with remote
+// durably (docs/mail.md). Aliases with remote
 // destinations are queued for the outbound workers with an SRS-rewritten
 // envelope sender (Config.SRS); bounces to SRS addresses are sent back to
 // the original sender; an Authentication-Results field from
@@ -171,7 +171,7 @@ type Config struct {
 	// RefuseInboundOverCap refuses a recipient with 451 4.7.1 at RCPT
 	// when a domain its mail would be counted against (the domain of each
 	// mailbox it reaches) has used its transfer cap for the month. Default
-	// false: inbound mail is always received and counted (decisions.md,
+	// false: inbound mail is always received and counted (the partner contract,
 	// "Transfer cap").
 	RefuseInboundOverCap bool
 	// DMARCEnforce applies the DMARC policy of a failing message's From
@@ -243,7 +243,7 @@ const (
 	// maxDataLineLength bounds the lines of message data (DATA; BDAT
 	// chunks have no lines). RFC 5321 section 4.5.3.1.6 says 1000 octets,
 	// but unwrapped HTML lines of tens of kilobytes are ordinary mail,
-	// and refusing them (500 5.5.2, permanent) bounces it (issue 11). The
+	// and refusing them (500 5.5.2, permanent) bounces it. The
 	// data is read a byte at a time into the message, never held as a
 	// line, so the bound costs no memory: 1 MiB takes any real line and
 	// still refuses a stream with no line ends at all.

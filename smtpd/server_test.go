@@ -307,7 +307,7 @@ func TestQuotaAtRCPT(t *testing.T) {
 		t.Fatal(err)
 	}
 	// With no SIZE a message past the quota is accepted at RCPT and
-	// delivered whole (decisions.md, "Quota").
+	// delivered whole (the quota rule, docs/mail.md).
 	big := message("big", strings.Repeat("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\r\n", 17000))
 	if err := e.send(t, "s@remote.test", []string{"carol@a.test"}, big); err != nil {
 		t.Fatalf("send a message past the quota = %v, want it accepted", err)
@@ -661,7 +661,7 @@ func TestReplyMapping(t *testing.T) {
 }
 
 // TestDeliveryOutcomeReplies: every outcome of package delivery has its
-// reply, the same as before the rules moved there (decisions.md fixes
+// reply, the same as before the rules moved there (the partner contract fixes
 // 452 4.2.2 for quota and 451 4.7.1 for the transfer cap), also when
 // wrapped with details, and only the temporary ones answer 4xx.
 func TestDeliveryOutcomeReplies(t *testing.T) {

@@ -156,7 +156,7 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 	return nil
 }
 
-// checkSender refuses a reverse path with a NUL (issue 11): go-smtp
+// checkSender refuses a reverse path with a NUL: go-smtp
 // takes it, and it would fail later, at the next hop or as an SRS
 // address, as a temporary error its sender retries for days. RFC 5321
 // section 4.1.2 allows no control characters in a path.

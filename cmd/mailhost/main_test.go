@@ -107,7 +107,7 @@ func TestUsage(t *testing.T) {
 }
 
 // TestPartnerTimes checks that partner list and partner limits print
-// created_at as decisions.md writes every created_at (UTC,
+// created_at as the partner contract writes every created_at (UTC,
 // YYYY-MM-DDTHH:MM:SS, no offset, no fraction), as key list does, not
 // as RFC 3339 with a "Z".
 func TestPartnerTimes(t *testing.T) {

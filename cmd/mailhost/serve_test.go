@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 // TestServeShowsFirstKey: the first start of `mailhost serve` prints the
-// default partner's key once, as decisions.md has it, whatever stdout is
+// default partner's key once, as the partner contract has it, whatever stdout is
 // (here a pipe, as a script or a supervisor reads it), except systemd's
 // journal (JOURNAL_STREAM names stdout), where the notice names the key
 // file instead.
