@@ -342,7 +342,7 @@ func TestTwoNodes(t *testing.T) {
 		// A domain suspended on b: a's submission refuses new logins and
 		// the next message of a session logged in before, and a's IMAP
 		// ends a session idling since before (its periodic check, every
-		// 5 s). Mail to the domain is still received (decisions.md).
+		// 5 s). Mail to the domain is still received (docs/mail.md).
 		imapA, err := imapLogin(a.IMAP, "bob@example.com", bobPass, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 // KeyFileName is the file in the data directory that receives the default
 // partner's API key at first start, mode 0600: readable by the user the
 // server runs as, and root. The key is printed on stdout too, as
-// decisions.md has it ("prints its API key once"), except when stdout is
+// the partner contract has it ("prints its API key once"), except when stdout is
 // systemd's journal (IsJournal), which would keep it for months: there
 // the notice names the file instead. The file is deleted once the key
 // has been used (keyFileWatch): a key that works has been kept

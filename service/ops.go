@@ -94,7 +94,7 @@ type PartnerInfo struct {
 	MaxDomains int64  `json:"max_domains"`
 }
 
-// timeFormat is decisions.md's one form of a time: UTC, no offset, no
+// timeFormat is the partner contract's one form of a time: UTC, no offset, no
 // fraction, as the API writes every created_at.
 const timeFormat = "2006-01-02T15:04:05"
 

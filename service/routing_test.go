@@ -12,7 +12,7 @@ import (
 	"github.com/mailhost/mailhost/internal/dnstest"
 )
 
-// TestUnverifiedDomainOfAnotherPartner is issue 11's first reproduction:
+// TestUnverifiedDomainOfAnotherPartner reproduces the first hole of unverified domains:
 // partner acme names remote.test, a domain it has not verified, and
 // creates bob@remote.test; mail that the default partner's mailbox
 // submits to bob, and mail its alias forwards there, must leave as for

@@ -607,7 +607,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 }
 
 // firstStart creates the partner "default" on an empty store and hands
-// its key out once (decisions.md): into DATA/initial-api-key, and on
+// its key out once (the partner contract): into DATA/initial-api-key, and on
 // stdout when show is set.
 func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io.Writer, show bool, dataDir string, log *slog.Logger) error {
 	ps, err := st.Partners(ctx)

@@ -13,7 +13,7 @@ import (
 	"github.com/mailhost/mailhost/internal/dnstest"
 )
 
-// TestSmugglingNotRelayed is issue 11's second reproduction: a body that
+// TestSmugglingNotRelayed reproduces SMTP smuggling through the queue: a body that
 // holds "\r.\r" (and "\n.\n"), the end of data to a lenient next hop,
 // received on the MX for an alias that forwards out, or submitted, must
 // leave with every line ended by CRLF and the dot stuffed, so that the

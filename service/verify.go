@@ -13,7 +13,7 @@ import (
 	"github.com/mailhost/mailhost/mailstore"
 )
 
-// The daily re-check of verified domains (issue 11): a domain stays
+// The daily re-check of verified domains: a domain stays
 // verified only while its ownership proof stands in DNS. It runs at
 // retention_time, the operator's time for daily work, and with several
 // nodes on one store on one node a day (mailstore.Cluster.RunOnce).
