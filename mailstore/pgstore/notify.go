@@ -375,57 +375,18 @@ func (b *doorbell) sync(ctx context.Context, renew bool) error {
 		return nil
 	}
 	var inserted []int64
-	err := b.s.write(ctx, func(tx pgx.Tx) error {
-		inserted = inserted[:0]
-		if len(drop) > 0 {
-			if _, err := tx.Exec(ctx, `DELETE FROM watching WHERE instance = $1 AND mailbox_id = ANY($2)`, b.instance, drop); err != nil {
-				return err
-			}
-		}
-		if len(upsert) == 0 {
-			return nil
-		}
-		if renew {
-			// What nodes that died left behind; nothing reads it.
-			if _, err := tx.Exec(ctx, `DELETE FROM watching WHERE expires_at < now() - interval '1 hour'`); err != nil {
-				return err
-			}
-		}
-		rows, err := tx.Query(ctx, `
-			INSERT INTO watching (mailbox_id, instance, expires_at)
-			SELECT unnest($2::bigint[]), $1, now() + make_interval(secs => $3)
-			ON CONFLICT (mailbox_id, instance) DO UPDATE SET expires_at = EXCLUDED.expires_at
-			RETURNING mailbox_id, xmax = 0`, b.instance, upsert, watchTTL.Seconds())
+	// Not Store.write: these rows are no answer of the recipient cache,
+	// which every write of the store voids.
+	err := retry(ctx, func() error {
+		tx, err := b.s.pool.Begin(ctx)
 		if err != nil {
-			return err
+			return beforeCommit(err)
 		}
-		for rows.Next() {
-			var id int64
-			var isNew bool
-			if err := rows.Scan(&id, &isNew); err != nil {
-				rows.Close()
-				return err
-			}
-			if isNew {
-				inserted = append(inserted, id)
-			}
+		if err := b.record(ctx, tx, renew, drop, upsert, &inserted); err != nil {
+			tx.Rollback(ctx)
+			return beforeCommit(err)
 		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(inserted) == 0 {
-			return nil
-		}
-		// Delivered at the commit: the other nodes read the table again
-		// before their next doorbell, and ring this node for the accounts
-		// they rang of late. An older node takes it for a doorbell of
-		// these accounts, which costs its sessions a look.
-		ids := map[int64]struct{}{}
-		for _, id := range inserted {
-			ids[id] = struct{}{}
-		}
-		_, err = tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, b.channel, payloads(b.instance+announce, ids))
-		return err
+		return tx.Commit(ctx)
 	})
 	if err != nil {
 		return err
@@ -453,6 +414,62 @@ func (b *doorbell) sync(ctx context.Context, renew bool) error {
 		}
 	}
 	return nil
+}
+
+// record makes this instance's rows in watching: it deletes drop,
+// inserts or renews upsert, and announces the accounts it inserted
+// (inserted) on the shared channel.
+func (b *doorbell) record(ctx context.Context, tx pgx.Tx, renew bool, drop, upsert []int64, inserted *[]int64) error {
+	*inserted = (*inserted)[:0]
+	if len(drop) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM watching WHERE instance = $1 AND mailbox_id = ANY($2)`, b.instance, drop); err != nil {
+			return err
+		}
+	}
+	if len(upsert) == 0 {
+		return nil
+	}
+	if renew {
+		// What nodes that died left behind; nothing reads it.
+		if _, err := tx.Exec(ctx, `DELETE FROM watching WHERE expires_at < now() - interval '1 hour'`); err != nil {
+			return err
+		}
+	}
+	rows, err := tx.Query(ctx, `
+		INSERT INTO watching (mailbox_id, instance, expires_at)
+		SELECT unnest($2::bigint[]), $1, now() + make_interval(secs => $3)
+		ON CONFLICT (mailbox_id, instance) DO UPDATE SET expires_at = EXCLUDED.expires_at
+		RETURNING mailbox_id, xmax = 0`, b.instance, upsert, watchTTL.Seconds())
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		var isNew bool
+		if err := rows.Scan(&id, &isNew); err != nil {
+			rows.Close()
+			return err
+		}
+		if isNew {
+			*inserted = append(*inserted, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(*inserted) == 0 {
+		return nil
+	}
+	// Delivered at the commit: the other nodes read the table again
+	// before their next doorbell, and ring this node for the accounts
+	// they rang of late. An older node takes it for a doorbell of
+	// these accounts, which costs its sessions a look.
+	ids := map[int64]struct{}{}
+	for _, id := range *inserted {
+		ids[id] = struct{}{}
+	}
+	_, err = tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, b.channel, payloads(b.instance+announce, ids))
+	return err
 }
 
 // announce marks a payload on the shared channel as new interest
