@@ -26,6 +26,7 @@ var notLoaded = map[string]map[string]string{
 	"event_marks":       {"created_at": "bbolt keeps no such time; nothing reads it"},
 	"messages":          {"header": "the body's summary (blobs.header), which Summaries copies in on first read"},
 	"folder_keywords":   {"*": "the folders' keyword counts, counted from the messages by Load"},
+	"watching":          {"*": "the running nodes' interest in accounts, renewed by each (notify.go)"},
 }
 
 func TestDumpCoversSchema(t *testing.T) {

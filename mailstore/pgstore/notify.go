@@ -7,19 +7,34 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// The doorbell tells the IMAP sessions of every node that an account
-// changed: a writer rings it after its transaction commits. This node's
-// watchers are signalled at once; the others through NOTIFY on a channel
-// named for the schema. The NOTIFY is sent after the commit, by one
-// goroutine that gathers the rings of a few milliseconds into one
-// statement: a NOTIFY inside the writing transaction would take
-// PostgreSQL's notification queue lock at commit and serialise every
-// writer of the cluster.
+// The doorbell tells IMAP sessions that an account changed: a writer
+// rings it after its transaction commits. This node's watchers are
+// signalled at once; another node's only if one of its sessions watches
+// the account, through a NOTIFY on that node's own channel. A node
+// records the accounts its sessions watch in the watching table (one row
+// per account and node instance, renewed while watched, expiring when
+// the node is gone), and announces a new row on the schema's shared
+// channel; the other nodes then read the table again before their next
+// doorbell. So a delivery costs no statement and wakes no node when no
+// other node watches its account, and each node's cost per message does
+// not grow with the number of nodes.
+//
+// The NOTIFY is sent after the commit, by one goroutine that gathers the
+// rings of a few milliseconds into one statement: a NOTIFY inside the
+// writing transaction would take PostgreSQL's notification queue lock at
+// commit and serialise every writer of the cluster.
+//
+// A writer may ring with a view of the interest that predates another
+// node's new row (recorded after its session began to watch, and
+// announced a few milliseconds after that): when the announcement
+// comes, the writer rings that node again for the accounts it names that
+// the writer rang in the last recallWindow.
 //
 // A doorbell is only a hint. A notification lost (the listening
 // connection dropped) is made good by signalling every local watcher when
@@ -29,24 +44,63 @@ import (
 // notifyDelay is how long rings gather before they are sent: short enough
 // for IDLE on another node to show new mail well within a second, long
 // enough that under load one NOTIFY carries several delivery batches.
-// Each NOTIFY is a transaction of its own and wakes every node's
-// listening connection; at 5 ms there was one per batch, and with two
-// nodes the notifications were a measurable part of the database's work
-// per batch (bench/README.md, "Two nodes").
 const notifyDelay = 25 * time.Millisecond
 
 // maxPayload keeps each NOTIFY under PostgreSQL's 8,000-byte limit.
 const maxPayload = 7000
 
-type doorbell struct {
-	s        *Store
-	channel  string
-	instance string // tags this store's own notifications, which it skips
+const (
+	// watchTTL is how long a node's row in watching lives unrenewed: a
+	// node that died stops receiving doorbells within it (and the
+	// writers' interestMaxAge).
+	watchTTL = 60 * time.Second
+	// watchRenew is how often a node with watched accounts renews its
+	// rows; a node with none sends nothing.
+	watchRenew = 15 * time.Second
+	// interestMaxAge is the oldest view of the other nodes' interest a
+	// writer sends by: it reads the table again when it has something
+	// to send, so that it stops sending to nodes that died or stopped
+	// watching (which announce nothing).
+	interestMaxAge = 30 * time.Second
+	// recallWindow is how long a writer remembers the accounts it rang,
+	// to ring them again for a node that announces it watches them: it
+	// bounds the time from a session's Watch to the announcement that
+	// a ring cannot miss.
+	recallWindow = 5 * time.Second
+)
 
-	// mu guards pending.
+type doorbell struct {
+	s *Store
+	// channel is the schema's shared channel: announcements of new
+	// interest, and the doorbells of older nodes, which ring every node.
+	channel string
+	// instance names this store in watching, in payloads (so that it
+	// skips its own announcements) and in its own channel, own.
+	instance string
+	own      string
+
+	// mu guards the fields below.
 	mu      sync.Mutex
 	pending map[int64]struct{}
-	kick    chan struct{}
+	// recent is when each account was last rung, over recallWindow.
+	recent map[int64]time.Time
+	// wanted counts this node's watchers per account; registered is
+	// what watching holds for this instance, as of the last sync.
+	wanted     map[int64]int
+	registered map[int64]bool
+	// others is the other instances' interest by account, read at
+	// othersAt; nil when it must be read again. gen counts the
+	// announcements, so that a read that crossed one is not kept.
+	others   map[int64][]string
+	othersAt time.Time
+	gen      uint64
+
+	// sent counts the doorbells sent, woken those received naming
+	// accounts, for the tests.
+	sent, woken atomic.Int64
+
+	kick     chan struct{} // wakes send
+	syncKick chan struct{} // wakes syncWatching
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -61,17 +115,23 @@ func startDoorbell(ctx context.Context, s *Store) (*doorbell, error) {
 	rand.Read(id[:])
 	bctx, cancel := context.WithCancel(context.Background())
 	b := &doorbell{
-		s:        s,
-		channel:  "mailhost_" + schema,
-		instance: hex.EncodeToString(id[:]),
-		pending:  map[int64]struct{}{},
-		kick:     make(chan struct{}, 1),
-		cancel:   cancel,
+		s:          s,
+		channel:    "mailhost_" + schema,
+		instance:   hex.EncodeToString(id[:]),
+		pending:    map[int64]struct{}{},
+		recent:     map[int64]time.Time{},
+		wanted:     map[int64]int{},
+		registered: map[int64]bool{},
+		kick:       make(chan struct{}, 1),
+		syncKick:   make(chan struct{}, 1),
+		cancel:     cancel,
 	}
+	b.own = "mailhost_node_" + b.instance
 	ready := make(chan error, 1)
-	b.wg.Add(2)
+	b.wg.Add(3)
 	go b.listen(bctx, ready)
 	go b.send(bctx)
+	go b.syncWatching(bctx)
 	select {
 	case err := <-ready:
 		if err != nil {
@@ -85,9 +145,14 @@ func startDoorbell(ctx context.Context, s *Store) (*doorbell, error) {
 	return b, nil
 }
 
+// stop ends the goroutines and removes this instance's interest, so
+// that the other nodes stop ringing it (at their next read of it).
 func (b *doorbell) stop() {
 	b.cancel()
 	b.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	b.s.pool.Exec(ctx, `DELETE FROM watching WHERE instance = $1`, b.instance)
 }
 
 // ring signals the accounts' local watchers and queues the accounts for
@@ -97,18 +162,61 @@ func (b *doorbell) ring(mailboxIDs ...int64) {
 		return
 	}
 	b.s.watch.Notify(mailboxIDs...)
+	now := time.Now()
 	b.mu.Lock()
 	for _, id := range mailboxIDs {
 		b.pending[id] = struct{}{}
+		b.recent[id] = now
 	}
 	b.mu.Unlock()
+	b.wake()
+}
+
+// recall rings again the accounts of ids rung in the last recallWindow.
+func (b *doorbell) recall(ids []int64) {
+	b.mu.Lock()
+	n := 0
+	for _, id := range ids {
+		if at, ok := b.recent[id]; ok && time.Since(at) < recallWindow {
+			b.pending[id] = struct{}{}
+			n++
+		}
+	}
+	b.mu.Unlock()
+	if n > 0 {
+		b.wake()
+	}
+}
+
+func (b *doorbell) wake() {
 	select {
 	case b.kick <- struct{}{}:
 	default:
 	}
 }
 
-// send sends the queued rings, a few milliseconds' worth at a time.
+// want adds delta to the account's local watchers; the first and the
+// last change what this node records in watching.
+func (b *doorbell) want(mailboxID int64, delta int) {
+	b.mu.Lock()
+	n := b.wanted[mailboxID] + delta
+	if n <= 0 {
+		delete(b.wanted, mailboxID)
+	} else {
+		b.wanted[mailboxID] = n
+	}
+	changed := (n > 0) != b.registered[mailboxID]
+	b.mu.Unlock()
+	if changed {
+		select {
+		case b.syncKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// send sends the queued rings, a few milliseconds' worth at a time, to
+// the nodes that watch their accounts.
 func (b *doorbell) send(ctx context.Context) {
 	defer b.wg.Done()
 	for {
@@ -125,19 +233,248 @@ func (b *doorbell) send(ctx context.Context) {
 		b.mu.Lock()
 		ids := b.pending
 		b.pending = map[int64]struct{}{}
+		for id, at := range b.recent {
+			if time.Since(at) >= recallWindow {
+				delete(b.recent, id)
+			}
+		}
 		b.mu.Unlock()
-		for _, p := range payloads(b.instance, ids) {
-			// Sent again on a new connection if the one it took was lost
-			// (a doorbell rung twice costs a look, not a wrong answer);
-			// any other failure is not retried: the other nodes' periodic
-			// checks find the change within their interval.
-			retry(ctx, func() error {
-				_, err := b.s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, b.channel, p)
-				return beforeCommit(err)
-			})
+		others, err := b.interest(ctx)
+		if err != nil {
+			// The other nodes' sessions find the change by their
+			// periodic check.
+			continue
+		}
+		to := map[string]map[int64]struct{}{}
+		for id := range ids {
+			for _, inst := range others[id] {
+				if to[inst] == nil {
+					to[inst] = map[int64]struct{}{}
+				}
+				to[inst][id] = struct{}{}
+			}
+		}
+		if len(to) == 0 {
+			continue
+		}
+		var chans, pays []string
+		for inst, set := range to {
+			for _, p := range payloads(b.instance, set) {
+				chans = append(chans, "mailhost_node_"+inst)
+				pays = append(pays, p)
+			}
+		}
+		// Sent again on a new connection if the one it took was lost (a
+		// doorbell rung twice costs a look, not a wrong answer); any
+		// other failure is not retried: the other nodes' periodic checks
+		// find the change within their interval.
+		retry(ctx, func() error {
+			_, err := b.s.pool.Exec(ctx, `SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t (c, p)`, chans, pays)
+			return beforeCommit(err)
+		})
+		b.sent.Add(int64(len(pays)))
+	}
+}
+
+// interest answers the other instances' interest by account, reading it
+// again when an announcement came since, or it is older than
+// interestMaxAge.
+func (b *doorbell) interest(ctx context.Context) (map[int64][]string, error) {
+	for attempt := 0; ; attempt++ {
+		b.mu.Lock()
+		others, at, gen := b.others, b.othersAt, b.gen
+		b.mu.Unlock()
+		if others != nil && time.Since(at) < interestMaxAge {
+			return others, nil
+		}
+		start := time.Now()
+		m := map[int64][]string{}
+		rows, err := b.s.pool.Query(ctx, `SELECT mailbox_id, instance FROM watching WHERE expires_at > now() AND instance <> $1`, b.instance)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id int64
+			var inst string
+			if err := rows.Scan(&id, &inst); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			m[id] = append(m[id], inst)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		b.mu.Lock()
+		kept := b.gen == gen
+		if kept {
+			b.others, b.othersAt = m, start
+		}
+		b.mu.Unlock()
+		// An announcement that came during the read may name a row the
+		// read missed: read again, a few times at most.
+		if kept || attempt >= 2 {
+			return m, nil
 		}
 	}
 }
+
+// stale drops the view of the other nodes' interest.
+func (b *doorbell) stale() {
+	b.mu.Lock()
+	b.others = nil
+	b.gen++
+	b.mu.Unlock()
+}
+
+// syncWatching keeps this instance's rows in watching as wanted says:
+// at once when an account's first local watcher comes or its last goes,
+// and renewed every watchRenew while there are any.
+func (b *doorbell) syncWatching(ctx context.Context) {
+	defer b.wg.Done()
+	t := time.NewTicker(watchRenew)
+	defer t.Stop()
+	for {
+		renew := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.syncKick:
+		case <-t.C:
+			renew = true
+		}
+		if err := b.sync(ctx, renew); err != nil && ctx.Err() == nil {
+			// Tried again at the next change or renewal; meanwhile the
+			// sessions' periodic checks stand in.
+			continue
+		}
+	}
+}
+
+func (b *doorbell) sync(ctx context.Context, renew bool) error {
+	b.mu.Lock()
+	var add, keep, drop []int64
+	for id := range b.wanted {
+		if b.registered[id] {
+			keep = append(keep, id)
+		} else {
+			add = append(add, id)
+		}
+	}
+	for id := range b.registered {
+		if b.wanted[id] == 0 {
+			drop = append(drop, id)
+		}
+	}
+	b.mu.Unlock()
+	upsert := add
+	if renew {
+		upsert = append(upsert, keep...)
+	}
+	if len(upsert) == 0 && len(drop) == 0 {
+		return nil
+	}
+	var inserted []int64
+	// Not Store.write: these rows are no answer of the recipient cache,
+	// which every write of the store voids.
+	err := retry(ctx, func() error {
+		tx, err := b.s.pool.Begin(ctx)
+		if err != nil {
+			return beforeCommit(err)
+		}
+		if err := b.record(ctx, tx, renew, drop, upsert, &inserted); err != nil {
+			tx.Rollback(ctx)
+			return beforeCommit(err)
+		}
+		return tx.Commit(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	for _, id := range upsert {
+		b.registered[id] = true
+	}
+	for _, id := range drop {
+		delete(b.registered, id)
+	}
+	// A watcher that came or went during the transaction.
+	again := false
+	for id := range b.wanted {
+		again = again || !b.registered[id]
+	}
+	for id := range b.registered {
+		again = again || b.wanted[id] == 0
+	}
+	b.mu.Unlock()
+	if again {
+		select {
+		case b.syncKick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// record makes this instance's rows in watching: it deletes drop,
+// inserts or renews upsert, and announces the accounts it inserted
+// (inserted) on the shared channel.
+func (b *doorbell) record(ctx context.Context, tx pgx.Tx, renew bool, drop, upsert []int64, inserted *[]int64) error {
+	*inserted = (*inserted)[:0]
+	if len(drop) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM watching WHERE instance = $1 AND mailbox_id = ANY($2)`, b.instance, drop); err != nil {
+			return err
+		}
+	}
+	if len(upsert) == 0 {
+		return nil
+	}
+	if renew {
+		// What nodes that died left behind; nothing reads it.
+		if _, err := tx.Exec(ctx, `DELETE FROM watching WHERE expires_at < now() - interval '1 hour'`); err != nil {
+			return err
+		}
+	}
+	rows, err := tx.Query(ctx, `
+		INSERT INTO watching (mailbox_id, instance, expires_at)
+		SELECT unnest($2::bigint[]), $1, now() + make_interval(secs => $3)
+		ON CONFLICT (mailbox_id, instance) DO UPDATE SET expires_at = EXCLUDED.expires_at
+		RETURNING mailbox_id, xmax = 0`, b.instance, upsert, watchTTL.Seconds())
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		var isNew bool
+		if err := rows.Scan(&id, &isNew); err != nil {
+			rows.Close()
+			return err
+		}
+		if isNew {
+			*inserted = append(*inserted, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(*inserted) == 0 {
+		return nil
+	}
+	// Delivered at the commit: the other nodes read the table again
+	// before their next doorbell, and ring this node for the accounts
+	// they rang of late. An older node takes it for a doorbell of
+	// these accounts, which costs its sessions a look.
+	ids := map[int64]struct{}{}
+	for _, id := range *inserted {
+		ids[id] = struct{}{}
+	}
+	_, err = tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, b.channel, payloads(b.instance+announce, ids))
+	return err
+}
+
+// announce marks a payload on the shared channel as new interest
+// ("instance/w:id,..."), not a doorbell.
+const announce = "/w"
 
 // payloads are "instance:id,id,...", each under maxPayload bytes.
 func payloads(instance string, ids map[int64]struct{}) []string {
@@ -162,17 +499,19 @@ func payloads(instance string, ids map[int64]struct{}) []string {
 	return out
 }
 
-// listen holds a connection of its own that LISTENs on the channel and
-// signals local watchers of the accounts other nodes name. When the
-// connection drops it connects again, and then signals every local
-// watcher, since notifications sent meanwhile are lost.
+// listen holds a connection of its own that LISTENs on the shared channel
+// and on this instance's, and signals local watchers of the accounts
+// other nodes name. When the connection drops it connects again, and
+// then signals every local watcher, since notifications sent meanwhile
+// are lost, and reads the other nodes' interest again before the next
+// doorbell.
 func (b *doorbell) listen(ctx context.Context, ready chan<- error) {
 	defer b.wg.Done()
 	first := true
 	for backoff := 100 * time.Millisecond; ctx.Err() == nil; {
 		conn, err := pgx.ConnectConfig(ctx, b.s.pool.Config().ConnConfig.Copy())
 		if err == nil {
-			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{b.channel}.Sanitize())
+			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{b.channel}.Sanitize()+"; LISTEN "+pgx.Identifier{b.own}.Sanitize())
 		}
 		if first {
 			ready <- err
@@ -184,6 +523,7 @@ func (b *doorbell) listen(ctx context.Context, ready chan<- error) {
 			}
 			first = false
 		} else if err == nil {
+			b.stale()
 			b.s.watch.NotifyAll()
 		}
 		if err == nil {
@@ -193,7 +533,7 @@ func (b *doorbell) listen(ctx context.Context, ready chan<- error) {
 				if werr != nil {
 					break
 				}
-				b.deliver(n.Payload)
+				b.deliver(n.Channel, n.Payload)
 			}
 		}
 		if conn != nil {
@@ -208,9 +548,9 @@ func (b *doorbell) listen(ctx context.Context, ready chan<- error) {
 	}
 }
 
-func (b *doorbell) deliver(payload string) {
+func (b *doorbell) deliver(channel, payload string) {
 	inst, list, ok := strings.Cut(payload, ":")
-	if !ok || inst == b.instance {
+	if !ok || strings.TrimSuffix(inst, announce) == b.instance {
 		return
 	}
 	var ids []int64
@@ -219,11 +559,33 @@ func (b *doorbell) deliver(payload string) {
 			ids = append(ids, id)
 		}
 	}
+	if channel == b.channel && strings.HasSuffix(inst, announce) {
+		b.stale()
+		b.recall(ids)
+		return
+	}
+	// A doorbell for this node, or an older node's, which rings every
+	// node on the shared channel.
+	if len(ids) > 0 {
+		b.woken.Add(1)
+	}
 	b.s.watch.Notify(ids...)
 }
 
 // Watch implements mailstore.Mail: it answers the signals of this node's
-// commits and of the other nodes' notifications.
+// commits and of the other nodes' doorbells, which ring this node while
+// the account has a watcher here.
 func (s *Store) Watch(mailboxID int64) (<-chan struct{}, func()) {
-	return s.watch.Watch(mailboxID)
+	ch, stop := s.watch.Watch(mailboxID)
+	if s.bell == nil {
+		return ch, stop
+	}
+	s.bell.want(mailboxID, 1)
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			stop()
+			s.bell.want(mailboxID, -1)
+		})
+	}
 }

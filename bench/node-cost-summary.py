@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""node-cost-summary.py LOG...: node-cost.sh's lines as a table, per node
+count and rate: the range over repetitions of each figure per message,
+and the medians against one node's at the same rate. A run that fell
+behind its rate (achieved under 97% of it: the machine was busy with
+other work, and its late messages came in larger batches) is left out
+and named."""
+import re
+import statistics
+import sys
+
+LINE = re.compile(r"rep (\d+) nodes (\d+) rate (\d+): achieved ([\d.]+) msg/s.*?node CPU ([\d.]+) ms, "
+                  r"database CPU ([\d.]+) ms, WAL (\d+) bytes, ([\d.]+) transactions; idle: ([\d.]+) ms CPU per node")
+runs = {}
+for path in sys.argv[1:]:
+    for line in open(path):
+        m = LINE.search(line)
+        if m:
+            k, rate = int(m[2]), int(m[3])
+            if float(m[4]) < 0.97 * rate:
+                print("left out (behind its rate):", line.strip()[:90], file=sys.stderr)
+                continue
+            runs.setdefault((k, rate), []).append([float(m[i]) for i in (5, 6, 7, 8, 9)])
+names = ["node CPU ms", "db CPU ms", "WAL B", "xacts", "idle ms/s/node"]
+print("| nodes | rate | " + " | ".join(names) + " |")
+print("|---|---|" + "---|" * len(names))
+for (k, rate), rs in sorted(runs.items(), key=lambda x: (x[0][1], x[0][0])):
+    base = runs.get((1, rate))
+    cells = []
+    for i in range(len(names)):
+        vals = [r[i] for r in rs]
+        fmt = "%.0f" if i == 2 else "%.2f" if i in (3, 4) else "%.3f"
+        cell = (fmt % min(vals)) + ("-" + fmt % max(vals) if len(vals) > 1 else "")
+        if base and k != 1:
+            b = statistics.median(r[i] for r in base)
+            if b:
+                cell += " (x%.2f)" % (statistics.median(vals) / b)
+        cells.append(cell)
+    print("| %d | %d | %s |" % (k, rate, " | ".join(cells)))
