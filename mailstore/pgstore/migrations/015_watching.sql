@@ -1,4 +1,4 @@
--- 014: which node instances have IMAP sessions watching which accounts
+-- 015: which node instances have IMAP sessions watching which accounts
 -- (notify.go), so that a writer sends its doorbell only to the nodes that
 -- watch the accounts it changed, rather than waking every node for every
 -- delivery. A row lives while its instance renews it; a node that died
