@@ -487,38 +487,9 @@ func (c *Client) findPendingCmdFunc(f func(cmd command) bool) command {
 	return nil
 }
 
-func findPendingCmdByType[T command](c *Client) T {
-	c.mutex.Lock()
-	defer c.mutex.Unlock()
-
-	for _, cmd := range c.pendingCmds {
-		if cmd, ok := cmd.(T); ok {
-			return cmd
-		}
-	}
-
-	var cmd T
-	return cmd
-}
-
-func (c *Client) completeCommand(cmd command, err error) {
-	done := cmd.base().done
-	done <- err
-	close(done)
-
-	// Ensure the command is not blocked waiting on continuation requests
-	c.mutex.Lock()
-	var filtered []continuationRequest
-	for _, contReq := range c.contReqs {
-		if contReq.cmd != cmd.base() {
-			filtered = append(filtered, contReq)
-		} else {
-			contReq.Cancel(err)
-		}
-	}
-	c.contReqs = filtered
-	c.mutex.Unlock()
-
+// applyState is the change of the connection's state that a completed
+// command makes.
+func (c *Client) applyState(cmd command, err error) {
 	switch cmd := cmd.(type) {
 	case *authenticateCommand, *loginCommand:
 		if err == nil {
@@ -552,6 +523,49 @@ func (c *Client) completeCommand(cmd command, err error) {
 		if err == nil {
 			c.setState(imap.ConnStateLogout)
 		}
+	}
+}
+
+func findPendingCmdByType[T command](c *Client) T {
+	c.mutex.Lock()
+	defer c.mutex.Unlock()
+
+	for _, cmd := range c.pendingCmds {
+		if cmd, ok := cmd.(T); ok {
+			return cmd
+		}
+	}
+
+	var cmd T
+	return cmd
+}
+
+func (c *Client) completeCommand(cmd command, err error) {
+	// mailhost patch: the connection's state changes before the command
+	// is reported done, so that a caller that reads State() right after
+	// Authenticate, Login, Select and the like sees the new state
+	// (upstream signalled done first: TestClient_Authenticate failed now
+	// and then).
+	c.applyState(cmd, err)
+
+	done := cmd.base().done
+	done <- err
+	close(done)
+
+	// Ensure the command is not blocked waiting on continuation requests
+	c.mutex.Lock()
+	var filtered []continuationRequest
+	for _, contReq := range c.contReqs {
+		if contReq.cmd != cmd.base() {
+			filtered = append(filtered, contReq)
+		} else {
+			contReq.Cancel(err)
+		}
+	}
+	c.contReqs = filtered
+	c.mutex.Unlock()
+
+	switch cmd := cmd.(type) {
 	case *ListCommand:
 		if cmd.pendingData != nil {
 			cmd.mailboxes <- cmd.pendingData
