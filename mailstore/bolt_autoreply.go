@@ -87,11 +87,15 @@ func deleteAutoReplyTx(tx *bolt.Tx, mailboxID int64) error {
 			return err
 		}
 	}
-	b := tx.Bucket(bAutoReplySent)
+	return deletePrefix(tx.Bucket(bAutoReplySent), id8(mailboxID))
+}
+
+// deletePrefix deletes the keys of b (nil: none) that start with prefix:
+// a mailbox's rows in the buckets keyed by mailbox id first.
+func deletePrefix(b *bolt.Bucket, prefix []byte) error {
 	if b == nil {
 		return nil
 	}
-	prefix := id8(mailboxID)
 	var keys [][]byte
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {

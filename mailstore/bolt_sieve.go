@@ -258,20 +258,5 @@ func deleteSieveTx(tx *bolt.Tx, mailboxID int64) error {
 			return err
 		}
 	}
-	b := tx.Bucket(bSieveScripts)
-	if b == nil {
-		return nil
-	}
-	prefix := id8(mailboxID)
-	var keys [][]byte
-	c := b.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		keys = append(keys, bytes.Clone(k))
-	}
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return deletePrefix(tx.Bucket(bSieveScripts), id8(mailboxID))
 }

@@ -542,10 +542,9 @@ func findPendingCmdByType[T command](c *Client) T {
 
 func (c *Client) completeCommand(cmd command, err error) {
 	// mailhost patch: the connection's state changes before the command
-	// is reported done, so that a caller that reads State() right after
-	// Authenticate, Login, Select and the like sees the new state
-	// (upstream signalled done first: TestClient_Authenticate failed now
-	// and then).
+	// is reported done: the caller waiting on done may read State() at
+	// once, and must see the state the command left (authenticated after
+	// Authenticate, selected after Select).
 	c.applyState(cmd, err)
 
 	done := cmd.base().done
