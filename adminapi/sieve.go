@@ -6,13 +6,9 @@ import (
 	"net/http"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/policy"
 	"github.com/mailhost/mailhost/sieve"
 )
-
-// SieveParseOptions are what a mailbox's Sieve script is checked with
-// before it is stored, here and over ManageSieve: every extension
-// package sieve offers, and the store's size limit.
-var SieveParseOptions = sieve.ParseOptions{MaxSize: mailstore.MaxSieveScriptBytes}
 
 // defaultSieveName names the script PUT /users/{email}/sieve stores when
 // the mailbox has no active one.
@@ -78,7 +74,7 @@ func (a *API) setSieve(w http.ResponseWriter, r *http.Request, c call) error {
 	if err != nil {
 		return err
 	}
-	if _, err := sieve.Parse([]byte(text), SieveParseOptions); err != nil {
+	if _, err := sieve.Parse([]byte(text), policy.SieveOptions); err != nil {
 		// The parser's errors name the line, column and fault.
 		return unprocessable("script", "%v", err)
 	}

@@ -135,7 +135,7 @@ func (s *Sieve) script(ctx context.Context, id int64) (sc *sieve.Script, parseEr
 	s.mu.Unlock()
 	if !ok || p.text != sc2.Script {
 		p.text = sc2.Script
-		p.script, p.err = sieve.Parse([]byte(sc2.Script), sieve.ParseOptions{})
+		p.script, p.err = sieve.Parse([]byte(sc2.Script), policy.SieveOptions)
 		s.mu.Lock()
 		s.cached -= len(s.cache[id].text)
 		delete(s.cache, id)
