@@ -91,9 +91,16 @@ func (s *session) Select(name string, options *imap.SelectOptions) (*imap.Select
 	v.claimNew = func(uids []uint32) { s.markNewRecent(v, uids) }
 	s.sel = v
 	flags := v.flags()
+	// A read-only folder lets the client change no flag for good: an
+	// empty PERMANENTFLAGS says so (RFC 9051 section 7.1, as Dovecot
+	// answers EXAMINE).
+	permanent := []imap.Flag{}
+	if !options.ReadOnly {
+		permanent = append(slices.Clone(flags), imap.FlagWildcard)
+	}
 	return &imap.SelectData{
 		Flags:             flags,
-		PermanentFlags:    append(slices.Clone(flags), imap.FlagWildcard),
+		PermanentFlags:    permanent,
 		NumMessages:       uint32(len(v.msgs)),
 		UIDNext:           imap.UID(max(f.UIDNext, v.maxUID+1)),
 		UIDValidity:       f.UIDValidity,
