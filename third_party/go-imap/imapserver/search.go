@@ -60,14 +60,19 @@ func (c *Conn) handleSearch(tag string, dec *imapwire.Decoder, numKind NumKind) 
 		c.enableCondStore() // mailhost patch
 	}
 
-	// If no return option is specified, ALL is assumed
-	if !options.ReturnMin && !options.ReturnMax && !options.ReturnAll && !options.ReturnCount {
+	// If no return option is specified, ALL is assumed; SAVE alone
+	// asks for no result at all (mailhost patch, RFC 5182 section 2.1).
+	saveOnly := options.ReturnSave && !options.ReturnMin && !options.ReturnMax && !options.ReturnAll && !options.ReturnCount
+	if !options.ReturnMin && !options.ReturnMax && !options.ReturnAll && !options.ReturnCount && !saveOnly {
 		options.ReturnAll = true
 	}
 
 	data, err := c.session.Search(numKind, criteria, &options)
 	if err != nil {
 		return err
+	}
+	if saveOnly {
+		return nil
 	}
 
 	if c.enabled.Has(imap.CapIMAP4rev2) || extended {
