@@ -151,17 +151,29 @@ namespace inbox {
   inbox = yes
   separator = /
   prefix =
-  mailbox Drafts {
-    special_use = \Drafts
+  mailbox INBOX {
+    auto = subscribe
   }
-  mailbox Junk {
-    special_use = \Junk
-  }
+  # mailhost's default folders (mailstore.DefaultFolders).
   mailbox Sent {
+    auto = subscribe
     special_use = \Sent
   }
+  mailbox Drafts {
+    auto = subscribe
+    special_use = \Drafts
+  }
   mailbox Trash {
+    auto = subscribe
     special_use = \Trash
+  }
+  mailbox Junk {
+    auto = subscribe
+    special_use = \Junk
+  }
+  mailbox Archive {
+    auto = subscribe
+    special_use = \Archive
   }
 }
 passdb {
