@@ -169,33 +169,22 @@ var acceptedSieveDiffs = map[string]string{
 var acceptedSieveCaps = map[string]string{
 	"IMPLEMENTATION": "each server names itself",
 	"NOTIFY":         "mailhost does not offer enotify (RFC 5435), so announces no notification methods",
-	"MAXREDIRECTS":   "RFC 5804 section 1.7 makes it optional: mailhost announces its limit, this Dovecot none",
+	"MAXREDIRECTS":   "each server's own limit: mailhost 5 (sieve.DefaultMaxRedirects), Dovecot 4 (sieve_max_redirects), which it announces only after login",
 	"UNAUTHENTICATE": "RFC 5804 section 2.14.1: Dovecot 2.3's managesieved does not offer it",
 }
 
 // acceptedSieveExtensions are the SIEVE extensions only one side
 // announces, each with the reason.
 var acceptedSieveExtensions = map[string]string{
-	"ereject":                    "RFC 5429's ereject: mailhost offers it, Debian's Pigeonhole does not by default",
-	"include":                    "RFC 6609: not in mailhost (one script per user is active)",
-	"enotify":                    "RFC 5435: not in mailhost (no notification methods)",
-	"environment":                "RFC 5183: not in mailhost",
-	"ihave":                      "RFC 5463: not in mailhost",
-	"duplicate":                  "RFC 7352: not in mailhost",
-	"mime":                       "RFC 5703: not in mailhost",
-	"foreverypart":               "RFC 5703: not in mailhost",
-	"extracttext":                "RFC 5703: not in mailhost",
-	"comparator-i;octet":         "part of the base spec (RFC 5228 section 2.7.3): mailhost lists it, Pigeonhole does not",
-	"comparator-i;ascii-casemap": "part of the base spec (RFC 5228 section 2.7.3): mailhost lists it, Pigeonhole does not",
-	"editheader":                 "RFC 5293: announced by one side only",
-	"spamtest":                   "RFC 5235: announced by one side only",
-	"spamtestplus":               "RFC 5235: announced by one side only",
-	"virustest":                  "RFC 5235: announced by one side only",
-	"imapflags":                  "the obsolete draft of imap4flags: announced by one side only",
-	"notify":                     "the obsolete draft of enotify: announced by one side only",
-	"servermetadata":             "RFC 8580: announced by one side only",
-	"special-use":                "RFC 8579: announced by one side only",
-	"reject":                     "RFC 5429: announced by one side only",
+	"ereject":      "RFC 5429's ereject: mailhost offers it, Debian's Pigeonhole does not announce it by default",
+	"include":      "RFC 6609: not in mailhost (a user has one active script)",
+	"enotify":      "RFC 5435: not in mailhost (no notification methods)",
+	"environment":  "RFC 5183: not in mailhost",
+	"ihave":        "RFC 5463: not in mailhost",
+	"duplicate":    "RFC 7352: not in mailhost",
+	"mime":         "RFC 5703: not in mailhost",
+	"foreverypart": "RFC 5703: not in mailhost",
+	"extracttext":  "RFC 5703: not in mailhost",
 }
 
 // TestDovecotManageSieveDifferential runs Roundcube's ManageSieve exchange
@@ -219,6 +208,10 @@ func TestDovecotManageSieveDifferential(t *testing.T) {
 		for name, mv := range mcaps {
 			dv, ok := dcaps[name]
 			if reason := acceptedSieveCaps[name]; reason != "" {
+				if ok && mv == dv {
+					continue
+				}
+				t.Logf("%s: capability %s: mailhost %q, Dovecot %q (accepted: %s)", when, name, mv, dv, reason)
 				continue
 			}
 			if !ok {
