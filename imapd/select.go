@@ -441,6 +441,24 @@ func (v *view) indices(numSet imap.NumSet) []int {
 	return out
 }
 
+// checkSeqSet answers BAD for a message sequence set that names a number
+// beyond the last message, or "*" in an empty folder (RFC 9051 section 9,
+// seq-number: "The server should respond with a tagged BAD response"), as
+// Dovecot does; a UID set may name UIDs that are gone.
+func (v *view) checkSeqSet(numSet imap.NumSet) error {
+	set, ok := numSet.(imap.SeqSet)
+	if !ok {
+		return nil
+	}
+	n := uint32(len(v.msgs))
+	for _, r := range set {
+		if r.Start > n || r.Stop > n || (n == 0 && (r.Start == 0 || r.Stop == 0)) {
+			return &imap.Error{Type: imap.StatusResponseTypeBad, Code: imap.ResponseCodeClientBug, Text: "Invalid message sequence number"}
+		}
+	}
+	return nil
+}
+
 // staticUIDs is a copy of set with "*" resolved.
 func (v *view) staticUIDs(set imap.UIDSet) imap.UIDSet {
 	set = slices.Clone(set)
