@@ -86,8 +86,12 @@ func Start(t testing.TB, o Options) *Dovecot {
 	// not open mail as UID 0). Otherwise everything runs as the current
 	// user.
 	internalUser, loginUser, mailUser := cur.Username, cur.Username, cur
+	internalGroup := cur.Gid
+	if g, err := user.LookupGroupId(cur.Gid); err == nil {
+		internalGroup = g.Name
+	}
 	if cur.Uid == "0" {
-		internalUser, loginUser = "dovecot", "dovenull"
+		internalUser, loginUser, internalGroup = "dovecot", "dovenull", "dovecot"
 		if mailUser, err = user.Lookup("dovecot"); err != nil {
 			t.Fatalf("Dovecot: user dovecot: %v", err)
 		}
@@ -118,6 +122,7 @@ func Start(t testing.TB, o Options) *Dovecot {
 		protocols += " sieve"
 		sieveConf = fmt.Sprintf(`
 service managesieve-login {
+  chroot =
   inet_listener sieve {
     address = 127.0.0.1
     port = %s
@@ -145,6 +150,7 @@ auth_mechanisms = plain
 # A wrong password in a test needs no 2 s penalty.
 auth_failure_delay = 0
 default_internal_user = %[3]s
+default_internal_group = %[9]s
 default_login_user = %[4]s
 first_valid_uid = 1
 mail_location = maildir:~/Maildir
@@ -186,7 +192,9 @@ userdb {
   driver = passwd-file
   args = username_format=%%u %[5]s
 }
+# No chroot: only root may chroot, and the test may run as another user.
 service imap-login {
+  chroot =
   inet_listener imap {
     address = 127.0.0.1
     port = %[6]s
@@ -194,6 +202,9 @@ service imap-login {
   inet_listener imaps {
     port = 0
   }
+}
+service anvil {
+  chroot =
 }
 service pop3-login {
   inet_listener pop3 {
@@ -220,7 +231,7 @@ plugin {
   quota = maildir:User quota
   quota_rule = *:storage=1G
 }
-%[7]s%[8]s`, dir, protocols, internalUser, loginUser, passwd, port(d.IMAPAddr), capConf, sieveConf)
+%[7]s%[8]s`, dir, protocols, internalUser, loginUser, passwd, port(d.IMAPAddr), capConf, sieveConf, internalGroup)
 	confPath := filepath.Join(dir, "dovecot.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -234,8 +245,10 @@ plugin {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start dovecot: %v", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed when the master has exited, waitErr then set.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	stop := func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
@@ -260,9 +273,9 @@ plugin {
 				break
 			}
 			select {
-			case err := <-exited:
+			case <-exited:
 				log, _ := os.ReadFile(filepath.Join(dir, "dovecot.log"))
-				t.Fatalf("dovecot exited: %v\n%s%s", err, out.String(), log)
+				t.Fatalf("dovecot exited: %v\n%s%s", waitErr, out.String(), log)
 			default:
 			}
 			if time.Now().After(deadline) {

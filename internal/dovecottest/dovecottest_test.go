@@ -19,7 +19,7 @@ func TestStart(t *testing.T) {
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	r := bufio.NewReader(c)
 	if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "* OK") {
-		t.Fatalf("IMAP greeting = %q, want * OK", l)
+		t.Fatalf("IMAP greeting = %q, want * OK\n%s", l, d.Log())
 	}
 	c.Write([]byte("a LOGIN \"" + User + "\" \"alice's secret\"\r\n"))
 	for {
