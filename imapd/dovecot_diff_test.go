@@ -341,6 +341,7 @@ func runDifferential(t *testing.T, mhAddr string, dc *dovecottest.Dovecot, steps
 	}
 	failures, accepts := 0, 0
 	skipped := 0
+	seen := map[string]bool{}
 	for n, s := range steps {
 		if s.needCap != "" && !(caps.mh[s.needCap] && caps.dc[s.needCap]) {
 			skipped++
@@ -358,6 +359,7 @@ func runDifferential(t *testing.T, mhAddr string, dc *dovecottest.Dovecot, steps
 		}
 		if a, ok := accept[s.cmd]; ok {
 			accepts++
+			seen[s.cmd] = true
 			if !a.statusMayDiffer && status(mt) != status(dt) {
 				t.Errorf("step %d (conn %d) %s: tagged status differs (mailhost %q, dovecot %q); the accepted difference (%s) is not about status", n, s.conn, s.cmd, mt, dt, a.reason)
 			}
@@ -371,6 +373,14 @@ func runDifferential(t *testing.T, mhAddr string, dc *dovecottest.Dovecot, steps
 		}
 	}
 	t.Logf("%d steps, %d skipped (a capability one server lacks), %d accepted differences", len(steps), skipped, accepts)
+	// An accepted difference that no longer shows (a fault fixed, an
+	// extension added) should leave the table; said, not failed, so that
+	// a fix elsewhere does not break this test.
+	for cmd := range accept {
+		if !seen[cmd] {
+			t.Logf("accepted difference not seen this run, remove it from the table if it is gone for good: %s", cmd)
+		}
+	}
 	for c := range caps.mh {
 		if !caps.dc[c] && acceptCaps[c] == "" {
 			t.Errorf("capability %s: mailhost announces it, Dovecot does not, and no reason is listed", c)

@@ -231,6 +231,11 @@ func diffScript() []diffStep {
 	}
 	for n := 1; n <= len(diffMessages); n++ {
 		for _, it := range items {
+			if it == "FAST" || it == "ALL" || it == "FULL" {
+				// A macro stands alone; in parentheses it is BAD.
+				add(fmt.Sprintf("FETCH %d %s", n, it), fmt.Sprintf("FETCH %d (%s)", n, it))
+				continue
+			}
 			add(fmt.Sprintf("FETCH %d (%s)", n, it))
 		}
 	}
@@ -406,13 +411,11 @@ func diffScript() []diffStep {
 // acceptedDiffs are the steps whose responses may differ from Dovecot's,
 // each with the reason.
 var acceptedDiffs = map[string]accepted{
-	`ID NIL`:                                {reason: "each server names itself"},
-	`ID ("name" "diff-test" "version" "1")`: {reason: "each server names itself"},
-	`GETQUOTAROOT INBOX`:                    {reason: `the quota root's name is the server's choice: mailhost "" (one per account), this Dovecot "User quota"`},
-	`GETQUOTA ""`:                           {reason: `the quota root's name is the server's choice: "" is mailhost's, Dovecot has none of that name`, statusMayDiffer: true},
-	`SUBSCRIBE NoSuchFolder`:                {reason: "RFC 9051 section 6.3.7 lets a server subscribe a name that does not exist (mailhost does, so that a subscription can precede the folder); Dovecot refuses", statusMayDiffer: true},
-	`LSUB "" "*"`:                           {reason: `follows from SUBSCRIBE NoSuchFolder: mailhost lists it \Noselect`},
-	`LIST (SUBSCRIBED) "" "*"`:              {reason: "follows from SUBSCRIBE NoSuchFolder (mailhost lists it \\NonExistent); and mailhost adds \\HasChildren/\\HasNoChildren and special-use attributes to every LIST-EXTENDED reply, which RFC 5258 section 4 and RFC 6154 section 2 allow unasked, Dovecot only when asked"},
+	`GETQUOTAROOT INBOX`:       {reason: `the quota root's name is the server's choice: mailhost "" (one per account), this Dovecot "User quota"`},
+	`GETQUOTA ""`:              {reason: `the quota root's name is the server's choice: "" is mailhost's, Dovecot has none of that name`, statusMayDiffer: true},
+	`SUBSCRIBE NoSuchFolder`:   {reason: "RFC 9051 section 6.3.7 lets a server subscribe a name that does not exist (mailhost does, so that a subscription can precede the folder); Dovecot refuses", statusMayDiffer: true},
+	`LSUB "" "*"`:              {reason: `follows from SUBSCRIBE NoSuchFolder: mailhost lists it \Noselect`},
+	`LIST (SUBSCRIBED) "" "*"`: {reason: "follows from SUBSCRIBE NoSuchFolder (mailhost lists it \\NonExistent); and mailhost adds \\HasChildren/\\HasNoChildren and special-use attributes to every LIST-EXTENDED reply, which RFC 5258 section 4 and RFC 6154 section 2 allow unasked, Dovecot only when asked"},
 	`LIST (SUBSCRIBED RECURSIVEMATCH) "" "Projects"`:        {reason: "mailhost adds \\HasChildren unasked (RFC 5258 section 4 allows it)"},
 	`LIST "" "*" RETURN (SUBSCRIBED)`:                       {reason: "follows from SUBSCRIBE NoSuchFolder; and mailhost adds special-use attributes unasked (RFC 6154 section 2 allows it)"},
 	`LIST "" "*" RETURN (CHILDREN)`:                         {reason: "mailhost adds special-use attributes unasked (RFC 6154 section 2 allows it)"},
@@ -425,10 +428,10 @@ var acceptedDiffs = map[string]accepted{
 	`STORE 1 +FLAGS (\Seen)`:                                {reason: "in a folder opened with EXAMINE: mailhost refuses (NO), Dovecot answers OK and ignores it; RFC 9051 section 6.3.3 forbids the change, not the answer", statusMayDiffer: true},
 	`FETCH 2 (ENVELOPE)`:                                    {reason: "mailhost decodes RFC 2047 encoded words and sends them again as UTF-8 encoded words, Dovecot sends the header's own bytes; the text a client decodes is the same"},
 	`FETCH 4 (ENVELOPE)`:                                    {reason: "as FETCH 2 (ENVELOPE): encoded words re-encoded in UTF-8"},
-	`FETCH 2 (ALL)`:                                         {reason: "as FETCH 2 (ENVELOPE): encoded words re-encoded in UTF-8"},
-	`FETCH 4 (ALL)`:                                         {reason: "as FETCH 2 (ENVELOPE): encoded words re-encoded in UTF-8"},
-	`FETCH 2 (FULL)`:                                        {reason: "as FETCH 2 (ENVELOPE): encoded words re-encoded in UTF-8"},
-	`FETCH 4 (FULL)`:                                        {reason: "as FETCH 2 (ENVELOPE): encoded words re-encoded in UTF-8"},
+	`FETCH 2 ALL`:                                           {reason: "as FETCH 2 (ENVELOPE): encoded words re-encoded in UTF-8"},
+	`FETCH 4 ALL`:                                           {reason: "as FETCH 2 (ENVELOPE): encoded words re-encoded in UTF-8"},
+	`FETCH 2 FULL`:                                          {reason: "as FETCH 2 (ENVELOPE): encoded words re-encoded in UTF-8"},
+	`FETCH 4 FULL`:                                          {reason: "as FETCH 2 (ENVELOPE): encoded words re-encoded in UTF-8"},
 	`FETCH 1:* (UID FLAGS ENVELOPE)`:                        {reason: "as FETCH 2 (ENVELOPE): encoded words re-encoded in UTF-8"},
 	`STORE 4 +FLAGS (\Recent)`:                              {reason: "\\Recent cannot be stored (RFC 3501 section 2.3.2): mailhost ignores it and answers OK, Dovecot answers BAD; the flags stay as they were either way", statusMayDiffer: true},
 	`STORE 1 +FLAGS (\Bogus)`:                               {reason: "an unknown system flag: Dovecot answers BAD, mailhost OK and ignores it; RFC 9051 section 2.3.2 only lets a server refuse it", statusMayDiffer: true},
@@ -442,7 +445,6 @@ var acceptedDiffs = map[string]accepted{
 	`MOVE 5 Archive`:                                        {reason: "to fix in mailhost: once CONDSTORE is enabled Dovecot gives the folder's new HIGHESTMODSEQ in the tagged OK of MOVE, EXPUNGE and UID EXPUNGE, mailhost does not (a client learns it at the next SELECT or STATUS); and mailhost sends no new * n RECENT after an expunge in an IMAP4rev1 session (RFC 3501 section 7.3.2: RECENT is sent when the number changes)"},
 	`UID MOVE 4 Archive`:                                    {reason: "as MOVE 5 Archive"},
 	`UID EXPUNGE 1`:                                         {reason: "as MOVE 5 Archive"},
-	`UID EXPUNGE 2:3`:                                       {reason: "as MOVE 5 Archive"},
 	`EXPUNGE`:                                               {reason: "as MOVE 5 Archive"},
 	`SELECT`:                                                {reason: "a SELECT with no argument: Dovecot closes the selected folder ([CLOSED]) before answering BAD, mailhost answers BAD and keeps it"},
 }
