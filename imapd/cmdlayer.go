@@ -248,6 +248,11 @@ func (c *cmdConn) Read(p []byte) (n int, err error) {
 	c.lit -= int64(n)
 	if c.lit == 0 {
 		c.state, c.afterLiteral = inLineRest, true
+		if c.br.Buffered() == 0 {
+			// The client may hold the line's end back until the
+			// literal is acknowledged (quickack_linux.go).
+			quickAck(c.raw)
+		}
 	}
 	return n, err
 }
