@@ -20,7 +20,8 @@ import (
 
 // This file is the command layer: a net.Conn that sits between the client
 // and imapserver, serves the commands imapserver has no hook for (ID,
-// GETQUOTA, GETQUOTAROOT, SETQUOTA) and STARTTLS, and passes everything
+// GETQUOTA, GETQUOTAROOT, SETQUOTA), STARTTLS and COMPRESS (compress.go:
+// both change the bytes under imapserver), and passes everything
 // else through byte for byte. See the package doc for why, and for what
 // to remove once imapserver can be extended.
 //
@@ -459,7 +460,7 @@ func isAlpha(ch byte) bool { return ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <=
 // serves reports whether the layer serves command name.
 func (c *cmdConn) serves(name string) bool {
 	switch name {
-	case "ID", "GETQUOTA", "GETQUOTAROOT", "SETQUOTA":
+	case "ID", "GETQUOTA", "GETQUOTAROOT", "SETQUOTA", "COMPRESS":
 		return true
 	case "STARTTLS":
 		return c.srv.cfg.TLS != nil
@@ -481,6 +482,10 @@ func (c *cmdConn) serve(tag, name string, line []byte) error {
 		return err
 	case name == "STARTTLS":
 		if err := c.startTLS(tag, cmd); err != nil {
+			return err
+		}
+	case name == "COMPRESS":
+		if err := c.compress(tag, cmd); err != nil {
 			return err
 		}
 	default:
@@ -841,7 +846,7 @@ func capabilityList(line []byte) (start, end int, ok bool) {
 // TLS), so it lists AUTH=PLAIN exactly before login, and never STARTTLS or
 // LOGINDISABLED: the layer puts those right for the connection's TLS
 // (RFC 9051 sections 6.2.1 and 7.2.2), and adds ID and, once logged in,
-// QUOTA, which imapserver would not list (it lists only the capabilities
+// QUOTA and COMPRESS=DEFLATE, which imapserver would not list (it lists only the capabilities
 // it knows of its Options.Caps).
 func (c *cmdConn) appendCaps(out []byte, caps [][]byte) []byte {
 	secure := c.secure()
@@ -887,6 +892,7 @@ func (c *cmdConn) appendCaps(out []byte, caps [][]byte) []byte {
 	if loggedIn {
 		add([]byte(capQuota))
 		add([]byte(capQuotaStorage))
+		add([]byte(capCompress))
 	}
 	return out
 }
