@@ -39,7 +39,7 @@ import (
 //     the bytes of a literal ({n} and {n+}, RFC 9051 section 4.3 and RFC
 //     7888) are never taken for commands.
 //   - imapserver's output is passed on unchanged (but for the layer's
-//     capabilities and cmdfix.go's text), and at once, except during a
+//     capabilities), and at once, except during a
 //     batching command (FETCH, UID ..., SEARCH, STORE), whose output is
 //     gathered up to writeBatch bytes and written at its tagged response,
 //     a continuation request or a BYE; what is gathered goes out before
@@ -322,9 +322,6 @@ func (c *cmdConn) next() error {
 			// knows a command is in flight and, once imapserver has
 			// answered it, drops the literal it announced (dropAnswered).
 			name = imapserverName(line)
-		}
-		if ok && whole && (name == "LIST" || name == "LSUB") {
-			line = literalAmpersands(line)
 		}
 		if resp := refusal(name, line, long); resp != "" {
 			return c.refuse(tag, resp, line, long)
@@ -810,7 +807,7 @@ func (c *cmdConn) noteLine(line []byte) []byte {
 func (c *cmdConn) appendLine(out, line []byte) []byte {
 	start, end, ok := capabilityList(line)
 	if !ok {
-		return append(out, moveText(line)...)
+		return append(out, line...)
 	}
 	out = append(out, line[:start]...)
 	out = c.appendCaps(out, bytes.Fields(line[start:end]))

@@ -517,7 +517,11 @@ func (dec *Decoder) ExpectMailbox(ptr *string) bool {
 		*ptr = "INBOX"
 		return true
 	}
-	name, err := utf7.Decode(name)
+	// mailhost patch: an "&" that begins no shift sequence stands for
+	// itself (utf7.DecodeLenient), so that a name as a user typed it is a
+	// mailbox that does not exist rather than a command that cannot be
+	// read.
+	name, err := utf7.DecodeLenient(name)
 	if err == nil {
 		*ptr = name
 	}
