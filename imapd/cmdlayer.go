@@ -19,9 +19,8 @@ import (
 )
 
 // This file is the command layer: a net.Conn that sits between the client
-// and imapserver, serves the commands imapserver has no hook for (ID,
-// GETQUOTA, GETQUOTAROOT, SETQUOTA), STARTTLS and COMPRESS (compress.go:
-// both change the bytes under imapserver), and passes everything
+// and imapserver, serves STARTTLS and COMPRESS (compress.go), which change
+// the bytes under imapserver, and passes everything
 // else through byte for byte. See the package doc for why, and for what
 // to remove once imapserver can be extended.
 //
@@ -129,7 +128,6 @@ type cmdConn struct {
 	// or timed out); the writer side reads it (noteStatus).
 	readFailed atomic.Bool
 	sess       *session
-	idLogged   int      // ID commands logged so far
 	cmd        cmdState // the command imapserver is reading (cmdlimits.go)
 
 	// wmu serialises writes to the client and guards out and wbuf.
@@ -457,7 +455,7 @@ func isAlpha(ch byte) bool { return ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <=
 // serves reports whether the layer serves command name.
 func (c *cmdConn) serves(name string) bool {
 	switch name {
-	case "ID", "GETQUOTA", "GETQUOTAROOT", "SETQUOTA", "COMPRESS":
+	case "COMPRESS":
 		return true
 	case "STARTTLS":
 		return c.srv.cfg.TLS != nil
@@ -485,8 +483,6 @@ func (c *cmdConn) serve(tag, name string, line []byte) error {
 		if err := c.compress(tag, cmd); err != nil {
 			return err
 		}
-	default:
-		resp = c.sess.command(tag, name, cmd, c)
 	}
 	if len(resp) > 0 {
 		c.noteStatus(name, resp, false)

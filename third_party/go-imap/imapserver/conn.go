@@ -282,6 +282,11 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 	case "THREAD", "UID THREAD": // mailhost patch: sort.go
 		err = c.handleThread(dec, numKind)
 	default:
+		// mailhost patch: commands the session serves (command.go).
+		if served, cmdErr := c.handleSessionCommand(name, dec); served {
+			err = cmdErr
+			break
+		}
 		if c.state == imap.ConnStateNotAuthenticated {
 			// Don't allow a single unknown command before authentication to
 			// mitigate cross-protocol attacks:
