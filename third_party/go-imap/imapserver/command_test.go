@@ -145,3 +145,85 @@ func TestFetchWriteRaw(t *testing.T) {
 		t.Errorf("FETCH: %q %q, want %q and OK", untagged, tagged, want)
 	}
 }
+
+// manyFetchSession answers FETCH with 200 responses of imapserver's
+// writer.
+type manyFetchSession struct {
+	condSession
+}
+
+func (s *manyFetchSession) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, o *imap.FetchOptions) error {
+	for i := uint32(1); i <= 200; i++ {
+		rw := w.CreateMessage(i)
+		rw.WriteUID(imap.UID(i))
+		if err := rw.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countingListener counts the writes to the connections it accepts.
+type countingListener struct {
+	net.Listener
+	writes chan int
+}
+
+type countingConn struct {
+	net.Conn
+	writes chan int
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.writes <- len(p)
+	return c.Conn.Write(p)
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, writes: l.writes}, nil
+}
+
+// TestFetchResponsesWrittenTogether: a FETCH's responses go out in as few
+// writes as the write buffer allows, not one per message, and all of
+// them before its status response.
+func TestFetchResponsesWrittenTogether(t *testing.T) {
+	sess := &manyFetchSession{}
+	srv := imapserver.New(&imapserver.Options{
+		NewSession: func(c *imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
+			return sess, nil, nil
+		},
+		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}},
+		InsecureAuth: true,
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &countingListener{Listener: ln, writes: make(chan int, 1000)}
+	go srv.Serve(cl)
+	t.Cleanup(func() { srv.Close() })
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	cc := &condClient{t: t, c: c, r: bufio.NewReader(c)}
+	cc.line()
+	cc.do("LOGIN u p")
+	cc.do("SELECT INBOX")
+	for len(cl.writes) > 0 {
+		<-cl.writes
+	}
+	untagged, tagged := cc.do("FETCH 1:200 (UID)")
+	if len(untagged) != 200 || untagged[199] != "* 200 FETCH (UID 200)" || tagged != "OK FETCH completed" {
+		t.Fatalf("FETCH: %d responses, last %q, %q", len(untagged), untagged[len(untagged)-1], tagged)
+	}
+	// 200 responses of about 20 bytes and the status: one write.
+	if n := len(cl.writes); n != 1 {
+		t.Errorf("FETCH of 200 messages written in %d writes, want 1", n)
+	}
+}

@@ -354,6 +354,9 @@ func (cmd *FetchWriter) WriteRaw(b []byte) error {
 	if _, err := cmd.conn.bw.Write(b); err != nil {
 		return err
 	}
+	if cmd.conn.batching.Load() {
+		return nil // the command's status response flushes
+	}
 	return cmd.conn.bw.Flush()
 }
 
