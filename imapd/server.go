@@ -30,8 +30,7 @@
 // against the limits before imapserver reads it (cmdlimits.go); it does
 // STARTTLS and COMPRESS=DEFLATE (compress.go), which replace the
 // transport under imapserver (imapserver runs without TLSConfig and with
-// InsecureAuth; Login refuses a login in the clear), gathers the output
-// of FETCH, SEARCH and STORE into larger writes, and adds ID, QUOTA and
+// InsecureAuth; Login refuses a login in the clear), and adds ID, QUOTA and
 // COMPRESS=DEFLATE to the capability lists imapserver writes and puts
 // STARTTLS, LOGINDISABLED and AUTH= right in them (docs/architecture.md
 // says what moving the rest into the copy takes). The layer also tells
