@@ -87,6 +87,29 @@ func TestStartAllFailure(t *testing.T) {
 	}
 }
 
+// everyListener turns on every component the tests' configuration
+// leaves out.
+var everyListener = []string{
+	"MAILHOST_AUTOCONFIG_HTTP", "127.0.0.1:0", "MAILHOST_HTTPS", "127.0.0.1:0",
+	"MAILHOST_SUBMISSIONS", "127.0.0.1:0", "MAILHOST_RSPAMD_CONTROLLER_URL", "http://127.0.0.1:11334",
+	"MAILHOST_ACME", "true", "MAILHOST_ACME_HTTP", "127.0.0.1:0", "MAILHOST_HOSTNAME", "mx.example.com",
+}
+
+// componentNames are the names of the components cfg's Run starts, in
+// order.
+func componentNames(t *testing.T, env ...string) []string {
+	t.Helper()
+	cfg, err := testConfig(t.TempDir(), env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range components(newParts(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: time.Now})) {
+		names = append(names, c.Name())
+	}
+	return names
+}
+
 // TestComponentsOrder: the wiring's order, with the listeners the
 // configuration turns on.
 func TestComponentsOrder(t *testing.T) {
@@ -97,11 +120,7 @@ func TestComponentsOrder(t *testing.T) {
 		want []string
 	}{
 		{"tests' configuration", nil, append(slices.Clone(base), "api", "smtp", "imap", "managesieve")},
-		{"every listener", []string{
-			"MAILHOST_AUTOCONFIG_HTTP", "127.0.0.1:0", "MAILHOST_HTTPS", "127.0.0.1:0",
-			"MAILHOST_SUBMISSIONS", "127.0.0.1:0", "MAILHOST_RSPAMD_CONTROLLER_URL", "http://127.0.0.1:11334",
-			"MAILHOST_ACME", "true", "MAILHOST_ACME_HTTP", "127.0.0.1:0", "MAILHOST_HOSTNAME", "mx.example.com",
-		}, append(slices.Clone(base), "autoconfig", "api", "acme_http", "smtp", "submission", "spam learner", "imap", "managesieve", "acme")},
+		{"every listener", everyListener, append(slices.Clone(base), "autoconfig", "api", "acme_http", "smtp", "submission", "spam learner", "imap", "managesieve", "acme")},
 		// The spam learner learns IMAP's moves: none without IMAP.
 		{"MX alone", []string{
 			"MAILHOST_HTTP", "", "MAILHOST_IMAP", "", "MAILHOST_IMAPS", "", "MAILHOST_MANAGESIEVE", "",
@@ -110,18 +129,31 @@ func TestComponentsOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := testConfig(t.TempDir(), tt.env...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, c := range components(newParts(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: time.Now})) {
-				got = append(got, c.Name())
-			}
-			if !slices.Equal(got, tt.want) {
+			if got := componentNames(t, tt.env...); !slices.Equal(got, tt.want) {
 				t.Errorf("components() = %q,\nwant %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestArchitectureDocWiring keeps docs/architecture.md's list of the
+// components true: every component, in Run's order.
+func TestArchitectureDocWiring(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## The wiring (service.Run)\n")
+	if !ok {
+		t.Fatal(`docs/architecture.md has no section "The wiring (service.Run)"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var listed []string
+	for _, m := range regexp.MustCompile("(?m)^[0-9]+\\. `([^`]+)`").FindAllStringSubmatch(section, -1) {
+		listed = append(listed, m[1])
+	}
+	if want := componentNames(t, everyListener...); !slices.Equal(listed, want) {
+		t.Errorf("docs/architecture.md lists the components %q,\nRun starts %q", listed, want)
 	}
 }
 
