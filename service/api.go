@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/mailhost/mailhost/adminapi"
@@ -38,7 +39,7 @@ func newControl(p *parts) component {
 	return &listening{name: "control socket", p: p, make: func() ([]endpoint, func(context.Context) error) {
 		hs := &http.Server{Handler: withBackup(controlHandler(p.ops), p.st), ReadHeaderTimeout: 10 * time.Second}
 		return []endpoint{{
-			name: "control socket", addr: p.cfg.DataDir,
+			name: "control socket", addr: filepath.Join(p.cfg.DataDir, SocketName),
 			listen: func() (net.Listener, error) { return listenControl(p.cfg.DataDir) },
 			serve:  hs.Serve,
 		}}, hs.Shutdown

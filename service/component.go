@@ -29,19 +29,19 @@ type component interface {
 	Stop(ctx context.Context) error
 }
 
-// startAll starts cs in order and answers them, the started ones, for
-// stopAll. When one fails, those already started are stopped in reverse
-// and the error names the one that failed.
-func startAll(ctx context.Context, cs []component, stopCtx func() (context.Context, context.CancelFunc), log *slog.Logger) ([]component, error) {
+// startAll starts cs in order. When one fails, those already started
+// are stopped in reverse, within stopTimeout, and the error names the one
+// that failed.
+func startAll(ctx context.Context, cs []component, log *slog.Logger) error {
 	for i, c := range cs {
 		if err := c.Start(ctx); err != nil {
-			sctx, cancel := stopCtx()
+			sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 			defer cancel()
 			stopAll(sctx, cs[:i], log)
-			return nil, fmt.Errorf("start %s: %w", c.Name(), err)
+			return fmt.Errorf("start %s: %w", c.Name(), err)
 		}
 	}
-	return cs, nil
+	return nil
 }
 
 // stopAll stops cs in reverse order, each within ctx; a failure is

@@ -42,16 +42,17 @@ type parts struct {
 	// errs receives the first failure of a listener while serving.
 	errs chan error
 
-	// store
+	// Made by the component named in each comment, for those after it:
+	// store.
 	st store
-	// accounts
+	// accounts.
 	ops           *storeOps
 	postmaster    string
 	onKeyFirstUse func(int64)
-	// tls
+	// tls.
 	tls, httpsTLS *tls.Config
 	certs         *certSource
-	// policy
+	// policy.
 	dns       *net.Resolver
 	resolver  *mailauth.CachingResolver
 	srs       *mailauth.SRS
@@ -59,14 +60,14 @@ type parts struct {
 	logins    *credential.Logins
 	memory    *smtpd.MemoryBudget
 	spam      *spam.Client
-	// webhooks
+	// webhooks.
 	events *hooks
-	// delivery
+	// delivery.
 	responder *autoreply.Responder
 	sieve     *delivery.Sieve
-	// queue
+	// queue.
 	sender *outbound.Sender
-	// spam learner
+	// spam learner.
 	learner *spam.Learner
 }
 

@@ -109,11 +109,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		// naming the setting, rather than let GET /dns be the first sign.
 		log.Warn("set the hostname setting (MAILHOST_HOSTNAME, -hostname) to the server's public name: "+problem, "hostname", p.hostname)
 	}
-	stopCtx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.Background(), stopTimeout)
-	}
-	started, err := startAll(ctx, components(p), stopCtx, log)
-	if err != nil {
+	cs := components(p)
+	if err := startAll(ctx, cs, log); err != nil {
 		return err
 	}
 	if o.Ready != nil {
@@ -126,9 +123,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	case runErr = <-p.errs:
 		log.Error("listener failed; shutting down", "err", runErr)
 	}
-	sctx, cancel := stopCtx()
+	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	stopAll(sctx, started, log)
+	stopAll(sctx, cs, log)
 	return runErr
 }
 
