@@ -169,62 +169,67 @@ func (s *syncBuffer) String() string {
 }
 
 // TestRunAddressTaken: an address already taken makes Run answer an
-// error naming the listener and the address, after releasing what it had
-// started: the listeners bound before are free again, the control socket
-// is gone, and the store opens again.
+// error naming the component and the address, after releasing what it
+// had started: the listeners bound before are free again, the control
+// socket is gone, and the store opens again. IMAP starts after the API
+// and the MX, which are bound by then; with imaps taken, IMAP's plain
+// listener, bound first, is closed and was never served.
 func TestRunAddressTaken(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	dir := t.TempDir()
-	// IMAP starts after the API and the MX, which are bound by then.
-	cfg, err := testConfig(dir, "MAILHOST_IMAP", taken.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(context.Background(), cfg, Options{
-			Stdout: &bytes.Buffer{}, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-			Ready: func(Addrs) { t.Error("Ready called with an address taken") },
-		})
-	}()
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run still running 30s after its start, want an error")
-	}
-	if err == nil || !strings.Contains(err.Error(), "start imap: listen "+taken.Addr().String()) {
-		t.Fatalf("Run() = %v, want start imap: listen %s: ...", err, taken.Addr())
-	}
+	for _, setting := range []string{"MAILHOST_IMAP", "MAILHOST_IMAPS"} {
+		t.Run(setting, func(t *testing.T) {
+			taken, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer taken.Close()
+			dir := t.TempDir()
+			cfg, err := testConfig(dir, setting, taken.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs := &syncBuffer{}
+			done := make(chan error, 1)
+			go func() {
+				done <- Run(context.Background(), cfg, Options{
+					Stdout: &bytes.Buffer{}, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+					Ready: func(Addrs) { t.Error("Ready called with an address taken") },
+				})
+			}()
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("Run still running 30s after its start, want an error")
+			}
+			if err == nil || !strings.Contains(err.Error(), "start imap: listen "+taken.Addr().String()) {
+				t.Fatalf("Run() = %v, want start imap: listen %s: ...", err, taken.Addr())
+			}
 
-	bound := regexp.MustCompile(`msg=listening service=("[^"]*"|\S+) addr=(\S+)`).FindAllStringSubmatch(logs.String(), -1)
-	var names []string
-	for _, m := range bound {
-		name := strings.Trim(m[1], `"`)
-		names = append(names, name)
-		if name == "control socket" {
-			continue
-		}
-		ln, err := net.Listen("tcp", m[2])
-		if err != nil {
-			t.Errorf("%s's address %s after Run: %v, want it free", m[1], m[2], err)
-			continue
-		}
-		ln.Close()
+			bound := regexp.MustCompile(`msg=listening service=("[^"]*"|\S+) addr=(\S+)`).FindAllStringSubmatch(logs.String(), -1)
+			var names []string
+			for _, m := range bound {
+				name := strings.Trim(m[1], `"`)
+				names = append(names, name)
+				if name == "control socket" {
+					continue
+				}
+				ln, err := net.Listen("tcp", m[2])
+				if err != nil {
+					t.Errorf("%s's address %s after Run: %v, want it free", name, m[2], err)
+					continue
+				}
+				ln.Close()
+			}
+			if want := []string{"control socket", "http", "smtp"}; !slices.Equal(names, want) {
+				t.Errorf("listeners served before the failure = %q, want %q", names, want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, SocketName)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("control socket after Run: %v, want it removed", err)
+			}
+			st, err := openBolt(context.Background(), dir, time.Second, 0)
+			if err != nil {
+				t.Fatalf("open the store after Run: %v, want it released", err)
+			}
+			st.Close()
+		})
 	}
-	if want := []string{"control socket", "http", "smtp"}; !slices.Equal(names, want) {
-		t.Errorf("listeners bound before the failure = %q, want %q", names, want)
-	}
-	if _, err := os.Stat(filepath.Join(dir, SocketName)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("control socket after Run: %v, want it removed", err)
-	}
-	st, err := openBolt(context.Background(), dir, time.Second, 0)
-	if err != nil {
-		t.Fatalf("open the store after Run: %v, want it released", err)
-	}
-	st.Close()
 }
