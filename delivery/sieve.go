@@ -45,6 +45,12 @@ type SieveConfig struct {
 	Delimiter string
 	// Logger: one line per script that failed or refused. nil: discard.
 	Logger *slog.Logger
+	// Hostname names this server in rejection DSNs (Reporting-MTA,
+	// MAILER-DAEMON@). "": "localhost".
+	Hostname string
+	// OnQueued, when not nil, is called after a rejection DSN was
+	// queued, to wake the outbound workers; it must not block.
+	OnQueued func()
 	// MaxCachedBytes bounds the text of the parsed scripts kept in
 	// memory (their parsed form is a few times as much); 0 means
 	// DefaultMaxCachedBytes. Over it the cache starts again empty.
@@ -165,6 +171,9 @@ type sieveOutcome struct {
 	marks     []string // RedirectHeader values to add
 	vacations []vacation
 	reject    *SieveRejectError
+	// rejected are the rejections answered with a DSN (their mailboxes
+	// are in discarded too).
+	rejected []rejection
 }
 
 type vacation struct {
@@ -296,10 +305,20 @@ func (t *Transaction) applySieve(ctx context.Context, out *sieveOutcome, mb mail
 				out.reject = &SieveRejectError{Mailbox: mb.Email, Reason: a.Reason}
 				return
 			}
-			// Other recipients take it, or the sender had its 250
-			// (the queue): this copy is kept rather than refused.
-			s.log.Info("sieve reject with other recipients: message kept", "mailbox", mb.Email, "reason", a.Reason)
-			keep(res.Flags)
+			// Other recipients take the message, or the sender had its
+			// 250 (the queue): a rejection DSN instead (RFC 5429
+			// section 2.1.2). None to the null sender, and none for a
+			// message the spam filter judged junk for this mailbox: its
+			// sender is likely forged, and a DSN would be backscatter;
+			// that copy is kept in Junk rather than lost.
+			if t.from == "" || slices.Contains(t.junk, mb.ID) {
+				s.log.Info("sieve reject: no DSN for a null sender or junk, message kept", "mailbox", mb.Email, "from", t.from, "reason", a.Reason)
+				keep(res.Flags)
+				continue
+			}
+			out.rejected = append(out.rejected, rejection{mailbox: mb.Email, rcpt: env.To, reason: a.Reason})
+			out.discarded = append(out.discarded, mb.ID)
+			return
 		case sieve.Vacation:
 			out.vacations = append(out.vacations, vacation{mb, env, a})
 		}

@@ -149,26 +149,67 @@ func TestSieveRedirectLimit(t *testing.T) {
 }
 
 // TestSieveRejectSeveralRecipients: reject alone is ErrSieveReject with
-// the reason, permanent; with another recipient the message is kept.
+// the reason, permanent; with another recipient the rejecting mailbox
+// stores nothing and the sender gets a rejection DSN (RFC 5429 section
+// 2.1.2) through the queue, from <>; a message the spam filter sent to
+// Junk, or from <>, gets none and is kept.
 func TestSieveRejectSeveralRecipients(t *testing.T) {
 	f := newFixture(t)
+	ctx := context.Background()
 	scripts := map[string]string{"bob@a.test": `require "reject"; reject "no thanks";`}
 	_, err := sieveTx(t, f, scripts, "Subject: r\r\n\r\nbody\r\n", "bob@a.test")
 	var rej *SieveRejectError
 	if !errors.Is(err, ErrSieveReject) || !errors.As(err, &rej) || rej.Reason != "no thanks" || Temporary(err) {
 		t.Errorf("alone: %v, want ErrSieveReject with the reason, permanent", err)
 	}
-	if _, err := sieveTx(t, f, nil, "Subject: r\r\n\r\nbody\r\n", "bob@a.test", "carol@a.test"); err != nil {
+	if _, err := sieveTx(t, f, nil, "Subject: r\r\nMessage-ID: <r1@sender.example>\r\n\r\nbody\r\n", "bob@a.test", "carol@a.test"); err != nil {
 		t.Errorf("with carol: %v, want delivered", err)
 	}
-	if f.inFolder("bob@a.test", "INBOX") != 1 {
-		t.Errorf("bob's INBOX %d, want 1 (kept beside carol)", f.inFolder("bob@a.test", "INBOX"))
+	if in, c := f.inFolder("bob@a.test", "INBOX"), f.inFolder("carol@a.test", "INBOX"); in != 0 || c != 1 {
+		t.Errorf("bob's INBOX %d, carol's %d; want 0 (rejected) and 1", in, c)
+	}
+	entries, _, err := f.st.OutboundEntries(ctx, mailstore.Page{})
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("queue: %v, %v; want one DSN", entries, err)
+	}
+	e := entries[0]
+	if e.Kind != mailstore.KindBounce || e.From != "" || len(e.Pending()) != 1 || e.Pending()[0] != "someone@sender.example" {
+		t.Errorf("queued %+v, want a bounce from <> to someone@sender.example", e)
+	}
+	dsn, err := f.st.OutboundBody(ctx, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"report-type=delivery-status", "Final-Recipient: rfc822; bob@a.test", "Action: failed",
+		"Status: 5.7.1", "no thanks", "Message-ID: <r1@sender.example>", "Auto-Submitted: auto-replied"} {
+		if !strings.Contains(string(dsn), want) {
+			t.Errorf("DSN lacks %q:\n%s", want, dsn)
+		}
+	}
+
+	// From <>: nothing to send a DSN to; kept.
+	a := New(Config{Store: f.st, SRS: testSRS, Now: func() time.Time { return testNow }, Sieve: NewSieve(SieveConfig{Store: f.st})})
+	tx := a.StartMX("", 0)
+	for _, r := range []string{"bob@a.test", "carol@a.test"} {
+		if err := tx.AddRecipient(ctx, r, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tx.Commit(ctx, []byte("Subject: bounce\r\n\r\nbody\r\n"), testNow); err != nil {
+		t.Fatal(err)
+	}
+	if in := f.inFolder("bob@a.test", "INBOX"); in != 1 {
+		t.Errorf("bob's INBOX %d after a reject of mail from <>, want 1 (kept)", in)
+	}
+	if entries, _, _ := f.st.OutboundEntries(ctx, mailstore.Page{}); len(entries) != 1 {
+		t.Errorf("%d queue entries, want still the one DSN", len(entries))
 	}
 }
 
 // TestSieveEveryMode: the script runs for the MX, a submission to a
 // local mailbox and the queue's local delivery alike; a reject refuses
-// the first two and is kept from the queue, whose sender had its 250.
+// the first two and is a rejection DSN from the queue, whose sender had
+// its 250.
 func TestSieveEveryMode(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range []Mode{MX, Submission, Forward} {
@@ -201,8 +242,10 @@ func TestSieveEveryMode(t *testing.T) {
 			put(`require "reject"; reject "no";`)
 			err := send()
 			if mode == Forward {
-				if err != nil || f.inFolder("carol@a.test", "INBOX") != 1 {
-					t.Errorf("reject from the queue: %v, INBOX %d; want kept", err, f.inFolder("carol@a.test", "INBOX"))
+				// bob is hosted here: the DSN is in his INBOX.
+				if err != nil || f.inFolder("carol@a.test", "INBOX") != 0 || f.inFolder("bob@a.test", "INBOX") != 1 {
+					t.Errorf("reject from the queue: %v, carol's INBOX %d, bob's %d; want a DSN to bob",
+						err, f.inFolder("carol@a.test", "INBOX"), f.inFolder("bob@a.test", "INBOX"))
 				}
 			} else if !errors.Is(err, ErrSieveReject) {
 				t.Errorf("reject: %v, want ErrSieveReject", err)

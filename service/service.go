@@ -241,7 +241,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	var sieveAgent *delivery.Sieve
 	if ss, ok := st.(delivery.SieveStore); ok {
-		sc := delivery.SieveConfig{Store: ss, Delimiter: cfg.RecipientDelimiter, Logger: log}
+		sc := delivery.SieveConfig{Store: ss, Delimiter: cfg.RecipientDelimiter, Logger: log, Hostname: hostname, OnQueued: func() { wake() }}
 		if responder != nil {
 			sc.Vacation = responder
 		}
