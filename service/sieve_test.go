@@ -166,8 +166,8 @@ if header :contains "subject" "flagme" { addflag ["\\Flagged", "$important"]; }`
 		}
 	}
 	reply := relay.wait(t, "y@sender.test")
-	if !strings.Contains(string(reply.Data), "Subject: away") || !strings.Contains(string(reply.Data), "Auto-Submitted: auto-replied") {
-		t.Errorf("vacation reply %q", reply.Data)
+	if !strings.Contains(string(reply.Data), "Subject: away") || !strings.Contains(string(reply.Data), "Auto-Submitted: auto-replied") || reply.From != "" {
+		t.Errorf("vacation reply: MAIL FROM %q (want <>, RFC 5230 section 5.1), data %q", reply.From, reply.Data)
 	}
 	time.Sleep(300 * time.Millisecond)
 	if n := relay.count("y@sender.test"); n != 1 {
