@@ -533,7 +533,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		}
 		s := managesieve.New(managesieve.Config{
 			Store: sieveStore{st}, Auth: sieveLogins{logins}, TLS: tlsConfig, AllowInsecureAuth: cfg.AllowInsecureAuth,
-			Parse: policy.SieveOptions, Logger: log,
+			Parse: policy.SieveOptions, Logger: log, Metrics: mset.ManageSieve(),
 			// A webmail's ManageSieve connections all come from its one
 			// address: the IMAP limit, which allows for an office's.
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP),
