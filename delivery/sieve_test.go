@@ -9,50 +9,8 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/sieve"
 )
-
-// sieveRules is a script of n rules of the kind people write: a header
-// test filing into a folder each.
-func sieveRules(n int) string {
-	var b strings.Builder
-	b.WriteString(`require ["fileinto", "imap4flags"];` + "\n")
-	for i := range n {
-		fmt.Fprintf(&b, "if anyof (header :contains \"subject\" \"topic-%d\", address :is \"from\" \"list%d@lists.example\") { fileinto \"Junk\"; stop; }\n", i, i)
-	}
-	return b.String()
-}
-
-// BenchmarkSieveDelivery: one MX delivery to bob@a.test on a real bbolt
-// store, without a script and with a 200-rule one (none matching, the
-// worst case: every rule is evaluated). The mailbox has 1 MB of quota:
-// run it with -benchtime 2000x.
-func BenchmarkSieveDelivery(b *testing.B) {
-	msg := []byte("From: someone@sender.example\r\nTo: bob@a.test\r\nSubject: an ordinary message\r\nMessage-ID: <1@sender.example>\r\n\r\n" + strings.Repeat("Some text of the body.\r\n", 10))
-	for _, withScript := range []bool{false, true} {
-		b.Run(fmt.Sprintf("script=%v", withScript), func(b *testing.B) {
-			f := newFixture(b)
-			ctx := context.Background()
-			bob := f.mailbox("bob@a.test")
-			if withScript {
-				if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: bob.ID, Name: "rules", Script: sieveRules(200), Active: true}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			a := New(Config{Store: f.st, SRS: testSRS, Now: func() time.Time { return testNow }, Sieve: NewSieve(SieveConfig{Store: f.st})})
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				tx := a.StartMX("someone@sender.example", 0)
-				if err := tx.AddRecipient(ctx, "bob@a.test", ""); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := tx.Commit(ctx, msg, testNow); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
 
 // sieveTx delivers msg from someone@sender.example to rcpts, with
 // scripts (address -> script text) active, and answers the commit's
@@ -280,35 +238,70 @@ func TestSieveRedirectNullSender(t *testing.T) {
 	}
 }
 
-// TestSieveCache: a script is parsed again when its text changes, and
-// the cache stays within its bytes.
+// readCounter counts the reads of active scripts of a real store.
+type readCounter struct {
+	SieveStore
+	reads int
+}
+
+func (r *readCounter) ActiveSieveScript(ctx context.Context, id int64) (mailstore.SieveScript, error) {
+	r.reads++
+	return r.SieveStore.ActiveSieveScript(ctx, id)
+}
+
+// TestSieveCache: while the recipient's look-up answers the stamp of the
+// cached script, the script is not read; a new stamp reads it and
+// parses it again when its text changed; a look-up without a stamp
+// reads it; the cache stays within its bytes.
 func TestSieveCache(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	s := NewSieve(SieveConfig{Store: f.st, MaxCachedBytes: 100})
-	bob, carol := f.mailbox("bob@a.test"), f.mailbox("carol@a.test")
-	put := func(id int64, text string) {
+	rc := &readCounter{SieveStore: f.st}
+	s := NewSieve(SieveConfig{Store: rc, MaxCachedBytes: 100})
+	put := func(addr, text string) mailstore.Mailbox {
 		t.Helper()
-		if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: id, Name: "s", Script: text, Active: true}); err != nil {
+		if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: f.mailbox(addr).ID, Name: "s", Script: text, Active: true}); err != nil {
 			t.Fatal(err)
 		}
+		mb, _, err := f.st.MailboxByEmail(ctx, addr)
+		if err != nil || !mb.HasSieve || mb.SieveVersion == 0 {
+			t.Fatalf("look-up: %+v, %v; want a stamp", mb, err)
+		}
+		return mb
 	}
-	put(bob.ID, "keep;")
-	first, _, err := s.script(ctx, bob.ID)
-	if err != nil || first == nil {
-		t.Fatalf("script = %v, %v", first, err)
+	script := func(mb mailstore.Mailbox, reads int) *sieve.Script {
+		t.Helper()
+		sc, _, err := s.script(ctx, mb)
+		if err != nil || sc == nil {
+			t.Fatalf("script = %v, %v", sc, err)
+		}
+		if rc.reads != reads {
+			t.Errorf("%d reads of the store, want %d", rc.reads, reads)
+		}
+		return sc
 	}
-	if again, _, _ := s.script(ctx, bob.ID); again != first {
-		t.Error("same text parsed again")
+	bob := put("bob@a.test", "keep;")
+	first := script(bob, 1)
+	if again := script(bob, 1); again != first {
+		t.Error("same stamp: parsed again")
 	}
-	put(bob.ID, "discard;")
-	if changed, _, _ := s.script(ctx, bob.ID); changed == first {
+	stale := bob
+	bob = put("bob@a.test", "discard;")
+	changed := script(bob, 2)
+	if changed == first {
 		t.Error("changed text not parsed again")
 	}
-	put(carol.ID, "# "+strings.Repeat("x", 85)+"\nkeep;")
-	if _, _, err := s.script(ctx, carol.ID); err != nil {
-		t.Fatal(err)
+	// A look-up older than the cache (another node's cached answer):
+	// read, the same text, not parsed again.
+	if got := script(stale, 3); got != changed {
+		t.Error("stale stamp: parsed again, or the old script")
 	}
+	noStamp := bob
+	noStamp.SieveVersion = 0
+	script(noStamp, 4)
+	script(noStamp, 5)
+	carol := put("carol@a.test", "# "+strings.Repeat("x", 85)+"\nkeep;")
+	script(carol, 6)
 	if s.cached > 100 || len(s.cache) != 1 {
 		t.Errorf("cache of %d bytes, %d scripts; want at most 100 bytes, only the last", s.cached, len(s.cache))
 	}
