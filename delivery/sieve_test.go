@@ -162,6 +162,25 @@ func TestSieveRejectSeveralRecipients(t *testing.T) {
 	if entries, _, _ := f.st.OutboundEntries(ctx, mailstore.Page{}); len(entries) != 1 {
 		t.Errorf("%d queue entries, want still the one DSN", len(entries))
 	}
+
+	// Quarantined (the spam filter's or DMARC's Junk): no DSN to a
+	// likely forged sender; kept in Junk.
+	tx = a.StartMX("forged@sender.example", 0)
+	for _, r := range []string{"bob@a.test", "carol@a.test"} {
+		if err := tx.AddRecipient(ctx, r, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx.Quarantine()
+	if _, err := tx.Commit(ctx, []byte("Subject: spam\r\n\r\nbody\r\n"), testNow); err != nil {
+		t.Fatal(err)
+	}
+	if j := f.inFolder("bob@a.test", "Junk"); j != 1 {
+		t.Errorf("bob's Junk %d after a reject of junk, want 1 (kept)", j)
+	}
+	if entries, _, _ := f.st.OutboundEntries(ctx, mailstore.Page{}); len(entries) != 1 {
+		t.Errorf("%d queue entries after a reject of junk, want still the one DSN", len(entries))
+	}
 }
 
 // TestSieveEveryMode: the script runs for the MX, a submission to a
