@@ -365,8 +365,8 @@ func (r *Responder) compose(rp reply, to string, orig textproto.MIMEHeader, now 
 	text := strings.ReplaceAll(strings.ReplaceAll(rp.text, "\r\n", "\n"), "\n", "\r\n")
 	if rp.mime {
 		if h, body, ok := mimeEntity(text); ok {
-			// The entity's own Content-* fields are the reply's; its
-			// body goes as it is, unless it is 8-bit without saying so.
+			// The entity's own Content-* fields are the reply's, and
+			// its body.
 			for _, f := range h {
 				b.WriteString(f)
 			}
@@ -396,15 +396,17 @@ func (r *Responder) compose(rp reply, to string, orig textproto.MIMEHeader, now 
 
 // mimeEntity splits a :mime reason (CRLF line ends) into its Content-*
 // header fields, each with its continuation lines and CRLF, and its body.
-// ok is false when it has no Content-Type, a field that is not a
-// Content-* one (a From: or Subject: there would override the reply's),
-// or a body with 8-bit octets and no Content-Transfer-Encoding.
+// A single part with 8-bit octets and no Content-Transfer-Encoding is
+// made quoted-printable, so that it needs no 8BITMIME on the way. ok is
+// false when it has no Content-Type, a field that is not a Content-*
+// one (a From: or Subject: there would override the reply's), or it is
+// a multipart one with 8-bit octets and no Content-Transfer-Encoding.
 func mimeEntity(text string) (fields []string, body string, ok bool) {
 	head, body, found := strings.Cut(text, "\r\n\r\n")
 	if !found {
 		return nil, "", false
 	}
-	var hasType, hasCTE bool
+	var hasType, hasCTE, multipart bool
 	for _, l := range strings.SplitAfter(head+"\r\n", "\r\n") {
 		if l == "" {
 			continue
@@ -416,17 +418,31 @@ func mimeEntity(text string) (fields []string, body string, ok bool) {
 			fields[len(fields)-1] += l
 			continue
 		}
-		name, _, colon := strings.Cut(l, ":")
+		name, value, colon := strings.Cut(l, ":")
 		name = strings.ToLower(strings.TrimSpace(name))
 		if !colon || !strings.HasPrefix(name, "content-") {
 			return nil, "", false
 		}
-		hasType = hasType || name == "content-type"
+		if name == "content-type" {
+			hasType = true
+			multipart = strings.HasPrefix(strings.ToLower(strings.TrimSpace(value)), "multipart/")
+		}
 		hasCTE = hasCTE || name == "content-transfer-encoding"
 		fields = append(fields, l)
 	}
-	if !hasType || (!hasCTE && !isASCII(body)) {
+	if !hasType {
 		return nil, "", false
+	}
+	if !hasCTE && !isASCII(body) {
+		if multipart {
+			return nil, "", false
+		}
+		var qp strings.Builder
+		w := quotedprintable.NewWriter(&qp)
+		w.Write([]byte(body))
+		w.Close()
+		fields = append(fields, "Content-Transfer-Encoding: quoted-printable\r\n")
+		body = qp.String()
 	}
 	return fields, body, true
 }
