@@ -119,7 +119,8 @@ func rejectionDSN(hostname, to, envFrom string, rejs []rejection, body []byte, a
 	w("Arrival-Date: %s", date)
 	for _, r := range rejs {
 		w("")
-		w("Original-Recipient: %s; %s", addrType, r.rcpt)
+		// No Original-Recipient: RFC 3464 section 2.3.1 keeps it for
+		// an ORCPT the sender gave, which this server does not keep.
 		w("Final-Recipient: %s; %s", addrType, r.mailbox)
 		w("Action: failed")
 		w("Status: 5.7.1")
