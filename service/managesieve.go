@@ -20,7 +20,7 @@ func newManageSieve(p *parts) component {
 		cfg := p.cfg
 		s := managesieve.New(managesieve.Config{
 			Store: sieveStore{p.st}, Auth: sieveLogins{p.logins}, TLS: p.tls, AllowInsecureAuth: cfg.AllowInsecureAuth,
-			Parse: policy.SieveOptions, Logger: p.log,
+			Parse: policy.SieveOptions, Logger: p.log, Metrics: p.mset.ManageSieve(),
 			// A webmail's ManageSieve connections all come from its one
 			// address: the IMAP limit, which allows for an office's.
 			MaxConnsPerIP: int(cfg.MaxConnsPerIP),

@@ -243,6 +243,8 @@ func newDelivery(p *parts) component {
 		})
 		p.sieve = delivery.NewSieve(delivery.SieveConfig{
 			Store: p.st, Vacation: p.responder, Delimiter: cfg.RecipientDelimiter, Logger: p.log,
+			// A rejection DSN goes through the queue, started after.
+			Hostname: p.hostname, OnQueued: func() { p.sender.Wake() },
 		})
 		return nil
 	}}
