@@ -38,9 +38,10 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 		return nil, err
 	}
 	v.staticCriteria(criteria)
+	now := s.srv.now()
 	add := func(i int, body []byte) error {
 		m := v.msgs[i]
-		c := &candidate{v: v, seq: uint32(i + 1), msg: v.withRecent(m.Message), body: body}
+		c := &candidate{v: v, seq: uint32(i + 1), msg: v.withRecent(m.Message), body: body, now: now}
 		if !c.match(criteria) {
 			return nil
 		}
@@ -188,6 +189,8 @@ type candidate struct {
 	// BODY and TEXT criteria (searchcost.go).
 	texts     [][]byte
 	textsMade bool
+	// now is when the search started, for OLDER and YOUNGER.
+	now time.Time
 }
 
 func (c *candidate) match(cr *imap.SearchCriteria) bool {
@@ -215,6 +218,9 @@ func (c *candidate) match(cr *imap.SearchCriteria) bool {
 		}
 	}
 	if cr.ModSeq != nil && imapModSeq(c.msg.ModSeq) < cr.ModSeq.ModSeq {
+		return false
+	}
+	if !c.matchObjectWithin(cr) {
 		return false
 	}
 	if cr.Larger > 0 && c.msg.Size <= cr.Larger {

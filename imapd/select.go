@@ -100,6 +100,7 @@ func (s *session) Select(name string, options *imap.SelectOptions) (*imap.Select
 		FirstUnseenSeqNum: firstUnseen,
 		NumRecent:         v.numRecent(),
 		HighestModSeq:     v.highestModSeq(),
+		MailboxID:         mailboxObjectID(f.ID),
 	}, nil
 }
 

@@ -246,6 +246,9 @@ func New(cfg Config) *Server {
 			imap.CapUnauthenticate: {},
 			imap.CapCondStore:      {},
 			imap.CapQResync:        {},
+			imap.CapWithin:         {},
+			imap.CapObjectID:       {},
+			imap.CapPreview:        {},
 			// sortcmd.go: RFC 5256, RFC 5957, RFC 5267.
 			imap.CapSort:        {},
 			imap.CapSortDisplay: {},

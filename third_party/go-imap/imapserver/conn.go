@@ -46,6 +46,9 @@ type Conn struct {
 
 	state   imap.ConnState
 	session Session
+
+	// mailhost patch: the name CREATE made, for its MAILBOXID (RFC 8474).
+	createdName string
 }
 
 func newConn(c net.Conn, server *Server) *Conn {
@@ -235,7 +238,7 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 	case "ENABLE":
 		err = c.handleEnable(dec)
 	case "CREATE":
-		err = c.handleCreate(dec)
+		okCode, err = c.createdMailboxID(dec) // mailhost patch: OBJECTID
 	case "DELETE":
 		err = c.handleDelete(dec)
 	case "RENAME":
@@ -325,7 +328,7 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 			Code: okCode,
 			Text: fmt.Sprintf("%v completed", name),
 		}
-		if okCode != "" {
+		if strings.HasPrefix(string(okCode), "MODIFIED") {
 			resp.Text = "Conditional STORE failed"
 		}
 	}
