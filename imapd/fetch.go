@@ -93,6 +93,9 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 
 	return s.eachBody(v, idx, "fetch", func(i int, body []byte) error {
 		m := v.msgs[i]
+		if err := unknownCTE(body, options); err != nil {
+			return err
+		}
 		// writeMessage is done with body when it returns, as it must be.
 		return writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), body, options, seen[m.UID])
 	})

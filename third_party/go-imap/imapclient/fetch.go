@@ -719,7 +719,18 @@ func (c *Client) handleFetch(seqNum uint32) error {
 					if !dec.ExpectSpecial(']') {
 						return dec.Err()
 					}
-					section = &imap.FetchItemBinarySection{Part: part}
+					bs := &imap.FetchItemBinarySection{Part: part}
+					// mailhost patch: the origin of a partial BINARY
+					// (RFC 9051 section 7.5.2), which imapserver now
+					// writes.
+					offset, err := readPartialOffset(dec)
+					if err != nil {
+						return err
+					}
+					if offset != nil {
+						bs.Partial = &imap.SectionPartial{Offset: int64(*offset)}
+					}
+					section = bs
 				}
 
 				if !dec.ExpectSP() {

@@ -457,7 +457,13 @@ func (w *FetchResponseWriter) WriteBinarySection(section *imap.FetchItemBinarySe
 
 	enc.Atom("BINARY").Special('[')
 	writeSectionPart(enc, section.Part)
-	enc.Special(']').SP()
+	enc.Special(']')
+	// mailhost patch: the origin of a partial fetch, as for BODY (RFC
+	// 9051 section 7.5.2, msg-att-static).
+	if partial := section.Partial; partial != nil {
+		enc.Special('<').Number(uint32(partial.Offset)).Special('>')
+	}
+	enc.SP()
 	enc.Special('~') // indicates literal8
 	return w.enc.Literal(size)
 }
