@@ -395,3 +395,34 @@ func TestRecentFirstSight(t *testing.T) {
 		t.Errorf("SELECT Dst after COPY: %q, want 2 RECENT", u)
 	}
 }
+
+// TestSearchSave: SEARCH RETURN (SAVE) alone answers no ESEARCH, and SAVE
+// with MIN or MAX alone saves those messages only (RFC 5182 section
+// 2.4).
+func TestSearchSave(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	for _, at := range []time.Time{t1, t2, t3} {
+		e.deliver(msgPlain, at)
+	}
+	rc := rawLogin(t, e)
+	mustOK(t, rc, "SELECT INBOX")
+	for _, tt := range []struct {
+		search   string
+		untagged []string
+		saved    string
+	}{
+		{"SEARCH RETURN (SAVE) ALL", nil, "* SEARCH 1 2 3"},
+		{"UID SEARCH RETURN (SAVE) 2:3", nil, "* SEARCH 2 3"},
+		{"SEARCH RETURN (SAVE MIN) ALL", []string{`* ESEARCH (TAG "r7") MIN 1`}, "* SEARCH 1"},
+		{"SEARCH RETURN (MAX SAVE) 1:2", []string{`* ESEARCH (TAG "r9") MAX 2`}, "* SEARCH 2"},
+		{"SEARCH RETURN (MIN MAX SAVE) ALL", []string{`* ESEARCH (TAG "r11") MIN 1 MAX 3`}, "* SEARCH 1 3"},
+		{"SEARCH RETURN (SAVE COUNT MIN) ALL", []string{`* ESEARCH (TAG "r13") MIN 1 COUNT 3`}, "* SEARCH 1 2 3"},
+	} {
+		if u := mustOK(t, rc, tt.search); !slices.Equal(u, tt.untagged) {
+			t.Errorf("%s = %q, want %q", tt.search, u, tt.untagged)
+		}
+		if u := mustOK(t, rc, "SEARCH $"); !slices.Equal(u, []string{tt.saved}) {
+			t.Errorf("after %s: SEARCH $ = %q, want %s", tt.search, u, tt.saved)
+		}
+	}
+}

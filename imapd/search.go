@@ -93,6 +93,20 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 	}
 	if options.ReturnSave {
 		v.searchRes = uids
+		if !options.ReturnAll && !options.ReturnCount && (options.ReturnMin || options.ReturnMax) {
+			// SAVE with MIN and/or MAX alone saves those (RFC 5182
+			// section 2.4); sequence numbers and UIDs ascend together.
+			// uids was built in ascending order, one range after another.
+			v.searchRes = nil
+			if len(uids) > 0 {
+				if options.ReturnMin {
+					v.searchRes.AddNum(uids[0].Start)
+				}
+				if options.ReturnMax {
+					v.searchRes.AddNum(uids[len(uids)-1].Stop)
+				}
+			}
+		}
 	}
 	return &data, nil
 }

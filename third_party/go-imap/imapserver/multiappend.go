@@ -100,8 +100,10 @@ func (c *Conn) handleMultiAppend(tag string, dec *imapwire.Decoder, sess Session
 		if err != nil {
 			return err
 		}
-		if txErr == nil && lit.Size() > appendLimit {
-			txErr = &imap.Error{
+		if lit.Size() > appendLimit {
+			// As upstream's APPEND: answered at once, the literal unread
+			// (the connection's reader drops a non-synchronizing one).
+			return &imap.Error{
 				Type: imap.StatusResponseTypeNo,
 				Code: imap.ResponseCodeTooBig,
 				Text: fmt.Sprintf("Literals are limited to %v bytes for this command", appendLimit),

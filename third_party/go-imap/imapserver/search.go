@@ -60,14 +60,20 @@ func (c *Conn) handleSearch(tag string, dec *imapwire.Decoder, numKind NumKind) 
 		c.enableCondStore() // mailhost patch
 	}
 
-	// If no return option is specified, ALL is assumed
-	if !options.ReturnMin && !options.ReturnMax && !options.ReturnAll && !options.ReturnCount {
+	// If no return option is specified, ALL is assumed. mailhost patch:
+	// except for SAVE alone, which has no ESEARCH response at all (RFC
+	// 5182 section 2.4).
+	saveOnly := options.ReturnSave && !options.ReturnMin && !options.ReturnMax && !options.ReturnAll && !options.ReturnCount
+	if !saveOnly && !options.ReturnMin && !options.ReturnMax && !options.ReturnAll && !options.ReturnCount {
 		options.ReturnAll = true
 	}
 
 	data, err := c.session.Search(numKind, criteria, &options)
 	if err != nil {
 		return err
+	}
+	if saveOnly {
+		return nil // mailhost patch: RFC 5182 section 2.4
 	}
 
 	if c.enabled.Has(imap.CapIMAP4rev2) || extended {
