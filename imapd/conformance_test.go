@@ -1,7 +1,9 @@
 package imapd
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -424,5 +426,48 @@ func TestSearchSave(t *testing.T) {
 		if u := mustOK(t, rc, "SEARCH $"); !slices.Equal(u, []string{tt.saved}) {
 			t.Errorf("after %s: SEARCH $ = %q, want %s", tt.search, u, tt.saved)
 		}
+	}
+}
+
+// TestNewKeywordOtherSession: a keyword new to the folder reaches another
+// session with the folder selected as untagged FLAGS and PERMANENTFLAGS
+// before any FETCH FLAGS names it (RFC 9051 section 7.3.5), as Dovecot
+// sends it; IDLE gets it the same way.
+func TestNewKeywordOtherSession(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.deliver(msgPlain, t1)
+	a, b := rawLogin(t, e), rawLogin(t, e)
+	mustOK(t, a, "SELECT INBOX")
+	mustOK(t, b, "SELECT INBOX")
+	mustOK(t, b, "STORE 1 +FLAGS ($NewKw)")
+	want := []string{
+		`* FLAGS (\Seen \Answered \Flagged \Deleted \Draft $NewKw)`,
+		`* OK [PERMANENTFLAGS (\Seen \Answered \Flagged \Deleted \Draft $NewKw \*)] Permanent flags`,
+		`* 1 FETCH (UID 1 FLAGS ($NewKw))`,
+	}
+	if u := mustOK(t, a, "NOOP"); !slices.Equal(u, want) {
+		t.Errorf("other session's NOOP = %q, want %q", u, want)
+	}
+	// Through IDLE.
+	a.tag++
+	tag := "r" + strconv.Itoa(a.tag)
+	fmt.Fprintf(a.c, "%s IDLE\r\n", tag)
+	if l := a.line(); !strings.HasPrefix(l, "+") {
+		t.Fatalf("IDLE: %q", l)
+	}
+	mustOK(t, b, "STORE 1 +FLAGS ($Other)")
+	var got []string
+	for len(got) < 3 {
+		got = append(got, a.line())
+	}
+	fmt.Fprintf(a.c, "DONE\r\n")
+	a.until(tag)
+	want = []string{
+		`* FLAGS (\Seen \Answered \Flagged \Deleted \Draft $NewKw $Other)`,
+		`* OK [PERMANENTFLAGS (\Seen \Answered \Flagged \Deleted \Draft $NewKw $Other \*)] Permanent flags`,
+		`* 1 FETCH (UID 1 FLAGS ($NewKw $Other))`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("during IDLE: %q, want %q", got, want)
 	}
 }

@@ -342,6 +342,10 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 		}
 	}
 
+	if err := v.announceNewFlags(w, d); err != nil {
+		return err
+	}
+
 	uids := make([]uint32, 0, len(d.flags))
 	for uid := range d.flags {
 		uids = append(uids, uid)
@@ -404,6 +408,38 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 }
 
 func (v *view) hasGone() bool { return v.nGone > 0 }
+
+// announceNewFlags sends FLAGS and PERMANENTFLAGS again when the changes
+// d bring a keyword the view's folder did not have (set by another
+// session, or on a message delivered with it), before any FETCH FLAGS
+// names it: RFC 9051 section 7.3.5 has FLAGS sent when the list
+// changes, and a client that keeps the list would otherwise meet an
+// unknown keyword, as Dovecot's conformance tests check. (This
+// session's own STORE announces its keywords itself, store.go.)
+func (v *view) announceNewFlags(w *imapserver.UpdateWriter, d delta) error {
+	grew := false
+	for uid, flags := range d.flags {
+		if i, ok := v.find(uid); ok && !v.msgs[i].gone && v.noteFlags(flags) {
+			grew = true
+		}
+	}
+	for _, m := range d.added {
+		if m.UID > v.maxUID && v.noteFlags(m.Flags) {
+			grew = true
+		}
+	}
+	if !grew {
+		return nil
+	}
+	flags := v.flags()
+	if err := w.WriteMailboxFlags(flags); err != nil {
+		return err
+	}
+	if v.readOnly {
+		return nil // EXAMINE: PERMANENTFLAGS stays ()
+	}
+	return w.WritePermanentFlags(append(slices.Clone(flags), imap.FlagWildcard))
+}
 
 // indices resolves a sequence or UID set, "*" and "$" included, to
 // positions in msgs, in order. Numbers that name no message are ignored.

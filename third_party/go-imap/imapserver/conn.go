@@ -323,6 +323,9 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 		if err := c.poll(name); err != nil {
 			return err
 		}
+		if okCode == "" && (name == "EXPUNGE" || name == "UID EXPUNGE") {
+			okCode = c.expungeModSeqCode() // mailhost patch: RFC 7162
+		}
 		resp = &imap.StatusResponse{
 			Type: imap.StatusResponseTypeOK,
 			Code: okCode,
@@ -616,6 +619,16 @@ func (w *UpdateWriter) WriteNumRecent(n uint32) error {
 // WriteMailboxFlags writes a FLAGS response.
 func (w *UpdateWriter) WriteMailboxFlags(flags []imap.Flag) error {
 	return w.conn.writeFlags(flags)
+}
+
+// WritePermanentFlags writes an untagged OK with PERMANENTFLAGS, which
+// goes with FLAGS when the mailbox's flags change (RFC 9051 section
+// 7.3.5).
+//
+// mailhost patch: a keyword new to the mailbox announced to the other
+// sessions that have it selected.
+func (w *UpdateWriter) WritePermanentFlags(flags []imap.Flag) error {
+	return w.conn.writePermanentFlags(flags)
 }
 
 // WriteMessageFlags writes a FETCH response with FLAGS.
