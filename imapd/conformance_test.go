@@ -2,6 +2,7 @@ package imapd
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -469,5 +470,34 @@ func TestNewKeywordOtherSession(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("during IDLE: %q, want %q", got, want)
+	}
+}
+
+// TestCapabilitiesDocumented: every capability the server lists after
+// login is in docs/mail.md's capability table, so the table stays true.
+func TestCapabilitiesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/mail.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOptions{insecureAuth: true})
+	rc := rawLogin(t, e)
+	var caps []string
+	for _, l := range mustOK(t, rc, "CAPABILITY") {
+		if rest, ok := strings.CutPrefix(l, "* CAPABILITY "); ok {
+			caps = strings.Fields(rest)
+		}
+	}
+	if len(caps) < 10 {
+		t.Fatalf("CAPABILITY = %q", caps)
+	}
+	for _, c := range caps {
+		name := c
+		if strings.HasPrefix(c, "APPENDLIMIT=") {
+			name = "APPENDLIMIT=<n>"
+		}
+		if !strings.Contains(string(doc), "| `"+name+"`") && !strings.Contains(string(doc), ", `"+name+"`") {
+			t.Errorf("capability %s is not in docs/mail.md's table", c)
+		}
 	}
 }
