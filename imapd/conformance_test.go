@@ -501,3 +501,39 @@ func TestCapabilitiesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestRecentAfterExpunge: an IMAP4rev1 session is sent RECENT again when
+// an expunge, its own or another session's, takes recent messages away
+// (RFC 3501 section 7.3.2: RECENT follows a change of the mailbox's
+// size), as Dovecot sends it; an expunge of no recent message, and an
+// IMAP4rev2 session, get none.
+func TestRecentAfterExpunge(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.deliver(msgPlain, t1) // before the process started: not recent
+	a := rawLogin(t, e)
+	mustOK(t, a, "SELECT INBOX")
+	e.deliver(msgPlain, t2)
+	e.deliver(msgPlain, t3)
+	if u := mustOK(t, a, "NOOP"); !slices.Equal(u, []string{"* 3 EXISTS", "* 2 RECENT"}) {
+		t.Fatalf("NOOP = %q", u)
+	}
+	mustOK(t, a, `STORE 1:2 +FLAGS.SILENT (\Deleted)`)
+	if u := mustOK(t, a, "EXPUNGE"); !slices.Equal(u, []string{"* 2 EXPUNGE", "* 1 EXPUNGE", "* 1 RECENT"}) {
+		t.Errorf("EXPUNGE of a recent message = %q, want RECENT 1 after the EXPUNGEs", u)
+	}
+	b := rawLogin(t, e)
+	mustOK(t, b, "SELECT INBOX")
+	mustOK(t, b, `STORE 1 +FLAGS.SILENT (\Deleted)`)
+	mustOK(t, b, "EXPUNGE")
+	if u := mustOK(t, a, "NOOP"); !slices.Equal(u, []string{"* 1 EXPUNGE", "* 0 RECENT"}) {
+		t.Errorf("NOOP after b's EXPUNGE = %q, want EXPUNGE and RECENT 0", u)
+	}
+	e.deliver(msgPlain, t3)
+	c := rawLogin(t, e)
+	mustOK(t, c, "ENABLE IMAP4rev2")
+	mustOK(t, c, "SELECT INBOX")
+	mustOK(t, c, `STORE 1 +FLAGS.SILENT (\Deleted)`)
+	if u := mustOK(t, c, "EXPUNGE"); !slices.Equal(u, []string{"* 1 EXPUNGE"}) {
+		t.Errorf("IMAP4rev2 EXPUNGE = %q, want no RECENT", u)
+	}
+}

@@ -31,6 +31,9 @@ type view struct {
 	recent   map[uint32]struct{}
 	claimNew func(uids []uint32)
 	rev1     bool
+	// recentDropped is set when a recent message left the view since
+	// RECENT was last sent (recent.go's tellRecent).
+	recentDropped bool
 	// flagList is the folder's flags as FLAGS lists them: the system
 	// flags, then every other flag a message of the view has held since
 	// SELECT, in the order seen; flagKeys holds their mailstore.FoldFlag
@@ -158,7 +161,7 @@ func (s *session) Poll(w *imapserver.UpdateWriter, allowExpunge bool) error {
 		return nil
 	}
 	if !s.changed && !(allowExpunge && s.sel.hasGone()) {
-		return nil
+		return s.sel.tellRecent(w) // after this session's own EXPUNGE
 	}
 	return s.refresh(w, allowExpunge)
 }
@@ -334,6 +337,7 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 		if m.gone {
 			v.nGone--
 		}
+		v.dropRecent(m.UID)
 		v.msgs = slices.Delete(v.msgs, i, i+1)
 	}
 	if len(vanished) > 0 {
@@ -392,7 +396,7 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 		}
 	}
 	if len(added) == 0 {
-		return nil
+		return v.tellRecent(w)
 	}
 	if v.claimNew != nil {
 		v.claimNew(added)
@@ -402,6 +406,7 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 	}
 	if v.rev1 {
 		// RFC 3501 section 7.3.2: RECENT goes with EXISTS when it changes.
+		v.recentDropped = false
 		return w.WriteNumRecent(v.numRecent())
 	}
 	return nil
@@ -542,6 +547,7 @@ func (v *view) remove(uids []uint32) []uint32 {
 			if v.msgs[i].gone {
 				v.nGone--
 			}
+			v.dropRecent(v.msgs[i].UID)
 			v.msgs = slices.Delete(v.msgs, i, i+1)
 		}
 	}
