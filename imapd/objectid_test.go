@@ -129,6 +129,7 @@ not this
 --b--
 `), t2)
 	e.deliver(crlf("From: bob@example.org\nSubject: long\n\n"+strings.Repeat("word ", 100)+"\n"), t3)
+	e.deliver(crlf("From: bob@example.org\nSubject: re\n\n  Hello   there,\n\n> quoted line\n>> more\nend.\n"), t3)
 	rc := rawLogin(t, e)
 	if u, _ := rc.cmd("CAPABILITY"); !strings.Contains(strings.Join(u, " "), " PREVIEW") {
 		t.Errorf("CAPABILITY = %q, want PREVIEW", u)
@@ -142,6 +143,10 @@ not this
 	want := strings.TrimSpace(strings.Repeat("word ", 52))[:256]
 	if len(u) != 1 || !strings.Contains(u[0], `PREVIEW "`+want+`"`) {
 		t.Errorf("FETCH 3 (PREVIEW (LAZY)) = %q, want %d characters", u, len(want))
+	}
+	// Quoted lines left out, as Dovecot does.
+	if u := mustOK(t, rc, "FETCH 4 (PREVIEW)"); len(u) != 1 || !strings.HasSuffix(u[0], `PREVIEW "Hello there, end.")`) {
+		t.Errorf("FETCH 4 (PREVIEW) = %q, want the text without its quoted lines", u)
 	}
 	// PREVIEW sets no \Seen, and a lone PREVIEW takes fetch-modifiers.
 	u = mustOK(t, rc, "FETCH 1 PREVIEW (CHANGEDSINCE 1)")

@@ -26,7 +26,7 @@ const previewRead = 16 << 10
 
 // preview is the preview of msg (tree): the text of its first text/plain
 // or text/html part that is not an attachment, HTML without its markup,
-// white space runs made one space, at most previewChars characters;
+// plain text without quoted lines, white space runs made one space, at most previewChars characters;
 // "" for a message without such text.
 func preview(tree *mimePart, msg []byte) string {
 	e := previewPart(tree)
@@ -41,6 +41,8 @@ func preview(tree *mimePart, msg []byte) string {
 	text := string(b)
 	if e.mediaType == "text/html" {
 		text = htmlText(text)
+	} else {
+		text = unquoted(text)
 	}
 	return previewText(text)
 }
@@ -105,6 +107,22 @@ func htmlText(s string) string {
 		b.WriteByte(' ') // a tag separates words (<br>, </p>)
 	}
 	return html.UnescapeString(b.String())
+}
+
+// unquoted is plain text without its quoted lines (those that begin with
+// ">", the text a reply quotes), which say nothing of the message
+// itself; Dovecot leaves them out of its previews too.
+func unquoted(s string) string {
+	if !strings.Contains(s, ">") {
+		return s
+	}
+	var b strings.Builder
+	for line := range strings.Lines(s) {
+		if !strings.HasPrefix(line, ">") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
 
 // previewText makes each run of white space one space, trims the ends and
