@@ -2,6 +2,7 @@ package imapd
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,15 @@ func TestObjectID(t *testing.T) {
 	}
 	if _, tagged := rc.cmd("SEARCH EMAILID M+1"); !strings.HasPrefix(tagged, "BAD") {
 		t.Errorf("SEARCH EMAILID with a bad id = %s, want BAD", tagged)
+	}
+	// A message that arrives while the folder is selected has the
+	// EMAILID a fresh SELECT finds.
+	e.deliver(msgPlain, t3)
+	mustOK(t, rc, "NOOP")
+	before := mustOK(t, rc, "FETCH 3 (EMAILID)")
+	mustOK(t, rc, "SELECT INBOX")
+	if after := mustOK(t, rc, "FETCH 3 (EMAILID)"); len(before) != 1 || !slices.Equal(before, after) || strings.Contains(before[0], "(M0)") {
+		t.Errorf("EMAILID of a new message = %q, after SELECT %q", before, after)
 	}
 	mustOK(t, rc, "COPY 1 Old")
 	mustOK(t, rc, "MOVE 2 Old")
