@@ -29,6 +29,9 @@ func TestObjectID(t *testing.T) {
 		t.Errorf("STATUS = %q, want MAILBOXID (%s)", u, id)
 	}
 	mustOK(t, rc, "RENAME Projects Old")
+	if u := mustOK(t, rc, `LIST "" Old RETURN (STATUS (MAILBOXID))`); !has(u, `* STATUS "Old" (MAILBOXID (`+id+"))") {
+		t.Errorf("LIST RETURN (STATUS (MAILBOXID)) after RENAME = %q, want MAILBOXID (%s)", u, id)
+	}
 	if u := mustOK(t, rc, "SELECT Old"); !has(u, "* OK [MAILBOXID ("+id+")]") {
 		t.Errorf("SELECT after RENAME = %q, want MAILBOXID (%s)", u, id)
 	}
