@@ -20,8 +20,9 @@ import (
 // the last arrives, one APPEND's messages together are bounded by
 // Config.MaxMessageBytes too, as each is.
 //
-// A literal8 (RFC 3516, "~{n}") is taken as it is, NUL octets included:
-// the store keeps bytes, and FETCH BINARY answers them as literal8.
+// A literal8 (RFC 3516, "~{n}") is taken like a literal; a message with
+// NUL octets is stored with the parts that hold them base64-encoded
+// (binary.go's withoutNUL).
 
 // appendTx is one APPEND command's messages (imapserver.AppendTx).
 type appendTx struct {
@@ -74,6 +75,10 @@ func (tx *appendTx) Append(r imap.LiteralReader, options *imap.AppendOptions, bi
 	if err != nil {
 		return err
 	}
+	if body, err = withoutNUL(body); err != nil {
+		return err
+	}
+	size = int64(len(body))
 	t := options.Time
 	if t.IsZero() {
 		t = s.srv.now()
