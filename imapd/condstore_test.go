@@ -286,9 +286,10 @@ func TestCondStoreImapclient(t *testing.T) {
 	}
 }
 
-// TestQResyncExpungeModSeq: once QRESYNC is enabled, EXPUNGE and UID
-// EXPUNGE answer the folder's HIGHESTMODSEQ in their tagged OK (RFC 7162
-// sections 3.2.7 and 3.2.9); before, they do not.
+// TestQResyncExpungeModSeq: once QRESYNC is enabled, EXPUNGE, UID
+// EXPUNGE and MOVE answer the folder's HIGHESTMODSEQ in their tagged OK
+// (RFC 7162 sections 3.2.7 and 3.2.9; MOVE as Dovecot answers it);
+// before, they do not.
 func TestQResyncExpungeModSeq(t *testing.T) {
 	_, rc := condEnv(t, envOptions{})
 	rc.ok("SELECT INBOX")
@@ -317,5 +318,11 @@ func TestQResyncExpungeModSeq(t *testing.T) {
 	untagged, tagged = rc.cmd("UID EXPUNGE 1:*")
 	if want := "OK [HIGHESTMODSEQ " + highest() + "] UID EXPUNGE completed"; tagged != want || !slices.Contains(untagged, "* VANISHED 3") {
 		t.Errorf("UID EXPUNGE with QRESYNC = %q %q, want VANISHED 3 and %q", untagged, tagged, want)
+	}
+	rc.ok("APPEND INBOX {2+}\r\nhi")
+	rc.ok("NOOP")
+	untagged, tagged = rc.cmd("MOVE 1 Trash")
+	if want := "OK [HIGHESTMODSEQ " + highest() + "] MOVE completed"; tagged != want || !slices.Contains(untagged, "* VANISHED 4") {
+		t.Errorf("MOVE with QRESYNC = %q %q, want VANISHED 4 and %q", untagged, tagged, want)
 	}
 }

@@ -300,7 +300,8 @@ func searchHasModSeq(criteria *imap.SearchCriteria) bool {
 
 // SessionHighestModSeq is what a session implements to answer EXPUNGE and
 // UID EXPUNGE, once QRESYNC is enabled, with the mailbox's HIGHESTMODSEQ
-// in the tagged OK (RFC 7162 section 3.2.7 and 3.2.9): HighestModSeq is
+// in the tagged OK (RFC 7162 section 3.2.7 and 3.2.9), and MOVE and UID
+// MOVE likewise, as they expunge too (Dovecot does): HighestModSeq is
 // called after the command's own updates and those of the poll that
 // follows, and answers the mod-sequence the client is now up to date
 // with (0: none sent).

@@ -323,7 +323,7 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 		if err := c.poll(name); err != nil {
 			return err
 		}
-		if okCode == "" && (name == "EXPUNGE" || name == "UID EXPUNGE") {
+		if okCode == "" && (name == "EXPUNGE" || name == "UID EXPUNGE" || name == "MOVE" || name == "UID MOVE") {
 			okCode = c.expungeModSeqCode() // mailhost patch: RFC 7162
 		}
 		resp = &imap.StatusResponse{
