@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/emersion/go-imap/v2"
 )
 
 // TestObjectID: MAILBOXID in CREATE, SELECT and STATUS, the same after
@@ -168,5 +170,32 @@ not this
 	}
 	if _, tagged := rc.cmd("FETCH 1 (PREVIEW (FAST))"); !strings.HasPrefix(tagged, "BAD") {
 		t.Errorf("PREVIEW (FAST) = %s, want BAD", tagged)
+	}
+}
+
+// TestObjectIDImapclient: imapclient (the patched copy) asks for and reads
+// EMAILID, THREADID and PREVIEW, and sends OLDER, YOUNGER and EMAILID.
+func TestObjectIDImapclient(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.deliver(msgPlain, time.Now().Add(-time.Hour))
+	e.deliver(msgPlain, time.Now())
+	c := e.login(nil)
+	selectInbox(t, c)
+	msgs, err := c.Fetch(imap.SeqSetNum(1, 2), &imap.FetchOptions{EmailID: true, ThreadID: true, Preview: &imap.FetchItemPreview{Lazy: true}}).Collect()
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("FETCH (EMAILID THREADID PREVIEW (LAZY)) = %v, %v", msgs, err)
+	}
+	for _, m := range msgs {
+		if !strings.HasPrefix(m.EmailID, "M") || m.ThreadID != "" || m.Preview == nil || *m.Preview == "" {
+			t.Errorf("message %d: EMAILID %q THREADID %q PREVIEW %v", m.SeqNum, m.EmailID, m.ThreadID, m.Preview)
+		}
+	}
+	data, err := c.Search(&imap.SearchCriteria{Younger: 600, EmailID: []string{msgs[1].EmailID}}, nil).Wait()
+	if err != nil || !slices.Equal(data.AllSeqNums(), []uint32{2}) {
+		t.Errorf("SEARCH YOUNGER 600 EMAILID = %v, %v, want 2", data, err)
+	}
+	data, err = c.Search(&imap.SearchCriteria{Older: 600}, nil).Wait()
+	if err != nil || !slices.Equal(data.AllSeqNums(), []uint32{1}) {
+		t.Errorf("SEARCH OLDER 600 = %v, %v, want 1", data, err)
 	}
 }
