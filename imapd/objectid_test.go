@@ -190,6 +190,10 @@ func TestObjectIDImapclient(t *testing.T) {
 			t.Errorf("message %d: EMAILID %q THREADID %q PREVIEW %v", m.SeqNum, m.EmailID, m.ThreadID, m.Preview)
 		}
 	}
+	st, err := c.Status("INBOX", &imap.StatusOptions{MailboxID: true, NumMessages: true}).Wait()
+	if err != nil || !strings.HasPrefix(st.MailboxID, "F") || st.NumMessages == nil || *st.NumMessages != 2 {
+		t.Errorf("STATUS (MAILBOXID MESSAGES) = %+v, %v", st, err)
+	}
 	data, err := c.Search(&imap.SearchCriteria{Younger: 600, EmailID: []string{msgs[1].EmailID}}, nil).Wait()
 	if err != nil || !slices.Equal(data.AllSeqNums(), []uint32{2}) {
 		t.Errorf("SEARCH YOUNGER 600 EMAILID = %v, %v, want 2", data, err)
