@@ -18,11 +18,18 @@ import (
 // message that fails a check fails the command, and imapserver asks the
 // client for no more literals. Since the messages wait in memory until
 // the last arrives, one APPEND's messages together are bounded by
-// Config.MaxMessageBytes too, as each is.
+// Config.MaxMessageBytes too, as each is, and their number by
+// maxAppendMessages.
 //
 // A literal8 (RFC 3516, "~{n}") is taken like a literal; a message with
 // NUL octets is stored with the parts that hold them base64-encoded
 // (binary.go's withoutNUL).
+
+// maxAppendMessages bounds the messages of one APPEND: their bytes are
+// bounded by MaxMessageBytes, but each message costs a record and a
+// summary however small, so a command of millions of one-byte messages
+// would hold far more memory than its bytes.
+const maxAppendMessages = 1000
 
 // appendTx is one APPEND command's messages (imapserver.AppendTx).
 type appendTx struct {
@@ -51,6 +58,9 @@ func (s *session) BeginAppend(mailbox string) (imapserver.AppendTx, error) {
 // refused before it is read.
 func (tx *appendTx) Append(r imap.LiteralReader, options *imap.AppendOptions, binary bool) error {
 	s := tx.s
+	if len(tx.msgs) >= maxAppendMessages {
+		return no(imap.ResponseCodeLimit, fmt.Sprintf("At most %d messages in one APPEND", maxAppendMessages))
+	}
 	size := r.Size()
 	limit := s.srv.cfg.MaxMessageBytes
 	if size > limit {

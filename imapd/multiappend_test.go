@@ -85,6 +85,23 @@ func TestMultiAppend(t *testing.T) {
 		t.Errorf("APPEND within quota = %q", lines)
 	}
 
+	// More messages than one APPEND takes: NO [LIMIT], nothing stored.
+	var many strings.Builder
+	rc.tag++
+	tag = fmt.Sprintf("r%d", rc.tag)
+	fmt.Fprintf(&many, "%s APPEND Drafts", tag)
+	for range maxAppendMessages + 1 {
+		many.WriteString(" {1+}\r\nx")
+	}
+	many.WriteString("\r\n")
+	lines = rc.send(many.String(), tag)
+	if l := lines[len(lines)-1]; !strings.HasPrefix(l, tag+" NO [LIMIT]") {
+		t.Errorf("APPEND of %d messages = %q, want NO [LIMIT]", maxAppendMessages+1, l)
+	}
+	if u := mustOK(t, rc, "STATUS Drafts (MESSAGES)"); !has(u, `* STATUS "Drafts" (MESSAGES 4)`) {
+		t.Errorf("after APPEND over the count: %q, want 4 messages still", u)
+	}
+
 	// A missing folder: TRYCREATE.
 	rc.tag++
 	tag = fmt.Sprintf("r%d", rc.tag)
