@@ -278,15 +278,30 @@ func overQuota(mb *Mailbox, size int64) bool {
 
 // Append implements Mail.
 func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byte, flags []string, receivedAt time.Time) (Message, error) {
-	if receivedAt.IsZero() {
-		return Message{}, fmt.Errorf("append: no received time: %w", ErrInvalidArgument)
+	out, err := s.AppendMany(ctx, mailboxID, folderID, []AppendMessage{{Body: body, Flags: flags, ReceivedAt: receivedAt}})
+	if err != nil {
+		return Message{}, err
 	}
-	if err := CheckKeywordLength(flags); err != nil {
-		return Message{}, fmt.Errorf("append: %w", err)
+	return out[0], nil
+}
+
+// AppendMany implements Mail.
+func (s *Bolt) AppendMany(ctx context.Context, mailboxID, folderID int64, msgs []AppendMessage) ([]Message, error) {
+	var total int64
+	summaries := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		if m.ReceivedAt.IsZero() {
+			return nil, fmt.Errorf("append: no received time: %w", ErrInvalidArgument)
+		}
+		if err := CheckKeywordLength(m.Flags); err != nil {
+			return nil, fmt.Errorf("append: %w", err)
+		}
+		total += int64(len(m.Body))
+		summaries[i] = HeaderSummary(m.Body)
 	}
-	summary := HeaderSummary(body)
-	var out Message
+	var out []Message
 	err := s.update(ctx, func(tx *bolt.Tx) error {
+		out = make([]Message, 0, len(msgs))
 		t := s.mailTx(tx)
 		f, err := t.folder(mailboxID, folderID)
 		if err != nil {
@@ -296,30 +311,33 @@ func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byt
 		if err != nil {
 			return err
 		}
-		if overQuota(mb, int64(len(body))) {
+		if overQuota(mb, total) {
 			return ErrOverQuota
 		}
-		blobID, err := nextID(t.blobs)
-		if err != nil {
-			return err
-		}
-		if err := t.blobs.Put(id8(blobID), body); err != nil {
-			return err
-		}
-		if err := t.putSummary(blobID, summary); err != nil {
-			return err
-		}
-		t.rcache[blobID] = 1
-		out, err = t.add(f, Message{
-			BlobID: blobID, Size: int64(len(body)), ReceivedAt: utc(receivedAt), Flags: NormFlags(flags),
-		})
-		if err != nil {
-			return err
+		for i, m := range msgs {
+			blobID, err := nextID(t.blobs)
+			if err != nil {
+				return err
+			}
+			if err := t.blobs.Put(id8(blobID), m.Body); err != nil {
+				return err
+			}
+			if err := t.putSummary(blobID, summaries[i]); err != nil {
+				return err
+			}
+			t.rcache[blobID] = 1
+			added, err := t.add(f, Message{
+				BlobID: blobID, Size: int64(len(m.Body)), ReceivedAt: utc(m.ReceivedAt), Flags: NormFlags(m.Flags),
+			})
+			if err != nil {
+				return err
+			}
+			out = append(out, added)
 		}
 		return t.flush()
 	})
 	if err != nil {
-		return Message{}, fmt.Errorf("append to folder %d: %w", folderID, err)
+		return nil, fmt.Errorf("append to folder %d: %w", folderID, err)
 	}
 	s.watch.notify(mailboxID)
 	return out, nil

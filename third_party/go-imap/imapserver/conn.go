@@ -51,6 +51,9 @@ type Conn struct {
 	// batching is set while a command whose responses are written
 	// together runs (batchedCommand). mailhost patch.
 	batching atomic.Bool
+
+	// mailhost patch: the name CREATE made, for its MAILBOXID (RFC 8474).
+	createdName string
 }
 
 // writeBufferSize is the connection's write buffer: what a command whose
@@ -270,7 +273,7 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 	case "ENABLE":
 		err = c.handleEnable(dec)
 	case "CREATE":
-		err = c.handleCreate(dec)
+		okCode, err = c.createdMailboxID(dec) // mailhost patch: OBJECTID
 	case "DELETE":
 		err = c.handleDelete(dec)
 	case "RENAME":
@@ -367,12 +370,15 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 		if err := c.poll(name); err != nil {
 			return err
 		}
+		if okCode == "" && (name == "EXPUNGE" || name == "UID EXPUNGE" || name == "MOVE" || name == "UID MOVE") {
+			okCode = c.expungeModSeqCode() // mailhost patch: RFC 7162
+		}
 		resp = &imap.StatusResponse{
 			Type: imap.StatusResponseTypeOK,
 			Code: okCode,
 			Text: fmt.Sprintf("%v completed", name),
 		}
-		if okCode != "" {
+		if strings.HasPrefix(string(okCode), "MODIFIED") {
 			resp.Text = "Conditional STORE failed"
 		}
 	}
@@ -671,6 +677,16 @@ func (w *UpdateWriter) WriteNumRecent(n uint32) error {
 // WriteMailboxFlags writes a FLAGS response.
 func (w *UpdateWriter) WriteMailboxFlags(flags []imap.Flag) error {
 	return w.conn.writeFlags(flags)
+}
+
+// WritePermanentFlags writes an untagged OK with PERMANENTFLAGS, which
+// goes with FLAGS when the mailbox's flags change (RFC 9051 section
+// 7.3.5).
+//
+// mailhost patch: a keyword new to the mailbox announced to the other
+// sessions that have it selected.
+func (w *UpdateWriter) WritePermanentFlags(flags []imap.Flag) error {
+	return w.conn.writePermanentFlags(flags)
 }
 
 // WriteMessageFlags writes a FETCH response with FLAGS.
