@@ -221,6 +221,37 @@ func TestListBareAmpersand(t *testing.T) {
 	}
 }
 
+// TestAtomCharacterNames: a mailbox name or LIST pattern made of every
+// atom character (Dovecot's conformance scripts use it) is a name like
+// any other: SELECT, EXAMINE and STATUS of a folder that does not exist
+// answer NO (RFC 9051 section 6.3.2), not BAD, LIST and LSUB answer OK
+// with nothing, and the session goes on. Its "&" begins no modified
+// UTF-7 sequence, so it stands for itself.
+func TestAtomCharacterNames(t *testing.T) {
+	const name = "!#$&'+,-.0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ^_`abcdefghijklmnopqrstuvwxyz|}~"
+	e := newEnv(t, envOptions{insecureAuth: true})
+	rc := rawLogin(t, e)
+	for _, tt := range []struct{ cmd, want string }{
+		{"SELECT " + name, "NO [NONEXISTENT]"},
+		{"EXAMINE " + name, "NO [NONEXISTENT]"},
+		{`SELECT "` + name + `"`, "NO [NONEXISTENT]"},
+		{"STATUS " + name + " (MESSAGES)", "NO [NONEXISTENT]"},
+		{`LIST "" ` + name, "OK"},
+		{`LIST "" ` + name + "*", "OK"},
+		{"LIST " + name + " " + name, "OK"},
+		{`LSUB "" ` + name, "OK"},
+		{"NOOP", "OK"},
+	} {
+		untagged, tagged := rc.cmd("%s", tt.cmd)
+		if !strings.HasPrefix(tagged, tt.want+" ") {
+			t.Errorf("%s = %q, want %s", tt.cmd, tagged, tt.want)
+		}
+		if strings.HasPrefix(tt.cmd, "L") && len(untagged) != 0 {
+			t.Errorf("%s: untagged %q, want none", tt.cmd, untagged)
+		}
+	}
+}
+
 // TestStoreNewKeyword: a STORE that brings a keyword new to the folder
 // sends FLAGS and PERMANENTFLAGS with it before the FETCH.
 func TestStoreNewKeyword(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/mailstore/storetest"
@@ -77,6 +78,30 @@ func TestFramingCommandNameOddEnd(t *testing.T) {
 	} {
 		rc := rawLogin(t, e)
 		answeredThenNoop(t, rc, send, "t1 BAD")
+	}
+}
+
+// TestFramingOddNameBeforeLogin: the same before login, with the literal
+// sent after a pause: the command is answered BAD, and the connection,
+// which imapserver ends at an unknown command before login (against
+// cross-protocol attacks), ends with a BYE, never without a word.
+func TestFramingOddNameBeforeLogin(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	rc := dialRaw(t, e.addr)
+	fmt.Fprint(rc.c, "a20 E) {1+}\r\n")
+	time.Sleep(50 * time.Millisecond)
+	fmt.Fprint(rc.c, "x\r\n")
+	var got []string
+	for {
+		rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		l, err := rc.r.ReadString('\n')
+		if err != nil {
+			break
+		}
+		got = append(got, l)
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0], "a20 BAD ") || !strings.HasPrefix(got[1], "* BYE ") {
+		t.Errorf("a20 E) {1+} before login: %q, want a20 BAD then * BYE", got)
 	}
 }
 

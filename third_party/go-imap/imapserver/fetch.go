@@ -348,6 +348,24 @@ type FetchWriter struct {
 	modified imap.NumSet
 }
 
+// WriteRaw writes b as it is: whole FETCH responses, each ending with
+// CRLF, that the backend encoded itself (from bytes it keeps ready, say),
+// between the responses of CreateMessage. It goes through the
+// connection's buffered writer and write deadline as those do.
+//
+// mailhost patch: see PATCHES.md.
+func (cmd *FetchWriter) WriteRaw(b []byte) error {
+	enc := newResponseEncoder(cmd.conn)
+	defer enc.end()
+	if _, err := cmd.conn.bw.Write(b); err != nil {
+		return err
+	}
+	if cmd.conn.batching.Load() {
+		return nil // the command's status response flushes
+	}
+	return cmd.conn.bw.Flush()
+}
+
 // CreateMessage writes a FETCH response for a message.
 //
 // FetchResponseWriter.Close must be called.
