@@ -142,7 +142,7 @@ type Options struct {
 type Bolt struct {
 	db *bolt.DB
 	// watch wakes IMAP sessions after mail-plane commits (watch.go).
-	watch hub
+	watch Watchers
 	// changeLogKeep is Options.ChangeLogKeep with its default.
 	changeLogKeep uint64
 	// maxKeywords is Options.MaxKeywords with its default.
@@ -406,5 +406,3 @@ func commitError(err error) error {
 	}
 	return fmt.Errorf("commit: %w", err)
 }
-
-func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }

@@ -53,7 +53,7 @@ func (s *Bolt) AddAudit(ctx context.Context, e AuditEntry) (AuditEntry, error) {
 // addAuditTx appends an entry within tx: AddAudit's, and those the store
 // writes with what they record (NewClaimEndedAudit).
 func addAuditTx(tx *bolt.Tx, e AuditEntry) (AuditEntry, error) {
-	e.Time = utc(e.Time)
+	e.Time = UTC(e.Time)
 	b, err := tx.CreateBucketIfNotExists(bAudit)
 	if err != nil {
 		return AuditEntry{}, err

@@ -50,10 +50,10 @@ func (s *Bolt) SetAutoReply(ctx context.Context, a AutoReply) error {
 		return fmt.Errorf("set auto-reply of mailbox %d: end not after start: %w", a.MailboxID, ErrInvalidArgument)
 	}
 	if !a.Start.IsZero() {
-		a.Start = utc(a.Start)
+		a.Start = UTC(a.Start)
 	}
 	if !a.End.IsZero() {
-		a.End = utc(a.End)
+		a.End = UTC(a.End)
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bMailboxes).Get(id8(a.MailboxID)) == nil {
@@ -115,7 +115,7 @@ func (s *Bolt) TakeAutoReply(ctx context.Context, mailboxID int64, sender string
 		return false, fmt.Errorf("take auto-reply of mailbox %d: empty sender: %w", mailboxID, ErrInvalidArgument)
 	}
 	key := append(id8(mailboxID), sender...)
-	now = utc(now)
+	now = UTC(now)
 	var ok bool
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bAutoReplySent)

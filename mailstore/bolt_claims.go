@@ -147,7 +147,7 @@ func (s *Bolt) winClaim(tx *bolt.Tx, d *Domain, sole bool, now time.Time) error 
 		if o.Ended() {
 			continue
 		}
-		o.ClaimEndedAt = utc(now)
+		o.ClaimEndedAt = UTC(now)
 		if err := putJSON(domains, id8(o.ID), o); err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func (s *Bolt) winClaim(tx *bolt.Tx, d *Domain, sole bool, now time.Time) error 
 			return err
 		}
 	}
-	d.Verified, d.VerifiedAt, d.ClaimEndedAt = true, utc(now), time.Time{}
+	d.Verified, d.VerifiedAt, d.ClaimEndedAt = true, UTC(now), time.Time{}
 	idx, err := tx.CreateBucketIfNotExists(bDomainVerified)
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ func (s *Bolt) RunOnce(ctx context.Context, name string, slot time.Time) (bool, 
 	if name == "" {
 		return false, fmt.Errorf("run once: empty job name: %w", ErrInvalidArgument)
 	}
-	at := utc(slot).Unix()
+	at := UTC(slot).Unix()
 	var run bool
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		run = false
@@ -106,4 +106,12 @@ func (s *Bolt) Setting(ctx context.Context, name string, make func() (string, er
 		return "", fmt.Errorf("setting %s: %w", name, err)
 	}
 	return string(value), nil
+}
+
+// Heartbeat implements Members: a bbolt file has one process, so one node.
+func (s *Bolt) Heartbeat(ctx context.Context, node string, now time.Time, ttl time.Duration) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return 1, nil
 }

@@ -28,7 +28,7 @@ func (s *Bolt) CreatePartner(ctx context.Context, name string, now time.Time) (P
 		if err != nil {
 			return err
 		}
-		p = Partner{ID: id, Name: name, CreatedAt: utc(now)}
+		p = Partner{ID: id, Name: name, CreatedAt: UTC(now)}
 		if err := names.Put([]byte(name), id8(id)); err != nil {
 			return err
 		}
@@ -125,7 +125,7 @@ func (s *Bolt) AddAPIKey(ctx context.Context, partnerID int64, k APIKey) (APIKey
 		if err != nil {
 			return err
 		}
-		k.ID, k.PartnerID, k.CreatedAt = id, partnerID, utc(k.CreatedAt)
+		k.ID, k.PartnerID, k.CreatedAt = id, partnerID, UTC(k.CreatedAt)
 		if tx.Bucket(bKeyLookup).Get([]byte(k.Lookup)) != nil {
 			return fmt.Errorf("key lookup collision: %w", ErrInvalidArgument)
 		}
@@ -185,7 +185,7 @@ func (s *Bolt) RevokeAPIKey(ctx context.Context, keyID int64, now time.Time) (AP
 		if k.Revoked {
 			return nil
 		}
-		k.Revoked, k.RevokedAt = true, utc(now)
+		k.Revoked, k.RevokedAt = true, UTC(now)
 		return putJSON(b, id8(keyID), k)
 	})
 	if err != nil {
@@ -261,7 +261,7 @@ func (s *Bolt) CreateDomain(ctx context.Context, partnerID int64, nd NewDomain, 
 			ID: id, PartnerID: partnerID, Name: nd.Name, Plan: nd.Plan.Name,
 			MaxMailboxes: nd.MaxMailboxes, MaxAliases: nd.MaxAliases,
 			QuotaMB: nd.Plan.QuotaMB, RetentionDays: nd.Plan.RetentionDays,
-			TransferMonthlyMB: nd.Plan.TransferMonthlyMB, CreatedAt: utc(now),
+			TransferMonthlyMB: nd.Plan.TransferMonthlyMB, CreatedAt: UTC(now),
 			VerifyToken: nd.VerifyToken,
 		}
 		if err := claims.Put(claimKey(nd.Name, partnerID), id8(id)); err != nil {
@@ -550,8 +550,8 @@ func createMailboxTx(tx *bolt.Tx, partnerID int64, domainName, email, passwordHa
 	}
 	m := Mailbox{
 		ID: id, DomainID: d.ID, PartnerID: partnerID, Email: email,
-		PasswordHash: passwordHash, QuotaMB: d.QuotaMB, CreatedAt: utc(now),
-		PasswordChangedAt: utc(now),
+		PasswordHash: passwordHash, QuotaMB: d.QuotaMB, CreatedAt: UTC(now),
+		PasswordChangedAt: UTC(now),
 	}
 	if err := addrs.Put(addrKey(d.ID, email), addrValue(addrMailbox, id)); err != nil {
 		return Mailbox{}, err
@@ -690,7 +690,7 @@ func (s *Bolt) changeMailbox(ctx context.Context, partnerID int64, email string,
 // SetPassword implements Control.
 func (s *Bolt) SetPassword(ctx context.Context, partnerID int64, email, passwordHash string, now time.Time) (Mailbox, error) {
 	return s.changeMailbox(ctx, partnerID, email, func(m *Mailbox) {
-		m.PasswordHash, m.PasswordChangedAt = passwordHash, utc(now)
+		m.PasswordHash, m.PasswordChangedAt = passwordHash, UTC(now)
 	})
 }
 
@@ -776,7 +776,7 @@ func (s *Bolt) CreateAlias(ctx context.Context, partnerID int64, domainName, sou
 		if err != nil {
 			return err
 		}
-		a = Alias{ID: id, DomainID: d.ID, PartnerID: partnerID, Source: source, Destination: destination, CreatedAt: utc(now)}
+		a = Alias{ID: id, DomainID: d.ID, PartnerID: partnerID, Source: source, Destination: destination, CreatedAt: UTC(now)}
 		if err := addrs.Put(addrKey(d.ID, source), addrValue(addrAlias, id)); err != nil {
 			return err
 		}

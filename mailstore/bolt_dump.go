@@ -615,7 +615,7 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 	case STSRecord:
 		p := r.STSPolicy
 		domain := stsDomain(p.Domain)
-		rec := stsRecord{ID: p.ID, Mode: p.Mode, MX: p.MX, MaxAge: int64(p.MaxAge / time.Second), Expires: utc(p.Expires)}
+		rec := stsRecord{ID: p.ID, Mode: p.Mode, MX: p.MX, MaxAge: int64(p.MaxAge / time.Second), Expires: UTC(p.Expires)}
 		if err := tx.Bucket(bSTSExpiry).Put(stsExpiryKey(rec.Expires, domain), nil); err != nil {
 			return err
 		}
@@ -637,7 +637,7 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 		if err != nil {
 			return err
 		}
-		if err := putJSON(b, sieveKey(r.MailboxID, r.Name), sieveRecord{Script: r.Script, UpdatedAt: utc(r.UpdatedAt)}); err != nil {
+		if err := putJSON(b, sieveKey(r.MailboxID, r.Name), sieveRecord{Script: r.Script, UpdatedAt: UTC(r.UpdatedAt)}); err != nil {
 			return err
 		}
 		if r.Active {
@@ -668,7 +668,7 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 		if err != nil {
 			return err
 		}
-		x := boltDelivery{WebhookID: r.WebhookID, EventID: r.EventID, Attempts: r.Attempts, NextAttempt: utc(r.NextAttempt), LastError: r.LastError}
+		x := boltDelivery{WebhookID: r.WebhookID, EventID: r.EventID, Attempts: r.Attempts, NextAttempt: UTC(r.NextAttempt), LastError: r.LastError}
 		if err := bs[1].Put(dueKey(x.NextAttempt, r.ID), nil); err != nil {
 			return err
 		}

@@ -63,7 +63,7 @@ func (s *Bolt) CreateWebhook(ctx context.Context, partnerID int64, w Webhook, no
 	if w.URL == "" || w.Secret == "" || len(w.Events) == 0 {
 		return Webhook{}, fmt.Errorf("create webhook: url, secret and events are required: %w", ErrInvalidArgument)
 	}
-	w.PartnerID, w.CreatedAt = partnerID, utc(now)
+	w.PartnerID, w.CreatedAt = partnerID, UTC(now)
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bPartners).Get(id8(partnerID)) == nil {
 			return ErrPartnerNotFound
@@ -174,7 +174,7 @@ func (s *Bolt) AddEvent(ctx context.Context, e Event) (Event, error) {
 	if e.Type == "" || e.PartnerID == 0 {
 		return Event{}, fmt.Errorf("add event: type and partner are required: %w", ErrInvalidArgument)
 	}
-	e.CreatedAt = utc(e.CreatedAt)
+	e.CreatedAt = UTC(e.CreatedAt)
 	if err := s.update(ctx, func(tx *bolt.Tx) error { return addEventTx(tx, &e) }); err != nil {
 		return Event{}, fmt.Errorf("add event %s: %w", e.Type, err)
 	}
@@ -314,7 +314,7 @@ func (s *Bolt) RecordWebhookAttempt(ctx context.Context, id int64, done bool, ne
 			return recs.Delete(id8(id))
 		}
 		d.Attempts++
-		d.NextAttempt, d.LastError = utc(next), lastErr
+		d.NextAttempt, d.LastError = UTC(next), lastErr
 		if err := putJSON(recs, id8(id), d); err != nil {
 			return err
 		}

@@ -152,7 +152,7 @@ func (s *Bolt) deleteMailboxMessages(tx *bolt.Tx, m Mailbox) (msgs, bytes int64,
 	if err := t.flushRefs(); err != nil {
 		return 0, 0, err
 	}
-	tx.OnCommit(func() { s.watch.notify(m.ID) })
+	tx.OnCommit(func() { s.watch.Notify(m.ID) })
 	return msgs, bytes, nil
 }
 
@@ -267,16 +267,8 @@ func decodeMessage(k, v []byte) (Message, error) {
 	return m, nil
 }
 
-// Flags.
-
-const (
-	flagSeen    = `\Seen`
-	flagDeleted = `\Deleted`
-	flagRecent  = `\Recent`
-)
-
 func unseen(m Message) int64 {
-	if HasFlag(m.Flags, flagSeen) {
+	if HasFlag(m.Flags, FlagSeen) {
 		return 0
 	}
 	return 1

@@ -170,3 +170,8 @@ func (s *Bolt) Changes(ctx context.Context, mailboxID, folderID int64, since uin
 	}
 	return f, out, nil
 }
+
+// Watch implements Mail.
+func (s *Bolt) Watch(mailboxID int64) (<-chan struct{}, func()) {
+	return s.watch.Watch(mailboxID)
+}

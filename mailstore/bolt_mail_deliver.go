@@ -37,7 +37,7 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 		return DeliveryResult{}, ctx.Err()
 	}
 	size := int64(len(d.Body))
-	received := utc(d.ReceivedAt)
+	received := UTC(d.ReceivedAt)
 	month := Month(received)
 	// Made before the transaction, which holds the store's write lock.
 	var summary []byte
@@ -242,7 +242,7 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 	if err != nil {
 		return DeliveryResult{}, fmt.Errorf("deliver: %w", err)
 	}
-	s.watch.notify(res.Delivered...)
+	s.watch.Notify(res.Delivered...)
 	return res, nil
 }
 
@@ -311,7 +311,7 @@ func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byt
 		}
 		t.rcache[blobID] = 1
 		out, err = t.add(f, Message{
-			BlobID: blobID, Size: int64(len(body)), ReceivedAt: utc(receivedAt), Flags: NormFlags(flags),
+			BlobID: blobID, Size: int64(len(body)), ReceivedAt: UTC(receivedAt), Flags: NormFlags(flags),
 		})
 		if err != nil {
 			return err
@@ -321,7 +321,7 @@ func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byt
 	if err != nil {
 		return Message{}, fmt.Errorf("append to folder %d: %w", folderID, err)
 	}
-	s.watch.notify(mailboxID)
+	s.watch.Notify(mailboxID)
 	return out, nil
 }
 
@@ -333,7 +333,7 @@ func (s *Bolt) RecordLogin(ctx context.Context, mailboxID int64, now time.Time) 
 		if !getJSON(b, id8(mailboxID), &m) {
 			return ErrMailboxNotFound
 		}
-		m.LastLogin = utc(now)
+		m.LastLogin = UTC(now)
 		return putJSON(b, id8(mailboxID), m)
 	})
 	if err != nil {

@@ -67,7 +67,7 @@ func (s *Bolt) CreateFolder(ctx context.Context, mailboxID int64, name string) (
 	if err != nil {
 		return Folder{}, fmt.Errorf("create folder %q: %w", name, err)
 	}
-	s.watch.notify(mailboxID)
+	s.watch.Notify(mailboxID)
 	return f, nil
 }
 
@@ -120,7 +120,7 @@ func (s *Bolt) DeleteFolder(ctx context.Context, mailboxID int64, name string) e
 	if err != nil {
 		return fmt.Errorf("delete folder %q: %w", name, err)
 	}
-	s.watch.notify(mailboxID)
+	s.watch.Notify(mailboxID)
 	return nil
 }
 
@@ -185,6 +185,6 @@ func (s *Bolt) RenameFolder(ctx context.Context, mailboxID int64, oldName, newNa
 	if err != nil {
 		return fmt.Errorf("rename folder %q to %q: %w", oldName, newName, err)
 	}
-	s.watch.notify(mailboxID)
+	s.watch.Notify(mailboxID)
 	return nil
 }

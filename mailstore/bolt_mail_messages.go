@@ -80,7 +80,7 @@ func (s *Bolt) setFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 	// Setting \Deleted is the first half of deleting (then EXPUNGE): it
 	// may use the space reserve (bolt_reserve.go).
 	write := s.update
-	if op != FlagsRemove && HasFlag(flags, flagDeleted) {
+	if op != FlagsRemove && HasFlag(flags, FlagDeleted) {
 		write = s.deleting
 	}
 	var out []Message
@@ -130,7 +130,7 @@ func (s *Bolt) setFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 		return nil, nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
-		s.watch.notify(mailboxID)
+		s.watch.Notify(mailboxID)
 	}
 	return out, modified, nil
 }
@@ -201,7 +201,7 @@ func (s *Bolt) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []u
 		return nil, fmt.Errorf("copy from folder %d to %d: %w", fromFolderID, toFolderID, err)
 	}
 	if len(out) > 0 {
-		s.watch.notify(mailboxID)
+		s.watch.Notify(mailboxID)
 	}
 	return out, nil
 }
@@ -241,7 +241,7 @@ func (s *Bolt) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []u
 		return nil, fmt.Errorf("move from folder %d to %d: %w", fromFolderID, toFolderID, err)
 	}
 	if len(out) > 0 {
-		s.watch.notify(mailboxID)
+		s.watch.Notify(mailboxID)
 	}
 	return out, nil
 }
@@ -261,7 +261,7 @@ func (s *Bolt) Expunge(ctx context.Context, mailboxID, folderID int64, uids []ui
 		var gone []Message
 		if uids == nil {
 			err = t.eachMessage(folderID, func(m Message) error {
-				if HasFlag(m.Flags, flagDeleted) {
+				if HasFlag(m.Flags, FlagDeleted) {
 					gone = append(gone, m)
 				}
 				return nil
@@ -300,7 +300,7 @@ func (s *Bolt) Expunge(ctx context.Context, mailboxID, folderID int64, uids []ui
 		return nil, fmt.Errorf("expunge in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
-		s.watch.notify(mailboxID)
+		s.watch.Notify(mailboxID)
 	}
 	return out, nil
 }

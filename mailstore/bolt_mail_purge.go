@@ -93,6 +93,6 @@ func (s *Bolt) purgeDomainBatch(ctx context.Context, domainID int64, cutoff time
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	s.watch.notify(touched...)
+	s.watch.Notify(touched...)
 	return entries, msgs, size, nil
 }

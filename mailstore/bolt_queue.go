@@ -353,7 +353,7 @@ func (s *Bolt) ReleaseHeld(ctx context.Context, now time.Time) (int, error) {
 // walk is done).
 func (s *Bolt) releaseBatch(ctx context.Context, now time.Time, from []byte) (int, []byte, error) {
 	month := Month(now)
-	due := utc(now)
+	due := UTC(now)
 	var released int
 	var next []byte
 	err := s.update(ctx, func(tx *bolt.Tx) error {
@@ -468,7 +468,7 @@ func (s *Bolt) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
 			if err := q.unindex(o); err != nil {
 				return err
 			}
-			o.NextAttempt = utc(now)
+			o.NextAttempt = UTC(now)
 			if err := q.put(o); err != nil {
 				return err
 			}
@@ -531,7 +531,7 @@ func (s *Bolt) refile(ctx context.Context, now time.Time, what string, candidate
 			if err := q.unindex(o); err != nil {
 				return err
 			}
-			o.NextAttempt, o.Leased = utc(now), false
+			o.NextAttempt, o.Leased = UTC(now), false
 			if err := q.put(o); err != nil {
 				return err
 			}
@@ -646,7 +646,7 @@ func putDKIMKeys(tx *bolt.Tx, domainID int64, keys []DKIMKey) ([]DKIMKey, error)
 			return nil, fmt.Errorf("DKIM key %d: no selector or private key: %w", i, ErrInvalidArgument)
 		}
 		k.Private = bytes.Clone(k.Private)
-		k.CreatedAt = utc(k.CreatedAt)
+		k.CreatedAt = UTC(k.CreatedAt)
 		out[i] = k
 	}
 	if len(out) == 0 {

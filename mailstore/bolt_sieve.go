@@ -139,7 +139,7 @@ func (s *Bolt) PutSieveScript(ctx context.Context, sc SieveScript) error {
 		if b.Get(key) == nil && sieveCount(b, sc.MailboxID) >= MaxSieveScripts {
 			return fmt.Errorf("%d scripts already: %w", MaxSieveScripts, ErrSieveLimit)
 		}
-		if err := putJSON(b, key, sieveRecord{Script: sc.Script, UpdatedAt: utc(sc.UpdatedAt)}); err != nil {
+		if err := putJSON(b, key, sieveRecord{Script: sc.Script, UpdatedAt: UTC(sc.UpdatedAt)}); err != nil {
 			return err
 		}
 		if sc.Active {

@@ -93,7 +93,7 @@ func (s *Bolt) PutSTSPolicy(ctx context.Context, p STSPolicy, now time.Time) err
 	r := stsRecord{
 		ID: p.ID, Mode: p.Mode, MX: p.MX,
 		MaxAge:  int64(p.MaxAge / time.Second),
-		Expires: utc(p.Expires),
+		Expires: UTC(p.Expires),
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		records, expiry := tx.Bucket(bSTS), tx.Bucket(bSTSExpiry)

@@ -59,6 +59,9 @@ var (
 // the API.
 var ErrNoSpace = errors.New("no space left for the store")
 
+// UTC is a time as every store keeps it: in UTC, to the second.
+func UTC(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
+
 type notFoundError struct{ msg string }
 
 func (e *notFoundError) Error() string        { return e.msg }

@@ -57,14 +57,9 @@ func (h *hub) notify(mailboxIDs ...int64) {
 	}
 }
 
-// Watch implements Mail.
-func (s *Bolt) Watch(mailboxID int64) (<-chan struct{}, func()) {
-	return s.watch.watch(mailboxID)
-}
-
-// Watchers fans out change signals as Watch needs, for backends outside
-// this package (mailstore/pgstore): a writer calls Notify after commit.
-// The zero value is ready to use.
+// Watchers fans out change signals as Mail.Watch needs, for both stores
+// (mailstore/boltstore, mailstore/pgstore): a writer calls Notify after
+// commit. The zero value is ready to use.
 type Watchers struct{ h hub }
 
 // Watch registers a watcher of the account; see Mail.Watch.
