@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/sieve"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestVacation(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
-	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	st, err := boltstore.Open(ctx, t.TempDir(), boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestVacation(t *testing.T) {
 func TestAddressedSubaddress(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
-	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	st, err := boltstore.Open(ctx, t.TempDir(), boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

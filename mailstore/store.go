@@ -1,5 +1,9 @@
-// Package mailstore holds mailhost's domain types, the Store interface with
-// its contract, its sentinel errors, and the bbolt implementation.
+// Package mailstore is the store's contract: mailhost's domain types, the
+// role interfaces and the Store interface with their contract, the
+// sentinel errors, and the rules both stores apply, as plain functions.
+// It imports no storage: the implementations are mailstore/boltstore
+// (bbolt) and mailstore/pgstore (PostgreSQL), as database/sql is apart
+// from its drivers.
 //
 // Contract, for every implementation (mailstore/storetest checks it):
 //

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // backuper is what the backup route needs of the store.
@@ -106,7 +107,7 @@ func backupTo(ctx context.Context, dataDir string, w io.Writer) (int64, bool, er
 			n, err := op.backup(ctx, w)
 			return n, true, err
 		}
-		st, err := mailstore.Open(ctx, dataDir, mailstore.Options{LockTimeout: time.Second})
+		st, err := boltstore.Open(ctx, dataDir, boltstore.Options{LockTimeout: time.Second})
 		if errors.Is(err, mailstore.ErrLocked) && attempt < 5 {
 			// A server is starting and has not opened its socket yet.
 			time.Sleep(500 * time.Millisecond)

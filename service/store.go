@@ -10,6 +10,7 @@ import (
 
 	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/mailstore/pgstore"
 )
 
@@ -29,7 +30,7 @@ type store interface {
 // bbolt file held by another process is ErrLocked after lockTimeout.
 func openStore(ctx context.Context, cfg *config.Config, lockTimeout time.Duration) (store, error) {
 	if cfg.Store == "" {
-		st, err := mailstore.Open(ctx, cfg.DataDir, mailstore.Options{LockTimeout: lockTimeout, MaxKeywords: int(cfg.IMAPMaxKeywords)})
+		st, err := boltstore.Open(ctx, cfg.DataDir, boltstore.Options{LockTimeout: lockTimeout, MaxKeywords: int(cfg.IMAPMaxKeywords)})
 		if err != nil {
 			return nil, err
 		}

@@ -1,8 +1,8 @@
-package mailstore
+package boltstore
 
 // Audit of the bbolt store.
 //
-// Buckets, made lazily (as bolt_cluster.go explains: no schema number,
+// Buckets, made lazily (as cluster.go explains: no schema number,
 // and a file without them reads as an empty log):
 //
 //	audit        partnerID|id -> AuditEntry (JSON); ids from the bucket's sequence,
@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -25,7 +26,7 @@ var (
 	bAuditTime = []byte("audit_time")
 )
 
-var _ Audit = (*Bolt)(nil)
+var _ mailstore.Audit = (*Store)(nil)
 
 func auditTimeKey(at time.Time, partnerID, id int64) []byte {
 	k := make([]byte, 24)
@@ -36,44 +37,44 @@ func auditTimeKey(at time.Time, partnerID, id int64) []byte {
 }
 
 // AddAudit implements Audit.
-func (s *Bolt) AddAudit(ctx context.Context, e AuditEntry) (AuditEntry, error) {
+func (s *Store) AddAudit(ctx context.Context, e mailstore.AuditEntry) (mailstore.AuditEntry, error) {
 	if e.PartnerID == 0 {
-		return AuditEntry{}, fmt.Errorf("add audit entry: no partner: %w", ErrInvalidArgument)
+		return mailstore.AuditEntry{}, fmt.Errorf("add audit entry: no partner: %w", mailstore.ErrInvalidArgument)
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
 		e, err = addAuditTx(tx, e)
 		return err
 	})
 	if err != nil {
-		return AuditEntry{}, fmt.Errorf("add audit entry: %w", err)
+		return mailstore.AuditEntry{}, fmt.Errorf("add audit entry: %w", err)
 	}
 	return e, nil
 }
 
 // addAuditTx appends an entry within tx: AddAudit's, and those the store
 // writes with what they record (NewClaimEndedAudit).
-func addAuditTx(tx *bolt.Tx, e AuditEntry) (AuditEntry, error) {
-	e.Time = UTC(e.Time)
+func addAuditTx(tx *bolt.Tx, e mailstore.AuditEntry) (mailstore.AuditEntry, error) {
+	e.Time = mailstore.UTC(e.Time)
 	b, err := tx.CreateBucketIfNotExists(bAudit)
 	if err != nil {
-		return AuditEntry{}, err
+		return mailstore.AuditEntry{}, err
 	}
 	idx, err := tx.CreateBucketIfNotExists(bAuditTime)
 	if err != nil {
-		return AuditEntry{}, err
+		return mailstore.AuditEntry{}, err
 	}
 	if e.ID, err = nextID(b); err != nil {
-		return AuditEntry{}, err
+		return mailstore.AuditEntry{}, err
 	}
 	if err := putJSON(b, pair(e.PartnerID, e.ID), e); err != nil {
-		return AuditEntry{}, err
+		return mailstore.AuditEntry{}, err
 	}
 	return e, idx.Put(auditTimeKey(e.Time, e.PartnerID, e.ID), nil)
 }
 
 // AuditEntries implements Audit: the partner's prefix walked backwards.
-func (s *Bolt) AuditEntries(ctx context.Context, partnerID int64, p Page) ([]AuditEntry, int, error) {
-	out := []AuditEntry{}
+func (s *Store) AuditEntries(ctx context.Context, partnerID int64, p mailstore.Page) ([]mailstore.AuditEntry, int, error) {
+	out := []mailstore.AuditEntry{}
 	total := 0
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bAudit)
@@ -93,7 +94,7 @@ func (s *Bolt) AuditEntries(ctx context.Context, partnerID int64, p Page) ([]Aud
 			if total <= p.Offset || (p.Limit > 0 && len(out) >= p.Limit) {
 				continue
 			}
-			var e AuditEntry
+			var e mailstore.AuditEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("audit entry %x: %w", k, err)
 			}
@@ -109,7 +110,7 @@ func (s *Bolt) AuditEntries(ctx context.Context, partnerID int64, p Page) ([]Aud
 
 // PruneAudit implements Audit, through the time index, in batches of
 // pruneBatch entries a transaction.
-func (s *Bolt) PruneAudit(ctx context.Context, before time.Time) (int, error) {
+func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int, error) {
 	limit := uint64(max(before.Unix(), 0))
 	n := 0
 	for {

@@ -1,8 +1,8 @@
-package mailstore
+package boltstore
 
 // AutoReplies of the bbolt store.
 //
-// Buckets, made lazily as bolt_certs.go's are (no schema number; a file
+// Buckets, made lazily as certs.go's are (no schema number; a file
 // without them reads as empty, and older binaries ignore them):
 //
 //	autoreplies       mailbox id (8) -> AutoReply (JSON)
@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -23,11 +24,11 @@ var (
 	bAutoReplySent = []byte("autoreply_sent")
 )
 
-var _ AutoReplies = (*Bolt)(nil)
+var _ mailstore.AutoReplies = (*Store)(nil)
 
 // AutoReply implements AutoReplies.
-func (s *Bolt) AutoReply(ctx context.Context, mailboxID int64) (AutoReply, error) {
-	var a AutoReply
+func (s *Store) AutoReply(ctx context.Context, mailboxID int64) (mailstore.AutoReply, error) {
+	var a mailstore.AutoReply
 	found := false
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bAutoReplies); b != nil {
@@ -36,28 +37,28 @@ func (s *Bolt) AutoReply(ctx context.Context, mailboxID int64) (AutoReply, error
 		return nil
 	})
 	if err != nil {
-		return AutoReply{}, fmt.Errorf("auto-reply of mailbox %d: %w", mailboxID, err)
+		return mailstore.AutoReply{}, fmt.Errorf("auto-reply of mailbox %d: %w", mailboxID, err)
 	}
 	if !found {
-		return AutoReply{}, fmt.Errorf("auto-reply of mailbox %d: %w", mailboxID, ErrNotFound)
+		return mailstore.AutoReply{}, fmt.Errorf("auto-reply of mailbox %d: %w", mailboxID, mailstore.ErrNotFound)
 	}
 	return a, nil
 }
 
 // SetAutoReply implements AutoReplies.
-func (s *Bolt) SetAutoReply(ctx context.Context, a AutoReply) error {
+func (s *Store) SetAutoReply(ctx context.Context, a mailstore.AutoReply) error {
 	if !a.Start.IsZero() && !a.End.IsZero() && !a.End.After(a.Start) {
-		return fmt.Errorf("set auto-reply of mailbox %d: end not after start: %w", a.MailboxID, ErrInvalidArgument)
+		return fmt.Errorf("set auto-reply of mailbox %d: end not after start: %w", a.MailboxID, mailstore.ErrInvalidArgument)
 	}
 	if !a.Start.IsZero() {
-		a.Start = UTC(a.Start)
+		a.Start = mailstore.UTC(a.Start)
 	}
 	if !a.End.IsZero() {
-		a.End = UTC(a.End)
+		a.End = mailstore.UTC(a.End)
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bMailboxes).Get(id8(a.MailboxID)) == nil {
-			return ErrMailboxNotFound
+			return mailstore.ErrMailboxNotFound
 		}
 		b, err := tx.CreateBucketIfNotExists(bAutoReplies)
 		if err != nil {
@@ -72,7 +73,7 @@ func (s *Bolt) SetAutoReply(ctx context.Context, a AutoReply) error {
 }
 
 // DeleteAutoReply implements AutoReplies.
-func (s *Bolt) DeleteAutoReply(ctx context.Context, mailboxID int64) error {
+func (s *Store) DeleteAutoReply(ctx context.Context, mailboxID int64) error {
 	if err := s.update(ctx, func(tx *bolt.Tx) error { return deleteAutoReplyTx(tx, mailboxID) }); err != nil {
 		return fmt.Errorf("delete auto-reply of mailbox %d: %w", mailboxID, err)
 	}
@@ -110,12 +111,12 @@ func deletePrefix(b *bolt.Bucket, prefix []byte) error {
 }
 
 // TakeAutoReply implements AutoReplies.
-func (s *Bolt) TakeAutoReply(ctx context.Context, mailboxID int64, sender string, now time.Time, interval time.Duration) (bool, error) {
+func (s *Store) TakeAutoReply(ctx context.Context, mailboxID int64, sender string, now time.Time, interval time.Duration) (bool, error) {
 	if sender == "" {
-		return false, fmt.Errorf("take auto-reply of mailbox %d: empty sender: %w", mailboxID, ErrInvalidArgument)
+		return false, fmt.Errorf("take auto-reply of mailbox %d: empty sender: %w", mailboxID, mailstore.ErrInvalidArgument)
 	}
 	key := append(id8(mailboxID), sender...)
-	now = UTC(now)
+	now = mailstore.UTC(now)
 	var ok bool
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bAutoReplySent)

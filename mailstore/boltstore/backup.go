@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // The read transaction holds the pages it sees: what writers free while it
 // runs is reused only after it ends, so the file may grow by what is
 // written during the backup.
-func (s *Bolt) Backup(ctx context.Context, w io.Writer) (int64, error) {
+func (s *Store) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	var n int64
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		var err error

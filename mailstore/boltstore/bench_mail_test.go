@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -20,7 +21,7 @@ import (
 var benchMailNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 // benchMailStore opens a store with one domain of n mailboxes.
-func benchMailStore(b *testing.B, n int) (*Bolt, []int64) {
+func benchMailStore(b *testing.B, n int) (*Store, []int64) {
 	b.Helper()
 	ctx := context.Background()
 	s, err := Open(ctx, b.TempDir(), Options{})
@@ -32,8 +33,8 @@ func benchMailStore(b *testing.B, n int) (*Bolt, []int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	plan := Plan{Name: "big", QuotaMB: 1 << 20, RetentionDays: 30, TransferMonthlyMB: 1 << 20}
-	if _, err := s.CreateDomain(ctx, p.ID, NewDomain{Name: "bench.example", Plan: plan}, benchMailNow); err != nil {
+	plan := mailstore.Plan{Name: "big", QuotaMB: 1 << 20, RetentionDays: 30, TransferMonthlyMB: 1 << 20}
+	if _, err := s.CreateDomain(ctx, p.ID, mailstore.NewDomain{Name: "bench.example", Plan: plan}, benchMailNow); err != nil {
 		b.Fatal(err)
 	}
 	var ids []int64
@@ -55,7 +56,7 @@ func benchMailStore(b *testing.B, n int) (*Bolt, []int64) {
 
 // fill files n messages of size bytes each, one body each, received at
 // `at`, round-robin into the mailboxes' INBOXes.
-func fill(b *testing.B, s *Bolt, ids []int64, n, size int, at time.Time) {
+func fill(b *testing.B, s *Store, ids []int64, n, size int, at time.Time) {
 	b.Helper()
 	body := bytes.Repeat([]byte{'x'}, size)
 	for done := 0; done < n; {
@@ -75,7 +76,7 @@ func fill(b *testing.B, s *Bolt, ids []int64, n, size int, at time.Time) {
 					return err
 				}
 				t.rcache[blob] = 1
-				if _, err := t.add(inbox, Message{BlobID: blob, Size: int64(size), ReceivedAt: at}); err != nil {
+				if _, err := t.add(inbox, mailstore.Message{BlobID: blob, Size: int64(size), ReceivedAt: at}); err != nil {
 					return err
 				}
 			}
@@ -103,7 +104,7 @@ func BenchmarkDeliverParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := ids[next.Add(1)%int64(len(ids))]
-			if _, err := s.Deliver(ctx, Delivery{Body: body, ReceivedAt: benchMailNow, MailboxIDs: []int64{id}}); err != nil {
+			if _, err := s.Deliver(ctx, mailstore.Delivery{Body: body, ReceivedAt: benchMailNow, MailboxIDs: []int64{id}}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -129,7 +130,7 @@ func BenchmarkDeliver(b *testing.B) {
 			before := s.db.Stats().TxStats
 			n := 0
 			for b.Loop() {
-				if _, err := s.Deliver(ctx, Delivery{Body: body, ReceivedAt: benchMailNow, MailboxIDs: ids[:1]}); err != nil {
+				if _, err := s.Deliver(ctx, mailstore.Delivery{Body: body, ReceivedAt: benchMailNow, MailboxIDs: ids[:1]}); err != nil {
 					b.Fatal(err)
 				}
 				n++
@@ -178,7 +179,7 @@ func BenchmarkFolderUpdate(b *testing.B) {
 	ctx := context.Background()
 	s, ids := benchMailStore(b, 1)
 	fill(b, s, ids, 10_000, 4096, benchMailNow)
-	if _, err := s.Deliver(ctx, Delivery{Body: []byte("new"), ReceivedAt: benchMailNow, MailboxIDs: ids}); err != nil {
+	if _, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("new"), ReceivedAt: benchMailNow, MailboxIDs: ids}); err != nil {
 		b.Fatal(err)
 	}
 	inbox, err := s.Folder(ctx, ids[0], "INBOX")

@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -18,7 +19,7 @@ import (
 
 // fillQueue files n entries of size bytes each, one body each, for domain
 // domainID, due at `due`.
-func fillQueue(b *testing.B, s *Bolt, domainID int64, n, size int, due time.Time) {
+func fillQueue(b *testing.B, s *Store, domainID int64, n, size int, due time.Time) {
 	b.Helper()
 	body := bytes.Repeat([]byte{'q'}, size)
 	for done := 0; done < n; {
@@ -38,7 +39,7 @@ func fillQueue(b *testing.B, s *Bolt, domainID int64, n, size int, due time.Time
 				if err != nil {
 					return err
 				}
-				g := RelayGroup{Relay: &Relay{Kind: KindForward, DomainID: domainID}, Destination: "r.example", To: []string{fmt.Sprintf("x%d@r.example", id)}}
+				g := mailstore.RelayGroup{Relay: &mailstore.Relay{Kind: mailstore.KindForward, DomainID: domainID}, Destination: "r.example", To: []string{fmt.Sprintf("x%d@r.example", id)}}
 				o := relayEntry(g, blob, int64(size), due, false)
 				o.ID = id
 				if err := q.put(o); err != nil {
@@ -58,8 +59,8 @@ func fillQueue(b *testing.B, s *Bolt, domainID int64, n, size int, due time.Time
 // body, inbound and outbound transfer, the cap check. One at a time (one
 // commit each), then from 20 goroutines sharing commits.
 func BenchmarkDeliverRelay(b *testing.B) {
-	relay := func(i int64) []Relay {
-		return []Relay{{Kind: KindSubmission, DomainID: 1, From: "u0@bench.example",
+	relay := func(i int64) []mailstore.Relay {
+		return []mailstore.Relay{{Kind: mailstore.KindSubmission, DomainID: 1, From: "u0@bench.example",
 			To: []string{fmt.Sprintf("x%d@r1.example", i), fmt.Sprintf("y%d@r2.example", i)}}}
 	}
 	body := bytes.Repeat([]byte{'x'}, 4096)
@@ -71,7 +72,7 @@ func BenchmarkDeliverRelay(b *testing.B) {
 		var n int64
 		for b.Loop() {
 			n++
-			res, err := s.Deliver(ctx, Delivery{Body: body, ReceivedAt: benchMailNow, SenderDomainID: 1, MailboxIDs: ids[1:], Relay: relay(n)})
+			res, err := s.Deliver(ctx, mailstore.Delivery{Body: body, ReceivedAt: benchMailNow, SenderDomainID: 1, MailboxIDs: ids[1:], Relay: relay(n)})
 			if err != nil || len(res.Queued) != 2 {
 				b.Fatalf("Deliver() = %+v, %v", res, err)
 			}
@@ -90,7 +91,7 @@ func BenchmarkDeliverRelay(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				i := next.Add(1)
-				_, err := s.Deliver(ctx, Delivery{Body: body, ReceivedAt: benchMailNow, SenderDomainID: 1,
+				_, err := s.Deliver(ctx, mailstore.Delivery{Body: body, ReceivedAt: benchMailNow, SenderDomainID: 1,
 					MailboxIDs: []int64{ids[i%int64(len(ids))]}, Relay: relay(i)})
 				if err != nil {
 					b.Error(err)
@@ -121,10 +122,10 @@ func BenchmarkClaimRecord(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
-				var mine []Outbound
+				var mine []mailstore.Outbound
 				for pb.Next() {
 					if len(mine) == 0 {
-						got, err := s.ClaimOutbound(ctx, benchMailNow, time.Hour, 10, ClaimOptions{})
+						got, err := s.ClaimOutbound(ctx, benchMailNow, time.Hour, 10, mailstore.ClaimOptions{})
 						if err != nil {
 							b.Error(err)
 							return
@@ -139,7 +140,7 @@ func BenchmarkClaimRecord(b *testing.B) {
 					}
 					o := mine[0]
 					mine = mine[1:]
-					if _, err := s.RecordAttempt(ctx, o.ID, Attempt{Now: benchMailNow, Delivered: o.Pending()}); err != nil {
+					if _, err := s.RecordAttempt(ctx, o.ID, mailstore.Attempt{Now: benchMailNow, Delivered: o.Pending()}); err != nil {
 						b.Error(err)
 						return
 					}

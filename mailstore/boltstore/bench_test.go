@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -40,11 +41,11 @@ func BenchmarkStore(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	plan := Plan{Name: "business", QuotaMB: 2048, RetentionDays: 60, TransferMonthlyMB: 10240}
-	if _, err := s.CreateDomain(ctx, target.ID, NewDomain{Name: "target.example", Plan: plan}, now); err != nil {
+	plan := mailstore.Plan{Name: "business", QuotaMB: 2048, RetentionDays: 60, TransferMonthlyMB: 10240}
+	if _, err := s.CreateDomain(ctx, target.ID, mailstore.NewDomain{Name: "target.example", Plan: plan}, now); err != nil {
 		b.Fatal(err)
 	}
-	var others []Partner
+	var others []mailstore.Partner
 	for p := range benchOtherPartners {
 		o, err := s.CreatePartner(ctx, fmt.Sprintf("other%d", p), now)
 		if err != nil {
@@ -52,7 +53,7 @@ func BenchmarkStore(b *testing.B) {
 		}
 		others = append(others, o)
 		for d := range benchOtherDomains {
-			if _, err := s.CreateDomain(ctx, o.ID, NewDomain{Name: fmt.Sprintf("d%d.other%d.example", d, p), Plan: plan}, now); err != nil {
+			if _, err := s.CreateDomain(ctx, o.ID, mailstore.NewDomain{Name: fmt.Sprintf("d%d.other%d.example", d, p), Plan: plan}, now); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -92,7 +93,7 @@ func BenchmarkStore(b *testing.B) {
 
 	b.Run("Mailboxes/all_10000", func(b *testing.B) {
 		for b.Loop() {
-			ms, n, err := s.Mailboxes(ctx, target.ID, d.ID, Page{})
+			ms, n, err := s.Mailboxes(ctx, target.ID, d.ID, mailstore.Page{})
 			if err != nil || n != benchTarget || len(ms) != benchTarget {
 				b.Fatalf("Mailboxes() = %d, %d, %v, want %d", len(ms), n, err, benchTarget)
 			}
@@ -100,7 +101,7 @@ func BenchmarkStore(b *testing.B) {
 	})
 	b.Run("Mailboxes/limit_100_offset_5000", func(b *testing.B) {
 		for b.Loop() {
-			ms, n, err := s.Mailboxes(ctx, target.ID, d.ID, Page{Limit: 100, Offset: 5000})
+			ms, n, err := s.Mailboxes(ctx, target.ID, d.ID, mailstore.Page{Limit: 100, Offset: 5000})
 			if err != nil || n != benchTarget || len(ms) != 100 {
 				b.Fatalf("Mailboxes() = %d, %d, %v, want 100 of %d", len(ms), n, err, benchTarget)
 			}

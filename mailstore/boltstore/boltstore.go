@@ -1,4 +1,7 @@
-package mailstore
+// Package boltstore is the bbolt implementation of mailstore's contract:
+// the whole store in one file, worked by one process. mailstore/storetest
+// checks it against the contract, as it checks mailstore/pgstore.
+package boltstore
 
 import (
 	"cmp"
@@ -13,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -44,7 +48,7 @@ const schemaVersion = 8
 //	domain_aliases    domainID|aliasID -> ""
 //	transfer          domainID|"YYYY-MM" -> Transfer
 //
-// Schema 2 adds the outbound queue and DKIM keys (bolt_queue.go):
+// Schema 2 adds the outbound queue and DKIM keys (queue.go):
 //
 //	queue             id -> Outbound
 //	queue_due         nextAttempt (unix nanos, 8)|id -> destination (entries not held)
@@ -57,22 +61,22 @@ const schemaVersion = 8
 //	queue_domain      domainID|id -> "" (every entry; 0 for bounces)
 //
 // Schema 4 keeps the MTA-STS policies of the queue's destinations
-// (bolt_sts.go), so that a restart does not forget them:
+// (sts.go), so that a restart does not forget them:
 //
 //	sts               domain -> MTA-STS policy (JSON)
 //	sts_expiry        expires (unix nanos, 8)|domain -> "" (every policy)
 //
 // Schema 5 counts each account's folders, so that MaxFolders is checked
-// with one lookup (bolt_mail.go):
+// with one lookup (mail.go):
 //
 //	folder_counts     mailboxID -> number of folders (uint64)
 //
-// Schema 6 logs each folder's changes (bolt_mail_changes.go); folders
+// Schema 6 logs each folder's changes (mail_changes.go); folders
 // made before it have HighestModSeq 0 and an empty log:
 //
 //	changes           folderID|modseq(8) -> change record
 //
-// Schema 8 lets several partners claim one name (bolt_claims.go): the
+// Schema 8 lets several partners claim one name (claims.go): the
 // addresses bucket becomes domain_addresses, scoped by domain, and
 //
 //	domain_claims     name 0x00 partnerID -> domainID (every claim)
@@ -81,10 +85,10 @@ const schemaVersion = 8
 // Buckets made lazily, without a schema number (two changes took schema 6
 // at once), each described in its file:
 //
-//	cluster           periodic jobs and settings (bolt_cluster.go)
-//	domain_verified   the verified domains by reversed name (bolt_domain_verify.go)
+//	cluster           periodic jobs and settings (cluster.go)
+//	domain_verified   the verified domains by reversed name (domain_verify.go)
 //
-// The mail plane's buckets are described in bolt_mail.go.
+// The mail plane's buckets are described in mail.go.
 var (
 	bMeta             = []byte("meta")
 	bPartners         = []byte("partners")
@@ -133,16 +137,16 @@ type Options struct {
 	// limit.
 	MaxKeywords int
 	// SpaceReserve is the size of the file Open keeps beside the store
-	// so that deletions still commit on a full disk (bolt_reserve.go):
+	// so that deletions still commit on a full disk (reserve.go):
 	// zero means DefaultSpaceReserve, less than zero none.
 	SpaceReserve int64
 }
 
-// Bolt is the bbolt implementation of Store.
-type Bolt struct {
+// Store is the bbolt implementation of mailstore.Store.
+type Store struct {
 	db *bolt.DB
-	// watch wakes IMAP sessions after mail-plane commits (watch.go).
-	watch Watchers
+	// watch wakes IMAP sessions after mail-plane commits.
+	watch mailstore.Watchers
 	// changeLogKeep is Options.ChangeLogKeep with its default.
 	changeLogKeep uint64
 	// maxKeywords is Options.MaxKeywords with its default.
@@ -151,15 +155,15 @@ type Bolt struct {
 	now func() time.Time
 	// readAround is how bulk reads of bodies have the file read ahead.
 	readAround readAround
-	// reserve is the space kept for deletions (bolt_reserve.go).
+	// reserve is the space kept for deletions (reserve.go).
 	reserve spaceReserve
 }
 
-var _ Store = (*Bolt)(nil)
+var _ mailstore.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the store in dataDir and upgrades its
 // schema. It answers ErrLocked when another process holds the file.
-func Open(ctx context.Context, dataDir string, opt Options) (*Bolt, error) {
+func Open(ctx context.Context, dataDir string, opt Options) (*Store, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -174,7 +178,7 @@ func Open(ctx context.Context, dataDir string, opt Options) (*Bolt, error) {
 		NoFreelistSync: true,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
+		return nil, fmt.Errorf("open %s: %w", path, mailstore.ErrLocked)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -183,7 +187,7 @@ func Open(ctx context.Context, dataDir string, opt Options) (*Bolt, error) {
 	// one commit and one fsync.
 	db.MaxBatchDelay = 2 * time.Millisecond
 	db.MaxBatchSize = 256
-	s := &Bolt{db: db, changeLogKeep: ChangeLogKeep, now: opt.Now, maxKeywords: cmp.Or(opt.MaxKeywords, DefaultMaxKeywords)}
+	s := &Store{db: db, changeLogKeep: mailstore.ChangeLogKeep, now: opt.Now, maxKeywords: cmp.Or(opt.MaxKeywords, mailstore.DefaultMaxKeywords)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -202,12 +206,12 @@ func Open(ctx context.Context, dataDir string, opt Options) (*Bolt, error) {
 }
 
 // Close closes the file.
-func (s *Bolt) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.db.Close() }
 
 // Path is the file's path.
-func (s *Bolt) Path() string { return s.db.Path() }
+func (s *Store) Path() string { return s.db.Path() }
 
-func (s *Bolt) migrate() error {
+func (s *Store) migrate() error {
 	var have uint64
 	err := s.db.View(func(tx *bolt.Tx) error {
 		if m := tx.Bucket(bMeta); m != nil {
@@ -221,7 +225,7 @@ func (s *Bolt) migrate() error {
 		return err
 	}
 	if have > schemaVersion {
-		return fmt.Errorf("schema %d: %w", have, ErrSchemaTooNew)
+		return fmt.Errorf("schema %d: %w", have, mailstore.ErrSchemaTooNew)
 	}
 	for v := have + 1; v <= schemaVersion; v++ {
 		if err := s.db.Update(func(tx *bolt.Tx) error {
@@ -260,7 +264,7 @@ var migrations = []func(*bolt.Tx) error{
 			return err
 		}
 		return tx.Bucket(bQueue).ForEach(func(k, v []byte) error {
-			var o Outbound
+			var o mailstore.Outbound
 			if err := json.Unmarshal(v, &o); err != nil {
 				return fmt.Errorf("queue entry %x: %w", k, err)
 			}
@@ -345,14 +349,14 @@ func nextID(b *bolt.Bucket) (int64, error) {
 }
 
 // view and update run fn in a transaction after checking ctx.
-func (s *Bolt) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return s.db.View(fn)
 }
 
-func (s *Bolt) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -370,7 +374,7 @@ func (s *Bolt) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 // batch is update for writes that arrive concurrently in volume (mail
 // delivery): bbolt groups them into one commit. fn may run more than once,
 // so it must only depend on the transaction.
-func (s *Bolt) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
+func (s *Store) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -402,7 +406,7 @@ func commitError(err error) error {
 	msg := err.Error()
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, bolterrors.ErrMaxSizeReached) ||
 		strings.Contains(msg, syscall.ENOSPC.Error()) || strings.Contains(msg, syscall.EDQUOT.Error()) {
-		return fmt.Errorf("commit: %w: %w", ErrNoSpace, err)
+		return fmt.Errorf("commit: %w: %w", mailstore.ErrNoSpace, err)
 	}
 	return fmt.Errorf("commit: %w", err)
 }

@@ -1,4 +1,4 @@
-package mailstore_test
+package boltstore_test
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/mailstore/storetest"
 )
 
-func openBolt(t *testing.T, dir string) *mailstore.Bolt {
+func openBolt(t *testing.T, dir string) *boltstore.Store {
 	t.Helper()
-	s, err := mailstore.Open(context.Background(), dir, mailstore.Options{})
+	s, err := boltstore.Open(context.Background(), dir, boltstore.Options{})
 	if err != nil {
 		t.Fatalf("Open(%s) = %v, want nil", dir, err)
 	}
@@ -119,7 +120,7 @@ func TestBoltLocked(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			s2, err := mailstore.Open(context.Background(), dir, mailstore.Options{LockTimeout: tc.timeout})
+			s2, err := boltstore.Open(context.Background(), dir, boltstore.Options{LockTimeout: tc.timeout})
 			took := time.Since(start)
 			if err == nil {
 				s2.Close()
@@ -144,7 +145,7 @@ func TestBoltLocked(t *testing.T) {
 // by a newer binary is refused rather than misread.
 func TestBoltSchema(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, mailstore.FileName)
+	path := filepath.Join(dir, boltstore.FileName)
 	s := openBolt(t, dir)
 	if s.Path() != path {
 		t.Errorf("Path() = %q, want %q", s.Path(), path)
@@ -163,7 +164,7 @@ func TestBoltSchema(t *testing.T) {
 	}
 
 	writeSchema(t, path, have+1)
-	if s, err := mailstore.Open(context.Background(), dir, mailstore.Options{}); !errors.Is(err, mailstore.ErrSchemaTooNew) {
+	if s, err := boltstore.Open(context.Background(), dir, boltstore.Options{}); !errors.Is(err, mailstore.ErrSchemaTooNew) {
 		if err == nil {
 			s.Close()
 		}
@@ -228,7 +229,7 @@ func writeSchema(t *testing.T, path string, v uint64) {
 // nothing in it) is upgraded on Open to the current one.
 func TestBoltUpgrade(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, mailstore.FileName)
+	path := filepath.Join(dir, boltstore.FileName)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatalf("bolt.Open(%s) = %v", path, err)
@@ -242,7 +243,7 @@ func TestBoltUpgrade(t *testing.T) {
 	current := func() uint64 {
 		d := t.TempDir()
 		openBolt(t, d).Close()
-		return readSchema(t, filepath.Join(d, mailstore.FileName))
+		return readSchema(t, filepath.Join(d, boltstore.FileName))
 	}()
 	if got := readSchema(t, path); got != current {
 		t.Errorf("schema version after upgrade = %d, want %d", got, current)
@@ -253,7 +254,7 @@ func TestBoltUpgrade(t *testing.T) {
 // panicking or overwriting it.
 func TestBoltOpenErrors(t *testing.T) {
 	notDB := t.TempDir()
-	if err := os.WriteFile(filepath.Join(notDB, mailstore.FileName), []byte(strings.Repeat("not a database\n", 1000)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(notDB, boltstore.FileName), []byte(strings.Repeat("not a database\n", 1000)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	fileAsDir := filepath.Join(t.TempDir(), "file")
@@ -265,7 +266,7 @@ func TestBoltOpenErrors(t *testing.T) {
 		{"data directory is a file", fileAsDir},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := mailstore.Open(context.Background(), tc.dir, mailstore.Options{})
+			s, err := boltstore.Open(context.Background(), tc.dir, boltstore.Options{})
 			if err == nil {
 				s.Close()
 				t.Fatalf("Open(%s) = nil, want an error", tc.dir)
@@ -278,7 +279,7 @@ func TestBoltOpenErrors(t *testing.T) {
 	// A new, nested data directory is made.
 	nested := filepath.Join(t.TempDir(), "a", "b")
 	openBolt(t, nested).Close()
-	if _, err := os.Stat(filepath.Join(nested, mailstore.FileName)); err != nil {
+	if _, err := os.Stat(filepath.Join(nested, boltstore.FileName)); err != nil {
 		t.Errorf("Stat(store file in new nested directory) = %v, want nil", err)
 	}
 }

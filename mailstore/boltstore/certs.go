@@ -1,8 +1,8 @@
-package mailstore
+package boltstore
 
 // Certs of the bbolt store.
 //
-// Bucket, made lazily as bolt_cluster.go's is (no schema number, so no
+// Bucket, made lazily as cluster.go's is (no schema number, so no
 // clash with other changes; a file without it reads as empty, and older
 // binaries ignore it):
 //
@@ -13,17 +13,18 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
 var bCerts = []byte("certs")
 
-var _ Certs = (*Bolt)(nil)
+var _ mailstore.Certs = (*Store)(nil)
 
 // Cert implements Certs.
-func (s *Bolt) Cert(ctx context.Context, name string) ([]byte, error) {
+func (s *Store) Cert(ctx context.Context, name string) ([]byte, error) {
 	if name == "" {
-		return nil, fmt.Errorf("certificate: empty name: %w", ErrInvalidArgument)
+		return nil, fmt.Errorf("certificate: empty name: %w", mailstore.ErrInvalidArgument)
 	}
 	var v []byte
 	err := s.view(ctx, func(tx *bolt.Tx) error {
@@ -36,15 +37,15 @@ func (s *Bolt) Cert(ctx context.Context, name string) ([]byte, error) {
 		return nil, fmt.Errorf("certificate %s: %w", name, err)
 	}
 	if v == nil {
-		return nil, fmt.Errorf("certificate %s: %w", name, ErrNotFound)
+		return nil, fmt.Errorf("certificate %s: %w", name, mailstore.ErrNotFound)
 	}
 	return v, nil
 }
 
 // PutCert implements Certs.
-func (s *Bolt) PutCert(ctx context.Context, name string, data []byte) error {
+func (s *Store) PutCert(ctx context.Context, name string, data []byte) error {
 	if name == "" {
-		return fmt.Errorf("put certificate: empty name: %w", ErrInvalidArgument)
+		return fmt.Errorf("put certificate: empty name: %w", mailstore.ErrInvalidArgument)
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bCerts)
@@ -61,9 +62,9 @@ func (s *Bolt) PutCert(ctx context.Context, name string, data []byte) error {
 }
 
 // DeleteCert implements Certs.
-func (s *Bolt) DeleteCert(ctx context.Context, name string) error {
+func (s *Store) DeleteCert(ctx context.Context, name string) error {
 	if name == "" {
-		return fmt.Errorf("delete certificate: empty name: %w", ErrInvalidArgument)
+		return fmt.Errorf("delete certificate: empty name: %w", mailstore.ErrInvalidArgument)
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bCerts)

@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 // Claims of domain names on bbolt (schema 8). Each partner's claim of a
 // name is its own Domain record; three indexes find them, each by key:
@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -50,33 +51,33 @@ func addrKey(domainID int64, addr string) []byte {
 
 // domainOf loads a partner's claim of a name, live or not; another
 // partner's is not found.
-func domainOf(tx *bolt.Tx, partnerID int64, name string) (Domain, error) {
-	var d Domain
+func domainOf(tx *bolt.Tx, partnerID int64, name string) (mailstore.Domain, error) {
+	var d mailstore.Domain
 	id := tx.Bucket(bDomainClaims).Get(claimKey(name, partnerID))
 	if id == nil || !getJSON(tx.Bucket(bDomains), id, &d) || d.PartnerID != partnerID {
-		return Domain{}, ErrDomainNotFound
+		return mailstore.Domain{}, mailstore.ErrDomainNotFound
 	}
 	return d, nil
 }
 
 // liveDomain loads the live claim of a name.
-func liveDomain(tx *bolt.Tx, name string) (Domain, error) {
-	var d Domain
+func liveDomain(tx *bolt.Tx, name string) (mailstore.Domain, error) {
+	var d mailstore.Domain
 	id := tx.Bucket(bDomainNames).Get([]byte(name))
 	if id == nil || !getJSON(tx.Bucket(bDomains), id, &d) {
-		return Domain{}, ErrDomainNotFound
+		return mailstore.Domain{}, mailstore.ErrDomainNotFound
 	}
 	return d, nil
 }
 
 // claimsOf loads every claim of a name.
-func claimsOf(tx *bolt.Tx, name string) []Domain {
-	var out []Domain
+func claimsOf(tx *bolt.Tx, name string) []mailstore.Domain {
+	var out []mailstore.Domain
 	prefix := claimPrefix(name)
 	domains := tx.Bucket(bDomains)
 	c := tx.Bucket(bDomainClaims).Cursor()
 	for k, id := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, id = c.Next() {
-		var d Domain
+		var d mailstore.Domain
 		if getJSON(domains, id, &d) {
 			out = append(out, d)
 		}
@@ -87,7 +88,7 @@ func claimsOf(tx *bolt.Tx, name string) []Domain {
 // relive sets the name's live claim from its claims as stored (LiveClaim).
 func relive(tx *bolt.Tx, name string) error {
 	names := tx.Bucket(bDomainNames)
-	live, ok := LiveClaim(claimsOf(tx, name))
+	live, ok := mailstore.LiveClaim(claimsOf(tx, name))
 	if !ok {
 		return names.Delete([]byte(name))
 	}
@@ -104,21 +105,21 @@ func addressOf(tx *bolt.Tx, domainID int64, addr string) (kind byte, id []byte, 
 }
 
 // mailboxIn loads the mailbox an address names in a claim.
-func mailboxIn(tx *bolt.Tx, domainID int64, email string) (Mailbox, error) {
-	var m Mailbox
+func mailboxIn(tx *bolt.Tx, domainID int64, email string) (mailstore.Mailbox, error) {
+	var m mailstore.Mailbox
 	kind, id, ok := addressOf(tx, domainID, email)
 	if !ok || kind != addrMailbox || !getJSON(tx.Bucket(bMailboxes), id, &m) {
-		return Mailbox{}, ErrMailboxNotFound
+		return mailstore.Mailbox{}, mailstore.ErrMailboxNotFound
 	}
 	return m, nil
 }
 
 // aliasIn loads the alias whose source is an address in a claim.
-func aliasIn(tx *bolt.Tx, domainID int64, source string) (Alias, error) {
-	var a Alias
+func aliasIn(tx *bolt.Tx, domainID int64, source string) (mailstore.Alias, error) {
+	var a mailstore.Alias
 	kind, id, ok := addressOf(tx, domainID, source)
 	if !ok || kind != addrAlias || !getJSON(tx.Bucket(bAliases), id, &a) {
-		return Alias{}, ErrAliasNotFound
+		return mailstore.Alias{}, mailstore.ErrAliasNotFound
 	}
 	return a, nil
 }
@@ -128,49 +129,49 @@ func aliasIn(tx *bolt.Tx, domainID int64, source string) (Alias, error) {
 // event and an audit entry for its partner. The caller stores d. A
 // proof that does not name the partner (sole) wins only while no other
 // partner holds a claim of the name, unless d is verified already.
-func (s *Bolt) winClaim(tx *bolt.Tx, d *Domain, sole bool, now time.Time) error {
+func (s *Store) winClaim(tx *bolt.Tx, d *mailstore.Domain, sole bool, now time.Time) error {
 	domains := tx.Bucket(bDomains)
-	var others []Domain
+	var others []mailstore.Domain
 	for _, o := range claimsOf(tx, d.Name) {
 		if o.ID == d.ID {
 			continue
 		}
 		if o.Verified {
-			return ErrDomainOwned
+			return mailstore.ErrDomainOwned
 		}
 		others = append(others, o)
 	}
 	if sole && len(others) > 0 && !d.Verified {
-		return ErrDomainShared
+		return mailstore.ErrDomainShared
 	}
 	for _, o := range others {
 		if o.Ended() {
 			continue
 		}
-		o.ClaimEndedAt = UTC(now)
+		o.ClaimEndedAt = mailstore.UTC(now)
 		if err := putJSON(domains, id8(o.ID), o); err != nil {
 			return err
 		}
-		e := NewClaimEndedEvent(o, now)
+		e := mailstore.NewClaimEndedEvent(o, now)
 		if err := addEventTx(tx, &e); err != nil {
 			return err
 		}
-		if _, err := addAuditTx(tx, NewClaimEndedAudit(o, now)); err != nil {
+		if _, err := addAuditTx(tx, mailstore.NewClaimEndedAudit(o, now)); err != nil {
 			return err
 		}
 	}
 	if !d.Verified {
-		e := NewDomainEvent(EventDomainVerified, *d, now)
+		e := mailstore.NewDomainEvent(mailstore.EventDomainVerified, *d, now)
 		if err := addEventTx(tx, &e); err != nil {
 			return err
 		}
 	}
-	d.Verified, d.VerifiedAt, d.ClaimEndedAt = true, UTC(now), time.Time{}
+	d.Verified, d.VerifiedAt, d.ClaimEndedAt = true, mailstore.UTC(now), time.Time{}
 	idx, err := tx.CreateBucketIfNotExists(bDomainVerified)
 	if err != nil {
 		return err
 	}
-	if err := idx.Put([]byte(ReversedName(d.Name)), id8(d.ID)); err != nil {
+	if err := idx.Put([]byte(mailstore.ReversedName(d.Name)), id8(d.ID)); err != nil {
 		return err
 	}
 	return tx.Bucket(bDomainNames).Put([]byte(d.Name), id8(d.ID))
@@ -184,7 +185,7 @@ func migrateClaims(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	if err := eachJSON(tx, bDomains, func(_ []byte, d *Domain) error {
+	if err := eachJSON(tx, bDomains, func(_ []byte, d *mailstore.Domain) error {
 		return claims.Put(claimKey(d.Name, d.PartnerID), id8(d.ID))
 	}); err != nil {
 		return err
@@ -204,13 +205,13 @@ func migrateClaims(tx *bolt.Tx) error {
 		var domainID int64
 		switch v[0] {
 		case addrMailbox:
-			var m Mailbox
+			var m mailstore.Mailbox
 			if !getJSON(tx.Bucket(bMailboxes), v[1:], &m) {
 				return nil // a dangling key: nothing to move
 			}
 			domainID = m.DomainID
 		case addrAlias:
-			var a Alias
+			var a mailstore.Alias
 			if !getJSON(tx.Bucket(bAliases), v[1:], &a) {
 				return nil
 			}

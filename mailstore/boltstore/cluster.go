@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 // Cluster of the bbolt store: one process works the file, so it is the
 // only node, and the methods only need to be durable.
@@ -22,12 +22,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
 var bCluster = []byte("cluster")
 
-var _ Cluster = (*Bolt)(nil)
+var _ mailstore.Cluster = (*Store)(nil)
 
 func clusterJobKey(name string) []byte     { return []byte("job/" + name) }
 func clusterSettingKey(name string) []byte { return []byte("setting/" + name) }
@@ -35,11 +36,11 @@ func clusterSettingKey(name string) []byte { return []byte("setting/" + name) }
 // RunOnce implements Cluster. The slot is kept in unix seconds, signed,
 // and compared decoded: no key is ordered by it, and nanoKey would file
 // every slot before 1970 as one.
-func (s *Bolt) RunOnce(ctx context.Context, name string, slot time.Time) (bool, error) {
+func (s *Store) RunOnce(ctx context.Context, name string, slot time.Time) (bool, error) {
 	if name == "" {
-		return false, fmt.Errorf("run once: empty job name: %w", ErrInvalidArgument)
+		return false, fmt.Errorf("run once: empty job name: %w", mailstore.ErrInvalidArgument)
 	}
-	at := UTC(slot).Unix()
+	at := mailstore.UTC(slot).Unix()
 	var run bool
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		run = false
@@ -68,9 +69,9 @@ func (s *Bolt) RunOnce(ctx context.Context, name string, slot time.Time) (bool, 
 // Setting implements Cluster. make runs outside the write transaction
 // (it may be slow: a secret from crypto/rand), so the value is looked up
 // again before it is stored.
-func (s *Bolt) Setting(ctx context.Context, name string, make func() (string, error)) (string, error) {
+func (s *Store) Setting(ctx context.Context, name string, make func() (string, error)) (string, error) {
 	if name == "" {
-		return "", fmt.Errorf("setting: empty name: %w", ErrInvalidArgument)
+		return "", fmt.Errorf("setting: empty name: %w", mailstore.ErrInvalidArgument)
 	}
 	k := clusterSettingKey(name)
 	var value []byte
@@ -109,7 +110,7 @@ func (s *Bolt) Setting(ctx context.Context, name string, make func() (string, er
 }
 
 // Heartbeat implements Members: a bbolt file has one process, so one node.
-func (s *Bolt) Heartbeat(ctx context.Context, node string, now time.Time, ttl time.Duration) (int, error) {
+func (s *Store) Heartbeat(ctx context.Context, node string, now time.Time, ttl time.Duration) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}

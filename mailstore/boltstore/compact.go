@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -128,8 +129,8 @@ func copyCompact(tmp string, src *bolt.DB) error {
 
 // ioError is err, also ErrNoSpace when it is for lack of space.
 func ioError(err error) error {
-	if e := commitError(err); errors.Is(e, ErrNoSpace) {
-		return fmt.Errorf("%w: %w", ErrNoSpace, err)
+	if e := commitError(err); errors.Is(e, mailstore.ErrNoSpace) {
+		return fmt.Errorf("%w: %w", mailstore.ErrNoSpace, err)
 	}
 	return err
 }
@@ -161,7 +162,7 @@ func openFile(path string, opt Options, readOnly bool) (*bolt.DB, error) {
 		PreLoadFreelist: true,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
+		return nil, fmt.Errorf("open %s: %w", path, mailstore.ErrLocked)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -217,7 +218,7 @@ func StatFile(ctx context.Context, dataDir string, opt Options) (FileStats, erro
 
 // FileStats is StatFile for the open store. The free pages are those
 // bbolt counted when its last write transaction closed.
-func (s *Bolt) FileStats(ctx context.Context) (FileStats, error) {
+func (s *Store) FileStats(ctx context.Context) (FileStats, error) {
 	if err := ctx.Err(); err != nil {
 		return FileStats{}, err
 	}

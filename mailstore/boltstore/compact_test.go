@@ -1,4 +1,4 @@
-package mailstore_test
+package boltstore_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // TestBoltCompact: deleting a mailbox with its mail leaves the file's
@@ -35,10 +36,10 @@ func TestBoltCompact(t *testing.T) {
 	}
 
 	// Both refuse a store in use.
-	if _, err := mailstore.Compact(ctx, dir, mailstore.Options{}); !errors.Is(err, mailstore.ErrLocked) {
+	if _, err := boltstore.Compact(ctx, dir, boltstore.Options{}); !errors.Is(err, mailstore.ErrLocked) {
 		t.Errorf("Compact() of an open store = %v, want ErrLocked", err)
 	}
-	if _, err := mailstore.StatFile(ctx, dir, mailstore.Options{}); !errors.Is(err, mailstore.ErrLocked) {
+	if _, err := boltstore.StatFile(ctx, dir, boltstore.Options{}); !errors.Is(err, mailstore.ErrLocked) {
 		t.Errorf("StatFile() of an open store = %v, want ErrLocked", err)
 	}
 	online, err := s.FileStats(ctx)
@@ -49,14 +50,14 @@ func TestBoltCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st, err := mailstore.StatFile(ctx, dir, mailstore.Options{})
+	st, err := boltstore.StatFile(ctx, dir, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.FreeBytes < st.Used/2 || st.Size < st.Used || st.PageSize == 0 {
 		t.Errorf("StatFile() = size %d, used %d, free %d (%d pages): want more than half of it free", st.Size, st.Used, st.FreeBytes, st.FreePages)
 	}
-	var mailboxes *mailstore.BucketStats
+	var mailboxes *boltstore.BucketStats
 	for i, b := range st.Buckets {
 		if b.Name == "mailboxes" {
 			mailboxes = &st.Buckets[i]
@@ -66,7 +67,7 @@ func TestBoltCompact(t *testing.T) {
 		t.Errorf("StatFile() buckets %+v: want mailboxes with 1 key", st.Buckets)
 	}
 
-	res, err := mailstore.Compact(ctx, dir, mailstore.Options{})
+	res, err := boltstore.Compact(ctx, dir, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +77,8 @@ func TestBoltCompact(t *testing.T) {
 	if matches, _ := filepath.Glob(filepath.Join(dir, "*.compact")); len(matches) > 0 {
 		t.Errorf("Compact() left %v", matches)
 	}
-	checkBoltFile(t, filepath.Join(dir, mailstore.FileName))
-	again, err := mailstore.StatFile(ctx, dir, mailstore.Options{})
+	checkBoltFile(t, filepath.Join(dir, boltstore.FileName))
+	again, err := boltstore.StatFile(ctx, dir, boltstore.Options{})
 	if err != nil || again.FreePages > 2 || len(again.Buckets) != len(st.Buckets) {
 		t.Errorf("StatFile() after Compact() = %+v, %v; want no free pages and the same buckets", again, err)
 	}

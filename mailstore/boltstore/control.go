@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 import (
 	"bytes"
@@ -9,43 +9,44 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
 // CreatePartner implements Control.
-func (s *Bolt) CreatePartner(ctx context.Context, name string, now time.Time) (Partner, error) {
+func (s *Store) CreatePartner(ctx context.Context, name string, now time.Time) (mailstore.Partner, error) {
 	if _, err := strconv.ParseUint(name, 10, 64); name == "" || err == nil {
-		return Partner{}, fmt.Errorf("create partner %q: name is empty or a number: %w", name, ErrInvalidArgument)
+		return mailstore.Partner{}, fmt.Errorf("create partner %q: name is empty or a number: %w", name, mailstore.ErrInvalidArgument)
 	}
-	var p Partner
+	var p mailstore.Partner
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		names := tx.Bucket(bPartnerNames)
 		if names.Get([]byte(name)) != nil {
-			return ErrPartnerExists
+			return mailstore.ErrPartnerExists
 		}
 		b := tx.Bucket(bPartners)
 		id, err := nextID(b)
 		if err != nil {
 			return err
 		}
-		p = Partner{ID: id, Name: name, CreatedAt: UTC(now)}
+		p = mailstore.Partner{ID: id, Name: name, CreatedAt: mailstore.UTC(now)}
 		if err := names.Put([]byte(name), id8(id)); err != nil {
 			return err
 		}
 		return putJSON(b, id8(id), p)
 	})
 	if err != nil {
-		return Partner{}, fmt.Errorf("create partner %q: %w", name, err)
+		return mailstore.Partner{}, fmt.Errorf("create partner %q: %w", name, err)
 	}
 	return p, nil
 }
 
 // Partners implements Control.
-func (s *Bolt) Partners(ctx context.Context) ([]Partner, error) {
-	out := []Partner{}
+func (s *Store) Partners(ctx context.Context) ([]mailstore.Partner, error) {
+	out := []mailstore.Partner{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bPartners).ForEach(func(k, v []byte) error {
-			var p Partner
+			var p mailstore.Partner
 			if getJSON(tx.Bucket(bPartners), k, &p) {
 				out = append(out, p)
 			}
@@ -56,21 +57,21 @@ func (s *Bolt) Partners(ctx context.Context) ([]Partner, error) {
 }
 
 // PartnerByName implements Control.
-func (s *Bolt) PartnerByName(ctx context.Context, name string) (Partner, error) {
-	var p Partner
+func (s *Store) PartnerByName(ctx context.Context, name string) (mailstore.Partner, error) {
+	var p mailstore.Partner
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		var ok bool
 		p, ok = partnerByName(tx, name)
 		if !ok {
-			return ErrPartnerNotFound
+			return mailstore.ErrPartnerNotFound
 		}
 		return nil
 	})
 	return p, err
 }
 
-func partnerByName(tx *bolt.Tx, name string) (Partner, bool) {
-	var p Partner
+func partnerByName(tx *bolt.Tx, name string) (mailstore.Partner, bool) {
+	var p mailstore.Partner
 	if id := tx.Bucket(bPartnerNames).Get([]byte(name)); id != nil {
 		return p, getJSON(tx.Bucket(bPartners), id, &p)
 	}
@@ -85,15 +86,15 @@ func partnerExists(tx *bolt.Tx, id int64) bool {
 }
 
 // SetPartnerLimits implements Control.
-func (s *Bolt) SetPartnerLimits(ctx context.Context, partnerID int64, l PartnerLimits) (Partner, error) {
+func (s *Store) SetPartnerLimits(ctx context.Context, partnerID int64, l mailstore.PartnerLimits) (mailstore.Partner, error) {
 	if l.MaxDomains != nil && *l.MaxDomains < 0 {
-		return Partner{}, fmt.Errorf("partner %d limits: max domains %d: %w", partnerID, *l.MaxDomains, ErrInvalidArgument)
+		return mailstore.Partner{}, fmt.Errorf("partner %d limits: max domains %d: %w", partnerID, *l.MaxDomains, mailstore.ErrInvalidArgument)
 	}
-	var p Partner
+	var p mailstore.Partner
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bPartners)
 		if !getJSON(b, id8(partnerID), &p) {
-			return ErrPartnerNotFound
+			return mailstore.ErrPartnerNotFound
 		}
 		if l.MaxDomains != nil {
 			p.MaxDomains = *l.MaxDomains
@@ -101,7 +102,7 @@ func (s *Bolt) SetPartnerLimits(ctx context.Context, partnerID int64, l PartnerL
 		return putJSON(b, id8(partnerID), p)
 	})
 	if err != nil {
-		return Partner{}, fmt.Errorf("partner %d limits: %w", partnerID, err)
+		return mailstore.Partner{}, fmt.Errorf("partner %d limits: %w", partnerID, err)
 	}
 	return p, nil
 }
@@ -115,19 +116,19 @@ func partnerDomainCount(tx *bolt.Tx, partnerID int64) int64 {
 }
 
 // AddAPIKey implements Control.
-func (s *Bolt) AddAPIKey(ctx context.Context, partnerID int64, k APIKey) (APIKey, error) {
+func (s *Store) AddAPIKey(ctx context.Context, partnerID int64, k mailstore.APIKey) (mailstore.APIKey, error) {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if !partnerExists(tx, partnerID) {
-			return ErrPartnerNotFound
+			return mailstore.ErrPartnerNotFound
 		}
 		b := tx.Bucket(bKeys)
 		id, err := nextID(b)
 		if err != nil {
 			return err
 		}
-		k.ID, k.PartnerID, k.CreatedAt = id, partnerID, UTC(k.CreatedAt)
+		k.ID, k.PartnerID, k.CreatedAt = id, partnerID, mailstore.UTC(k.CreatedAt)
 		if tx.Bucket(bKeyLookup).Get([]byte(k.Lookup)) != nil {
-			return fmt.Errorf("key lookup collision: %w", ErrInvalidArgument)
+			return fmt.Errorf("key lookup collision: %w", mailstore.ErrInvalidArgument)
 		}
 		if err := tx.Bucket(bKeyLookup).Put([]byte(k.Lookup), id8(id)); err != nil {
 			return err
@@ -138,21 +139,21 @@ func (s *Bolt) AddAPIKey(ctx context.Context, partnerID int64, k APIKey) (APIKey
 		return putJSON(b, id8(id), k)
 	})
 	if err != nil {
-		return APIKey{}, fmt.Errorf("add API key: %w", err)
+		return mailstore.APIKey{}, fmt.Errorf("add API key: %w", err)
 	}
 	return k, nil
 }
 
 // APIKeys implements Control.
-func (s *Bolt) APIKeys(ctx context.Context, partnerID int64) ([]APIKey, error) {
-	out := []APIKey{}
+func (s *Store) APIKeys(ctx context.Context, partnerID int64) ([]mailstore.APIKey, error) {
+	out := []mailstore.APIKey{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if !partnerExists(tx, partnerID) {
-			return ErrPartnerNotFound
+			return mailstore.ErrPartnerNotFound
 		}
 		keys := tx.Bucket(bKeys)
 		return eachChild(tx.Bucket(bPartnerKeys), partnerID, 0, func(id []byte) {
-			var k APIKey
+			var k mailstore.APIKey
 			if getJSON(keys, id, &k) {
 				out = append(out, k)
 			}
@@ -162,12 +163,12 @@ func (s *Bolt) APIKeys(ctx context.Context, partnerID int64) ([]APIKey, error) {
 }
 
 // APIKeyByLookup implements Control.
-func (s *Bolt) APIKeyByLookup(ctx context.Context, lookup string) (APIKey, error) {
-	var k APIKey
+func (s *Store) APIKeyByLookup(ctx context.Context, lookup string) (mailstore.APIKey, error) {
+	var k mailstore.APIKey
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		id := tx.Bucket(bKeyLookup).Get([]byte(lookup))
 		if id == nil || !getJSON(tx.Bucket(bKeys), id, &k) {
-			return ErrKeyNotFound
+			return mailstore.ErrKeyNotFound
 		}
 		return nil
 	})
@@ -175,21 +176,21 @@ func (s *Bolt) APIKeyByLookup(ctx context.Context, lookup string) (APIKey, error
 }
 
 // RevokeAPIKey implements Control.
-func (s *Bolt) RevokeAPIKey(ctx context.Context, keyID int64, now time.Time) (APIKey, error) {
-	var k APIKey
+func (s *Store) RevokeAPIKey(ctx context.Context, keyID int64, now time.Time) (mailstore.APIKey, error) {
+	var k mailstore.APIKey
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bKeys)
 		if !getJSON(b, id8(keyID), &k) {
-			return ErrKeyNotFound
+			return mailstore.ErrKeyNotFound
 		}
 		if k.Revoked {
 			return nil
 		}
-		k.Revoked, k.RevokedAt = true, UTC(now)
+		k.Revoked, k.RevokedAt = true, mailstore.UTC(now)
 		return putJSON(b, id8(keyID), k)
 	})
 	if err != nil {
-		return APIKey{}, fmt.Errorf("revoke key %d: %w", keyID, err)
+		return mailstore.APIKey{}, fmt.Errorf("revoke key %d: %w", keyID, err)
 	}
 	return k, nil
 }
@@ -207,7 +208,7 @@ func eachChild(idx *bolt.Bucket, parent int64, after int64, fn func(child []byte
 
 // page walks a partner|child index with limit and offset, decoding each
 // child from records into T, and counts the total.
-func page[T any](idx, records *bolt.Bucket, parent int64, p Page) ([]T, int) {
+func page[T any](idx, records *bolt.Bucket, parent int64, p mailstore.Page) ([]T, int) {
 	prefix := id8(parent)
 	out := []T{}
 	total := 0
@@ -225,43 +226,43 @@ func page[T any](idx, records *bolt.Bucket, parent int64, p Page) ([]T, int) {
 	return out, total
 }
 
-func putDomain(tx *bolt.Tx, d Domain) error {
+func putDomain(tx *bolt.Tx, d mailstore.Domain) error {
 	return putJSON(tx.Bucket(bDomains), id8(d.ID), d)
 }
 
 // CreateDomain implements Control.
-func (s *Bolt) CreateDomain(ctx context.Context, partnerID int64, nd NewDomain, now time.Time) (Domain, error) {
-	var d Domain
+func (s *Store) CreateDomain(ctx context.Context, partnerID int64, nd mailstore.NewDomain, now time.Time) (mailstore.Domain, error) {
+	var d mailstore.Domain
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		var p Partner
+		var p mailstore.Partner
 		if !getJSON(tx.Bucket(bPartners), id8(partnerID), &p) {
-			return ErrPartnerNotFound
+			return mailstore.ErrPartnerNotFound
 		}
 		claims := tx.Bucket(bDomainClaims)
 		if claims.Get(claimKey(nd.Name, partnerID)) != nil {
-			return ErrDomainExists
+			return mailstore.ErrDomainExists
 		}
 		// Another partner's unverified claim does not block; its
 		// verified one does (the live claim is the verified one).
 		if live, err := liveDomain(tx, nd.Name); err == nil && live.Verified {
-			return ErrDomainExists
+			return mailstore.ErrDomainExists
 		}
 		if p.MaxDomains > 0 && partnerDomainCount(tx, partnerID) >= p.MaxDomains {
-			return ErrDomainLimit
+			return mailstore.ErrDomainLimit
 		}
 		if relatedVerified(tx, partnerID, nd.Name) {
-			return ErrDomainRelated
+			return mailstore.ErrDomainRelated
 		}
 		b := tx.Bucket(bDomains)
 		id, err := nextID(b)
 		if err != nil {
 			return err
 		}
-		d = Domain{
+		d = mailstore.Domain{
 			ID: id, PartnerID: partnerID, Name: nd.Name, Plan: nd.Plan.Name,
 			MaxMailboxes: nd.MaxMailboxes, MaxAliases: nd.MaxAliases,
 			QuotaMB: nd.Plan.QuotaMB, RetentionDays: nd.Plan.RetentionDays,
-			TransferMonthlyMB: nd.Plan.TransferMonthlyMB, CreatedAt: UTC(now),
+			TransferMonthlyMB: nd.Plan.TransferMonthlyMB, CreatedAt: mailstore.UTC(now),
 			VerifyToken: nd.VerifyToken,
 		}
 		if err := claims.Put(claimKey(nd.Name, partnerID), id8(id)); err != nil {
@@ -284,25 +285,25 @@ func (s *Bolt) CreateDomain(ctx context.Context, partnerID int64, nd NewDomain, 
 		return nil
 	})
 	if err != nil {
-		return Domain{}, fmt.Errorf("create domain %s: %w", nd.Name, err)
+		return mailstore.Domain{}, fmt.Errorf("create domain %s: %w", nd.Name, err)
 	}
 	return d, nil
 }
 
 // Domains implements Control.
-func (s *Bolt) Domains(ctx context.Context, partnerID int64, p Page) ([]Domain, int, error) {
-	var out []Domain
+func (s *Store) Domains(ctx context.Context, partnerID int64, p mailstore.Page) ([]mailstore.Domain, int, error) {
+	var out []mailstore.Domain
 	var total int
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		out, total = page[Domain](tx.Bucket(bPartnerDomains), tx.Bucket(bDomains), partnerID, p)
+		out, total = page[mailstore.Domain](tx.Bucket(bPartnerDomains), tx.Bucket(bDomains), partnerID, p)
 		return nil
 	})
 	return out, total, err
 }
 
 // Domain implements Control.
-func (s *Bolt) Domain(ctx context.Context, partnerID int64, name string) (Domain, error) {
-	var d Domain
+func (s *Store) Domain(ctx context.Context, partnerID int64, name string) (mailstore.Domain, error) {
+	var d mailstore.Domain
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 		d, err = domainOf(tx, partnerID, name)
 		return err
@@ -311,11 +312,11 @@ func (s *Bolt) Domain(ctx context.Context, partnerID int64, name string) (Domain
 }
 
 // DomainByID implements Control.
-func (s *Bolt) DomainByID(ctx context.Context, partnerID int64, id int64) (Domain, error) {
-	var d Domain
+func (s *Store) DomainByID(ctx context.Context, partnerID int64, id int64) (mailstore.Domain, error) {
+	var d mailstore.Domain
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if !getJSON(tx.Bucket(bDomains), id8(id), &d) || d.PartnerID != partnerID {
-			return ErrDomainNotFound
+			return mailstore.ErrDomainNotFound
 		}
 		return nil
 	})
@@ -323,8 +324,8 @@ func (s *Bolt) DomainByID(ctx context.Context, partnerID int64, id int64) (Domai
 }
 
 // changeDomain loads a partner's domain, lets fn change it and stores it.
-func (s *Bolt) changeDomain(ctx context.Context, partnerID int64, name string, fn func(tx *bolt.Tx, d *Domain) error) (Domain, error) {
-	var d Domain
+func (s *Store) changeDomain(ctx context.Context, partnerID int64, name string, fn func(tx *bolt.Tx, d *mailstore.Domain) error) (mailstore.Domain, error) {
+	var d mailstore.Domain
 	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
 		if d, err = domainOf(tx, partnerID, name); err != nil {
 			return err
@@ -335,21 +336,21 @@ func (s *Bolt) changeDomain(ctx context.Context, partnerID int64, name string, f
 		return putDomain(tx, d)
 	})
 	if err != nil {
-		return Domain{}, fmt.Errorf("domain %s: %w", name, err)
+		return mailstore.Domain{}, fmt.Errorf("domain %s: %w", name, err)
 	}
 	return d, nil
 }
 
 // ApplyPlan implements Control.
-func (s *Bolt) ApplyPlan(ctx context.Context, partnerID int64, name string, plan Plan) (Domain, error) {
-	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *Domain) error {
+func (s *Store) ApplyPlan(ctx context.Context, partnerID int64, name string, plan mailstore.Plan) (mailstore.Domain, error) {
+	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *mailstore.Domain) error {
 		d.Plan, d.QuotaMB = plan.Name, plan.QuotaMB
 		d.RetentionDays, d.TransferMonthlyMB = plan.RetentionDays, plan.TransferMonthlyMB
 		mbs := tx.Bucket(bMailboxes)
 		var ids [][]byte
 		eachChild(tx.Bucket(bDomainMailboxes), d.ID, 0, func(id []byte) { ids = append(ids, id) })
 		for _, id := range ids {
-			var m Mailbox
+			var m mailstore.Mailbox
 			if !getJSON(mbs, id, &m) || m.QuotaMB == plan.QuotaMB {
 				continue
 			}
@@ -363,8 +364,8 @@ func (s *Bolt) ApplyPlan(ctx context.Context, partnerID int64, name string, plan
 }
 
 // SetDomainLimits implements Control.
-func (s *Bolt) SetDomainLimits(ctx context.Context, partnerID int64, name string, l DomainLimits) (Domain, error) {
-	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *Domain) error {
+func (s *Store) SetDomainLimits(ctx context.Context, partnerID int64, name string, l mailstore.DomainLimits) (mailstore.Domain, error) {
+	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *mailstore.Domain) error {
 		if l.MaxMailboxes != nil {
 			d.MaxMailboxes = *l.MaxMailboxes
 		}
@@ -376,52 +377,52 @@ func (s *Bolt) SetDomainLimits(ctx context.Context, partnerID int64, name string
 }
 
 // SetRetention implements Control.
-func (s *Bolt) SetRetention(ctx context.Context, partnerID int64, name string, days int64) (Domain, error) {
-	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *Domain) error {
+func (s *Store) SetRetention(ctx context.Context, partnerID int64, name string, days int64) (mailstore.Domain, error) {
+	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *mailstore.Domain) error {
 		d.RetentionDays = days
 		return nil
 	})
 }
 
 // SetTransferCap implements Control.
-func (s *Bolt) SetTransferCap(ctx context.Context, partnerID int64, name string, mb int64) (Domain, error) {
-	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *Domain) error {
+func (s *Store) SetTransferCap(ctx context.Context, partnerID int64, name string, mb int64) (mailstore.Domain, error) {
+	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *mailstore.Domain) error {
 		d.TransferMonthlyMB = mb
 		return nil
 	})
 }
 
 // SetSuspended implements Control.
-func (s *Bolt) SetSuspended(ctx context.Context, partnerID int64, name string, suspended bool) (Domain, error) {
-	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *Domain) error {
+func (s *Store) SetSuspended(ctx context.Context, partnerID int64, name string, suspended bool) (mailstore.Domain, error) {
+	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *mailstore.Domain) error {
 		if d.Suspended == suspended {
 			return nil // repeated: no event
 		}
 		d.Suspended = suspended
-		typ := EventDomainResumed
+		typ := mailstore.EventDomainResumed
 		if suspended {
-			typ = EventDomainSuspended
+			typ = mailstore.EventDomainSuspended
 		}
-		e := NewDomainEvent(typ, *d, s.now())
+		e := mailstore.NewDomainEvent(typ, *d, s.now())
 		return addEventTx(tx, &e)
 	})
 }
 
 // DeleteDomain implements Control.
-func (s *Bolt) DeleteDomain(ctx context.Context, partnerID int64, name string, force bool) error {
+func (s *Store) DeleteDomain(ctx context.Context, partnerID int64, name string, force bool) error {
 	err := s.deleting(ctx, func(tx *bolt.Tx) error {
 		d, err := domainOf(tx, partnerID, name)
 		if err != nil {
 			return err
 		}
 		if (d.MailboxCount > 0 || d.AliasCount > 0) && !force {
-			return ErrDomainNotEmpty
+			return mailstore.ErrDomainNotEmpty
 		}
 		var mids, aids [][]byte
 		eachChild(tx.Bucket(bDomainMailboxes), d.ID, 0, func(id []byte) { mids = append(mids, id) })
 		eachChild(tx.Bucket(bDomainAliases), d.ID, 0, func(id []byte) { aids = append(aids, id) })
 		for _, id := range mids {
-			var m Mailbox
+			var m mailstore.Mailbox
 			if getJSON(tx.Bucket(bMailboxes), id, &m) {
 				if err := s.deleteMailboxTx(tx, &d, m); err != nil {
 					return err
@@ -429,7 +430,7 @@ func (s *Bolt) DeleteDomain(ctx context.Context, partnerID int64, name string, f
 			}
 		}
 		for _, id := range aids {
-			var a Alias
+			var a mailstore.Alias
 			if getJSON(tx.Bucket(bAliases), id, &a) {
 				if err := deleteAliasTx(tx, &d, a); err != nil {
 					return err
@@ -437,7 +438,7 @@ func (s *Bolt) DeleteDomain(ctx context.Context, partnerID int64, name string, f
 			}
 		}
 		// Its DKIM keys and transfer history go with the domain; its queued
-		// mail does not (bolt_queue.go).
+		// mail does not (queue.go).
 		if err := tx.Bucket(bDKIM).Delete(id8(d.ID)); err != nil {
 			return err
 		}
@@ -472,8 +473,8 @@ func (s *Bolt) DeleteDomain(ctx context.Context, partnerID int64, name string, f
 }
 
 // DomainUsage implements Control.
-func (s *Bolt) DomainUsage(ctx context.Context, partnerID int64, name string, month string) (DomainUsage, error) {
-	var u DomainUsage
+func (s *Store) DomainUsage(ctx context.Context, partnerID int64, name string, month string) (mailstore.DomainUsage, error) {
+	var u mailstore.DomainUsage
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 		if u.Domain, err = domainOf(tx, partnerID, name); err != nil {
 			return err
@@ -484,8 +485,8 @@ func (s *Bolt) DomainUsage(ctx context.Context, partnerID int64, name string, mo
 	return u, err
 }
 
-func transferOf(tx *bolt.Tx, domainID int64, month string) Transfer {
-	t := Transfer{Month: month}
+func transferOf(tx *bolt.Tx, domainID int64, month string) mailstore.Transfer {
+	t := mailstore.Transfer{Month: month}
 	getJSON(tx.Bucket(bTransfer), transferKey(domainID, month), &t)
 	return t
 }
@@ -514,61 +515,61 @@ const (
 func addrValue(kind byte, id int64) []byte { return append([]byte{kind}, id8(id)...) }
 
 // CreateMailbox implements Control.
-func (s *Bolt) CreateMailbox(ctx context.Context, partnerID int64, domainName, email, passwordHash string, now time.Time) (Mailbox, error) {
-	var m Mailbox
+func (s *Store) CreateMailbox(ctx context.Context, partnerID int64, domainName, email, passwordHash string, now time.Time) (mailstore.Mailbox, error) {
+	var m mailstore.Mailbox
 	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
 		m, err = createMailboxTx(tx, partnerID, domainName, email, passwordHash, now)
 		return err
 	})
 	if err != nil {
-		return Mailbox{}, fmt.Errorf("create mailbox %s: %w", email, err)
+		return mailstore.Mailbox{}, fmt.Errorf("create mailbox %s: %w", email, err)
 	}
 	return m, nil
 }
 
 // createMailboxTx is CreateMailbox within tx (benchmarks load with it, many
 // mailboxes to a transaction).
-func createMailboxTx(tx *bolt.Tx, partnerID int64, domainName, email, passwordHash string, now time.Time) (Mailbox, error) {
+func createMailboxTx(tx *bolt.Tx, partnerID int64, domainName, email, passwordHash string, now time.Time) (mailstore.Mailbox, error) {
 	d, err := domainOf(tx, partnerID, domainName)
 	if err != nil {
-		return Mailbox{}, err
+		return mailstore.Mailbox{}, err
 	}
 	if !inDomain(email, d.Name) || strings.HasPrefix(email, "@") {
-		return Mailbox{}, ErrWrongDomain
+		return mailstore.Mailbox{}, mailstore.ErrWrongDomain
 	}
 	addrs := tx.Bucket(bDomainAddresses)
 	if addrs.Get(addrKey(d.ID, email)) != nil {
-		return Mailbox{}, ErrEmailExists
+		return mailstore.Mailbox{}, mailstore.ErrEmailExists
 	}
 	if d.MaxMailboxes > 0 && d.MailboxCount >= d.MaxMailboxes {
-		return Mailbox{}, ErrMailboxLimit
+		return mailstore.Mailbox{}, mailstore.ErrMailboxLimit
 	}
 	b := tx.Bucket(bMailboxes)
 	id, err := nextID(b)
 	if err != nil {
-		return Mailbox{}, err
+		return mailstore.Mailbox{}, err
 	}
-	m := Mailbox{
+	m := mailstore.Mailbox{
 		ID: id, DomainID: d.ID, PartnerID: partnerID, Email: email,
-		PasswordHash: passwordHash, QuotaMB: d.QuotaMB, CreatedAt: UTC(now),
-		PasswordChangedAt: UTC(now),
+		PasswordHash: passwordHash, QuotaMB: d.QuotaMB, CreatedAt: mailstore.UTC(now),
+		PasswordChangedAt: mailstore.UTC(now),
 	}
 	if err := addrs.Put(addrKey(d.ID, email), addrValue(addrMailbox, id)); err != nil {
-		return Mailbox{}, err
+		return mailstore.Mailbox{}, err
 	}
 	entry := entryValue(m)
 	if err := tx.Bucket(bPartnerMailboxes).Put(pair(partnerID, id), entry); err != nil {
-		return Mailbox{}, err
+		return mailstore.Mailbox{}, err
 	}
 	if err := tx.Bucket(bDomainMailboxes).Put(pair(d.ID, id), entry); err != nil {
-		return Mailbox{}, err
+		return mailstore.Mailbox{}, err
 	}
 	if err := createMailboxFolders(tx, m); err != nil {
-		return Mailbox{}, err
+		return mailstore.Mailbox{}, err
 	}
 	d.MailboxCount++
 	if err := putDomain(tx, d); err != nil {
-		return Mailbox{}, err
+		return mailstore.Mailbox{}, err
 	}
 	return m, putJSON(b, id8(id), m)
 }
@@ -578,21 +579,21 @@ func createMailboxTx(tx *bolt.Tx, partnerID int64, domainName, email, passwordHa
 // The index keys it walks (partner_mailboxes, domain_mailboxes) hold the
 // entry itself (entryValue): a list reads no mailbox record. Keys written
 // before they did hold nothing, and their record is read instead.
-func (s *Bolt) Mailboxes(ctx context.Context, partnerID int64, domainID int64, p Page) ([]MailboxEntry, int, error) {
-	var out []MailboxEntry
+func (s *Store) Mailboxes(ctx context.Context, partnerID int64, domainID int64, p mailstore.Page) ([]mailstore.MailboxEntry, int, error) {
+	var out []mailstore.MailboxEntry
 	var total int
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		idx, parent := tx.Bucket(bPartnerMailboxes), partnerID
 		if domainID != 0 {
-			var d Domain
+			var d mailstore.Domain
 			if !getJSON(tx.Bucket(bDomains), id8(domainID), &d) || d.PartnerID != partnerID {
-				return ErrDomainNotFound
+				return mailstore.ErrDomainNotFound
 			}
 			idx, parent = tx.Bucket(bDomainMailboxes), domainID
 		}
 		records := tx.Bucket(bMailboxes)
 		prefix := id8(parent)
-		out = []MailboxEntry{}
+		out = []mailstore.MailboxEntry{}
 		c := idx.Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			total++
@@ -603,7 +604,7 @@ func (s *Bolt) Mailboxes(ctx context.Context, partnerID int64, domainID int64, p
 				out = append(out, e)
 				continue
 			}
-			var m Mailbox
+			var m mailstore.Mailbox
 			if getJSON(records, k[8:], &m) {
 				out = append(out, m.Entry())
 			}
@@ -615,7 +616,7 @@ func (s *Bolt) Mailboxes(ctx context.Context, partnerID int64, domainID int64, p
 
 // entryValue is the value of a mailbox's index keys: domain id, partner
 // id, created_at (Unix seconds), 8 bytes each, then the address.
-func entryValue(m Mailbox) []byte {
+func entryValue(m mailstore.Mailbox) []byte {
 	v := make([]byte, 24, 24+len(m.Email))
 	binary.BigEndian.PutUint64(v, uint64(m.DomainID))
 	binary.BigEndian.PutUint64(v[8:], uint64(m.PartnerID))
@@ -625,11 +626,11 @@ func entryValue(m Mailbox) []byte {
 
 // parseEntry reads an index key (parent, id) and its entryValue; false
 // when the value is empty (written before values were).
-func parseEntry(k, v []byte) (MailboxEntry, bool) {
+func parseEntry(k, v []byte) (mailstore.MailboxEntry, bool) {
 	if len(k) != 16 || len(v) <= 24 {
-		return MailboxEntry{}, false
+		return mailstore.MailboxEntry{}, false
 	}
-	return MailboxEntry{
+	return mailstore.MailboxEntry{
 		ID:        int64(binary.BigEndian.Uint64(k[8:])),
 		DomainID:  int64(binary.BigEndian.Uint64(v)),
 		PartnerID: int64(binary.BigEndian.Uint64(v[8:])),
@@ -640,31 +641,31 @@ func parseEntry(k, v []byte) (MailboxEntry, bool) {
 
 // mailboxOf loads a partner's mailbox by address, in its own claim of
 // the address's domain.
-func mailboxOf(tx *bolt.Tx, partnerID int64, email string) (Mailbox, error) {
+func mailboxOf(tx *bolt.Tx, partnerID int64, email string) (mailstore.Mailbox, error) {
 	d, err := domainOf(tx, partnerID, domainPart(email))
 	if err != nil {
-		return Mailbox{}, ErrMailboxNotFound
+		return mailstore.Mailbox{}, mailstore.ErrMailboxNotFound
 	}
 	m, err := mailboxIn(tx, d.ID, email)
 	if err != nil || m.PartnerID != partnerID {
-		return Mailbox{}, ErrMailboxNotFound
+		return mailstore.Mailbox{}, mailstore.ErrMailboxNotFound
 	}
 	return m, nil
 }
 
 // mailboxByEmail loads a mailbox by address in the live claim of its
 // domain: the mail plane's look-up.
-func mailboxByEmail(tx *bolt.Tx, email string) (Mailbox, error) {
+func mailboxByEmail(tx *bolt.Tx, email string) (mailstore.Mailbox, error) {
 	d, err := liveDomain(tx, domainPart(email))
 	if err != nil {
-		return Mailbox{}, ErrMailboxNotFound
+		return mailstore.Mailbox{}, mailstore.ErrMailboxNotFound
 	}
 	return mailboxIn(tx, d.ID, email)
 }
 
 // Mailbox implements Control.
-func (s *Bolt) Mailbox(ctx context.Context, partnerID int64, email string) (Mailbox, error) {
-	var m Mailbox
+func (s *Store) Mailbox(ctx context.Context, partnerID int64, email string) (mailstore.Mailbox, error) {
+	var m mailstore.Mailbox
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 		m, err = mailboxOf(tx, partnerID, email)
 		return err
@@ -672,8 +673,8 @@ func (s *Bolt) Mailbox(ctx context.Context, partnerID int64, email string) (Mail
 	return m, err
 }
 
-func (s *Bolt) changeMailbox(ctx context.Context, partnerID int64, email string, fn func(m *Mailbox)) (Mailbox, error) {
-	var m Mailbox
+func (s *Store) changeMailbox(ctx context.Context, partnerID int64, email string, fn func(m *mailstore.Mailbox)) (mailstore.Mailbox, error) {
+	var m mailstore.Mailbox
 	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
 		if m, err = mailboxOf(tx, partnerID, email); err != nil {
 			return err
@@ -682,31 +683,31 @@ func (s *Bolt) changeMailbox(ctx context.Context, partnerID int64, email string,
 		return putJSON(tx.Bucket(bMailboxes), id8(m.ID), m)
 	})
 	if err != nil {
-		return Mailbox{}, fmt.Errorf("mailbox %s: %w", email, err)
+		return mailstore.Mailbox{}, fmt.Errorf("mailbox %s: %w", email, err)
 	}
 	return m, nil
 }
 
 // SetPassword implements Control.
-func (s *Bolt) SetPassword(ctx context.Context, partnerID int64, email, passwordHash string, now time.Time) (Mailbox, error) {
-	return s.changeMailbox(ctx, partnerID, email, func(m *Mailbox) {
-		m.PasswordHash, m.PasswordChangedAt = passwordHash, UTC(now)
+func (s *Store) SetPassword(ctx context.Context, partnerID int64, email, passwordHash string, now time.Time) (mailstore.Mailbox, error) {
+	return s.changeMailbox(ctx, partnerID, email, func(m *mailstore.Mailbox) {
+		m.PasswordHash, m.PasswordChangedAt = passwordHash, mailstore.UTC(now)
 	})
 }
 
 // SetQuota implements Control.
-func (s *Bolt) SetQuota(ctx context.Context, partnerID int64, email string, mb int64) (Mailbox, error) {
-	return s.changeMailbox(ctx, partnerID, email, func(m *Mailbox) { m.QuotaMB = mb })
+func (s *Store) SetQuota(ctx context.Context, partnerID int64, email string, mb int64) (mailstore.Mailbox, error) {
+	return s.changeMailbox(ctx, partnerID, email, func(m *mailstore.Mailbox) { m.QuotaMB = mb })
 }
 
 // DeleteMailbox implements Control.
-func (s *Bolt) DeleteMailbox(ctx context.Context, partnerID int64, email string) error {
+func (s *Store) DeleteMailbox(ctx context.Context, partnerID int64, email string) error {
 	err := s.deleting(ctx, func(tx *bolt.Tx) error {
 		m, err := mailboxOf(tx, partnerID, email)
 		if err != nil {
 			return err
 		}
-		var d Domain
+		var d mailstore.Domain
 		if !getJSON(tx.Bucket(bDomains), id8(m.DomainID), &d) {
 			return fmt.Errorf("mailbox %d: domain %d missing", m.ID, m.DomainID)
 		}
@@ -723,7 +724,7 @@ func (s *Bolt) DeleteMailbox(ctx context.Context, partnerID int64, email string)
 
 // deleteMailboxTx removes a mailbox, its indexes and its messages, and
 // takes them off the domain's counters (the caller stores d).
-func (s *Bolt) deleteMailboxTx(tx *bolt.Tx, d *Domain, m Mailbox) error {
+func (s *Store) deleteMailboxTx(tx *bolt.Tx, d *mailstore.Domain, m mailstore.Mailbox) error {
 	msgs, bytes, err := s.deleteMailboxMessages(tx, m)
 	if err != nil {
 		return err
@@ -751,32 +752,32 @@ func (s *Bolt) deleteMailboxTx(tx *bolt.Tx, d *Domain, m Mailbox) error {
 }
 
 // CreateAlias implements Control.
-func (s *Bolt) CreateAlias(ctx context.Context, partnerID int64, domainName, source, destination string, now time.Time) (Alias, error) {
-	var a Alias
+func (s *Store) CreateAlias(ctx context.Context, partnerID int64, domainName, source, destination string, now time.Time) (mailstore.Alias, error) {
+	var a mailstore.Alias
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		d, err := domainOf(tx, partnerID, domainName)
 		if err != nil {
 			return err
 		}
 		if !inDomain(source, d.Name) {
-			return ErrWrongDomain
+			return mailstore.ErrWrongDomain
 		}
 		if source == destination {
-			return fmt.Errorf("destination is the source: %w", ErrInvalidArgument)
+			return fmt.Errorf("destination is the source: %w", mailstore.ErrInvalidArgument)
 		}
 		addrs := tx.Bucket(bDomainAddresses)
 		if addrs.Get(addrKey(d.ID, source)) != nil {
-			return ErrAliasExists
+			return mailstore.ErrAliasExists
 		}
 		if d.MaxAliases > 0 && d.AliasCount >= d.MaxAliases {
-			return ErrAliasLimit
+			return mailstore.ErrAliasLimit
 		}
 		b := tx.Bucket(bAliases)
 		id, err := nextID(b)
 		if err != nil {
 			return err
 		}
-		a = Alias{ID: id, DomainID: d.ID, PartnerID: partnerID, Source: source, Destination: destination, CreatedAt: UTC(now)}
+		a = mailstore.Alias{ID: id, DomainID: d.ID, PartnerID: partnerID, Source: source, Destination: destination, CreatedAt: mailstore.UTC(now)}
 		if err := addrs.Put(addrKey(d.ID, source), addrValue(addrAlias, id)); err != nil {
 			return err
 		}
@@ -793,25 +794,25 @@ func (s *Bolt) CreateAlias(ctx context.Context, partnerID int64, domainName, sou
 		return putJSON(b, id8(id), a)
 	})
 	if err != nil {
-		return Alias{}, fmt.Errorf("create alias %s: %w", source, err)
+		return mailstore.Alias{}, fmt.Errorf("create alias %s: %w", source, err)
 	}
 	return a, nil
 }
 
 // Aliases implements Control.
-func (s *Bolt) Aliases(ctx context.Context, partnerID int64, domainID int64, p Page) ([]Alias, int, error) {
-	var out []Alias
+func (s *Store) Aliases(ctx context.Context, partnerID int64, domainID int64, p mailstore.Page) ([]mailstore.Alias, int, error) {
+	var out []mailstore.Alias
 	var total int
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if domainID == 0 {
-			out, total = page[Alias](tx.Bucket(bPartnerAliases), tx.Bucket(bAliases), partnerID, p)
+			out, total = page[mailstore.Alias](tx.Bucket(bPartnerAliases), tx.Bucket(bAliases), partnerID, p)
 			return nil
 		}
-		var d Domain
+		var d mailstore.Domain
 		if !getJSON(tx.Bucket(bDomains), id8(domainID), &d) || d.PartnerID != partnerID {
-			return ErrDomainNotFound
+			return mailstore.ErrDomainNotFound
 		}
-		out, total = page[Alias](tx.Bucket(bDomainAliases), tx.Bucket(bAliases), domainID, p)
+		out, total = page[mailstore.Alias](tx.Bucket(bDomainAliases), tx.Bucket(bAliases), domainID, p)
 		return nil
 	})
 	return out, total, err
@@ -819,36 +820,36 @@ func (s *Bolt) Aliases(ctx context.Context, partnerID int64, domainID int64, p P
 
 // aliasBySource loads an alias by source in the live claim of its
 // domain: the mail plane's look-up.
-func aliasBySource(tx *bolt.Tx, source string) (Alias, error) {
+func aliasBySource(tx *bolt.Tx, source string) (mailstore.Alias, error) {
 	d, err := liveDomain(tx, domainPart(source))
 	if err != nil {
-		return Alias{}, ErrAliasNotFound
+		return mailstore.Alias{}, mailstore.ErrAliasNotFound
 	}
 	return aliasIn(tx, d.ID, source)
 }
 
 // aliasOf loads a partner's alias by source, in its own claim of the
 // source's domain.
-func aliasOf(tx *bolt.Tx, partnerID int64, source string) (Alias, error) {
+func aliasOf(tx *bolt.Tx, partnerID int64, source string) (mailstore.Alias, error) {
 	d, err := domainOf(tx, partnerID, domainPart(source))
 	if err != nil {
-		return Alias{}, ErrAliasNotFound
+		return mailstore.Alias{}, mailstore.ErrAliasNotFound
 	}
 	a, err := aliasIn(tx, d.ID, source)
 	if err != nil || a.PartnerID != partnerID {
-		return Alias{}, ErrAliasNotFound
+		return mailstore.Alias{}, mailstore.ErrAliasNotFound
 	}
 	return a, nil
 }
 
 // DeleteAlias implements Control.
-func (s *Bolt) DeleteAlias(ctx context.Context, partnerID int64, source string) error {
+func (s *Store) DeleteAlias(ctx context.Context, partnerID int64, source string) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		a, err := aliasOf(tx, partnerID, source)
 		if err != nil {
 			return err
 		}
-		var d Domain
+		var d mailstore.Domain
 		if !getJSON(tx.Bucket(bDomains), id8(a.DomainID), &d) {
 			return fmt.Errorf("alias %d: domain %d missing", a.ID, a.DomainID)
 		}
@@ -863,7 +864,7 @@ func (s *Bolt) DeleteAlias(ctx context.Context, partnerID int64, source string) 
 	return nil
 }
 
-func deleteAliasTx(tx *bolt.Tx, d *Domain, a Alias) error {
+func deleteAliasTx(tx *bolt.Tx, d *mailstore.Domain, a mailstore.Alias) error {
 	d.AliasCount--
 	for _, del := range []struct {
 		b []byte
@@ -882,15 +883,15 @@ func deleteAliasTx(tx *bolt.Tx, d *Domain, a Alias) error {
 }
 
 // MailboxByEmail implements Mail.
-func (s *Bolt) MailboxByEmail(ctx context.Context, email string) (Mailbox, Domain, error) {
-	var m Mailbox
-	var d Domain
+func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error) {
+	var m mailstore.Mailbox
+	var d mailstore.Domain
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 		if m, err = mailboxByEmail(tx, email); err != nil {
 			return err
 		}
 		if !getJSON(tx.Bucket(bDomains), id8(m.DomainID), &d) {
-			return ErrDomainNotFound
+			return mailstore.ErrDomainNotFound
 		}
 		if b := tx.Bucket(bAutoReplies); b != nil {
 			m.HasAutoReply = b.Get(id8(m.ID)) != nil
@@ -902,8 +903,8 @@ func (s *Bolt) MailboxByEmail(ctx context.Context, email string) (Mailbox, Domai
 }
 
 // AliasBySource implements Mail.
-func (s *Bolt) AliasBySource(ctx context.Context, source string) (Alias, error) {
-	var a Alias
+func (s *Store) AliasBySource(ctx context.Context, source string) (mailstore.Alias, error) {
+	var a mailstore.Alias
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 		a, err = aliasBySource(tx, source)
 		return err
@@ -912,11 +913,11 @@ func (s *Bolt) AliasBySource(ctx context.Context, source string) (Alias, error) 
 }
 
 // DomainWithID implements Mail.
-func (s *Bolt) DomainWithID(ctx context.Context, id int64) (Domain, error) {
-	var d Domain
+func (s *Store) DomainWithID(ctx context.Context, id int64) (mailstore.Domain, error) {
+	var d mailstore.Domain
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if !getJSON(tx.Bucket(bDomains), id8(id), &d) {
-			return ErrDomainNotFound
+			return mailstore.ErrDomainNotFound
 		}
 		return nil
 	})
@@ -924,8 +925,8 @@ func (s *Bolt) DomainWithID(ctx context.Context, id int64) (Domain, error) {
 }
 
 // DomainByName implements Mail.
-func (s *Bolt) DomainByName(ctx context.Context, name string) (Domain, error) {
-	var d Domain
+func (s *Store) DomainByName(ctx context.Context, name string) (mailstore.Domain, error) {
+	var d mailstore.Domain
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 		d, err = liveDomain(tx, name)
 		return err
@@ -934,11 +935,11 @@ func (s *Bolt) DomainByName(ctx context.Context, name string) (Domain, error) {
 }
 
 // SetSpamFilter implements Control.
-func (s *Bolt) SetSpamFilter(ctx context.Context, partnerID int64, name, filter string) (Domain, error) {
-	if filter != "" && !ValidSpamFilter(filter) {
-		return Domain{}, fmt.Errorf("spam filter %q: %w", filter, ErrInvalidArgument)
+func (s *Store) SetSpamFilter(ctx context.Context, partnerID int64, name, filter string) (mailstore.Domain, error) {
+	if filter != "" && !mailstore.ValidSpamFilter(filter) {
+		return mailstore.Domain{}, fmt.Errorf("spam filter %q: %w", filter, mailstore.ErrInvalidArgument)
 	}
-	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *Domain) error {
+	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *mailstore.Domain) error {
 		d.SpamFilter = filter
 		return nil
 	})

@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 // Domain verification on bbolt: the Verified, VerifiedAt and VerifyToken
 // fields are JSON fields of the Domain record (old records read as
@@ -9,7 +9,7 @@ package mailstore
 //
 // The bucket is made lazily (CreateBucketIfNotExists in the writing
 // transactions; readers take its absence as empty) rather than by a schema
-// migration, as bolt_cluster.go's is: another change takes schema 6 at the
+// migration, as cluster.go's is: another change takes schema 6 at the
 // same time. No domain was verified before the bucket existed, so a file
 // without it has nothing to index.
 //
@@ -23,19 +23,20 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
 var bDomainVerified = []byte("domain_verified")
 
 // SetVerified implements Control.
-func (s *Bolt) SetVerified(ctx context.Context, partnerID int64, name string, verified bool, now time.Time) (Domain, error) {
+func (s *Store) SetVerified(ctx context.Context, partnerID int64, name string, verified bool, now time.Time) (mailstore.Domain, error) {
 	if verified {
-		return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *Domain) error {
+		return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *mailstore.Domain) error {
 			return s.winClaim(tx, d, false, now)
 		})
 	}
-	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *Domain) error {
+	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *mailstore.Domain) error {
 		d.Verified = false
 		if err := unindexVerified(tx, *d); err != nil {
 			return err
@@ -49,18 +50,18 @@ func (s *Bolt) SetVerified(ctx context.Context, partnerID int64, name string, ve
 }
 
 // SetVerifiedSole implements Control.
-func (s *Bolt) SetVerifiedSole(ctx context.Context, partnerID int64, name string, now time.Time) (Domain, error) {
-	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *Domain) error {
+func (s *Store) SetVerifiedSole(ctx context.Context, partnerID int64, name string, now time.Time) (mailstore.Domain, error) {
+	return s.changeDomain(ctx, partnerID, name, func(tx *bolt.Tx, d *mailstore.Domain) error {
 		return s.winClaim(tx, d, true, now)
 	})
 }
 
 // EnsureVerifyToken implements Control.
-func (s *Bolt) EnsureVerifyToken(ctx context.Context, partnerID int64, name, token string) (Domain, error) {
+func (s *Store) EnsureVerifyToken(ctx context.Context, partnerID int64, name, token string) (mailstore.Domain, error) {
 	if token == "" {
-		return Domain{}, fmt.Errorf("domain %s: empty verify token: %w", name, ErrInvalidArgument)
+		return mailstore.Domain{}, fmt.Errorf("domain %s: empty verify token: %w", name, mailstore.ErrInvalidArgument)
 	}
-	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *Domain) error {
+	return s.changeDomain(ctx, partnerID, name, func(_ *bolt.Tx, d *mailstore.Domain) error {
 		if d.VerifyToken == "" {
 			d.VerifyToken = token
 		}
@@ -69,8 +70,8 @@ func (s *Bolt) EnsureVerifyToken(ctx context.Context, partnerID int64, name, tok
 }
 
 // VerifiedDomains implements Control.
-func (s *Bolt) VerifiedDomains(ctx context.Context, after string, limit int) ([]Domain, error) {
-	out := []Domain{}
+func (s *Store) VerifiedDomains(ctx context.Context, after string, limit int) ([]mailstore.Domain, error) {
+	out := []mailstore.Domain{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		idx := tx.Bucket(bDomainVerified)
 		if idx == nil {
@@ -86,7 +87,7 @@ func (s *Bolt) VerifiedDomains(ctx context.Context, after string, limit int) ([]
 			}
 		}
 		for ; k != nil && (limit <= 0 || len(out) < limit); k, v = c.Next() {
-			var d Domain
+			var d mailstore.Domain
 			if getJSON(domains, v, &d) {
 				out = append(out, d)
 			}
@@ -109,17 +110,17 @@ func relatedVerified(tx *bolt.Tx, partnerID int64, name string) bool {
 	}
 	domains := tx.Bucket(bDomains)
 	others := func(id []byte) bool {
-		var d Domain
+		var d mailstore.Domain
 		return getJSON(domains, id, &d) && d.PartnerID != partnerID
 	}
-	for _, p := range ParentNames(name) {
-		if id := idx.Get([]byte(ReversedName(p))); id != nil && others(id) {
+	for _, p := range mailstore.ParentNames(name) {
+		if id := idx.Get([]byte(mailstore.ReversedName(p))); id != nil && others(id) {
 			return true
 		}
 	}
 	// The partner's own verified subdomains are passed over one by one;
 	// a partner has few of them under one name.
-	prefix := []byte(ReversedName(name) + ".")
+	prefix := []byte(mailstore.ReversedName(name) + ".")
 	c := idx.Cursor()
 	for k, id := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, id = c.Next() {
 		if others(id) {
@@ -131,12 +132,12 @@ func relatedVerified(tx *bolt.Tx, partnerID int64, name string) bool {
 
 // unindexVerified drops a domain being deleted or unverified from the
 // index; the key is its own only if it holds its id.
-func unindexVerified(tx *bolt.Tx, d Domain) error {
+func unindexVerified(tx *bolt.Tx, d mailstore.Domain) error {
 	idx := tx.Bucket(bDomainVerified)
 	if idx == nil {
 		return nil
 	}
-	key := []byte(ReversedName(d.Name))
+	key := []byte(mailstore.ReversedName(d.Name))
 	if !bytes.Equal(idx.Get(key), id8(d.ID)) {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 // Dump and Load of the bbolt store (dump.go). Dump reads the buckets
 // directly in one read transaction: the store is not in use while it is
@@ -21,13 +21,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
 var (
-	_ Dumper   = (*Bolt)(nil)
-	_ Loader   = (*Bolt)(nil)
-	_ Verifier = (*Bolt)(nil)
+	_ mailstore.Dumper   = (*Store)(nil)
+	_ mailstore.Loader   = (*Store)(nil)
+	_ mailstore.Verifier = (*Store)(nil)
 )
 
 // Batch bounds of Load: a write transaction commits after this many
@@ -38,12 +39,12 @@ const (
 )
 
 // dataDir is the directory that holds the store's file (and srs.key).
-func (s *Bolt) dataDir() string { return filepath.Dir(s.db.Path()) }
+func (s *Store) dataDir() string { return filepath.Dir(s.db.Path()) }
 
 // readSRSKey answers the SRS secret kept in the data directory, "" when
 // there is none.
 func readSRSKey(dir string) (string, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, SRSKeyFile))
+	raw, err := os.ReadFile(filepath.Join(dir, mailstore.SRSKeyFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
@@ -54,25 +55,25 @@ func readSRSKey(dir string) (string, error) {
 }
 
 // Dump implements Dumper.
-func (s *Bolt) Dump(ctx context.Context, fn func(Record) error) error {
+func (s *Store) Dump(ctx context.Context, fn func(mailstore.Record) error) error {
 	secret, err := readSRSKey(s.dataDir())
 	if err != nil {
 		return err
 	}
 	return s.view(ctx, func(tx *bolt.Tx) error {
-		// Settings: the Cluster ones (bolt_cluster.go), and the SRS
+		// Settings: the Cluster ones (cluster.go), and the SRS
 		// secret from its file, in name order.
-		var settings []SettingRecord
+		var settings []mailstore.SettingRecord
 		if b := tx.Bucket(bCluster); b != nil {
 			prefix := clusterSettingKey("")
 			c := b.Cursor()
 			for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
-				settings = append(settings, SettingRecord{Name: string(k[len(prefix):]), Value: string(v)})
+				settings = append(settings, mailstore.SettingRecord{Name: string(k[len(prefix):]), Value: string(v)})
 			}
 		}
-		if secret != "" && !slices.ContainsFunc(settings, func(r SettingRecord) bool { return r.Name == SettingSRSSecret }) {
-			settings = append(settings, SettingRecord{Name: SettingSRSSecret, Value: secret})
-			slices.SortFunc(settings, func(a, b SettingRecord) int { return strings.Compare(a.Name, b.Name) })
+		if secret != "" && !slices.ContainsFunc(settings, func(r mailstore.SettingRecord) bool { return r.Name == mailstore.SettingSRSSecret }) {
+			settings = append(settings, mailstore.SettingRecord{Name: mailstore.SettingSRSSecret, Value: secret})
+			slices.SortFunc(settings, func(a, b mailstore.SettingRecord) int { return strings.Compare(a.Name, b.Name) })
 		}
 		for _, r := range settings {
 			if err := fn(r); err != nil {
@@ -87,12 +88,12 @@ func (s *Bolt) Dump(ctx context.Context, fn func(Record) error) error {
 type boltDumper struct {
 	tx  *bolt.Tx
 	ctx context.Context
-	fn  func(Record) error
+	fn  func(mailstore.Record) error
 	// n counts records, to check ctx now and then rather than per record.
 	n int
 }
 
-func (d *boltDumper) emit(r Record) error {
+func (d *boltDumper) emit(r mailstore.Record) error {
 	if d.n++; d.n%1024 == 0 {
 		if err := d.ctx.Err(); err != nil {
 			return err
@@ -119,52 +120,52 @@ func eachJSON[T any](tx *bolt.Tx, bucket []byte, fn func(k []byte, v *T) error) 
 
 func (d *boltDumper) dump() error {
 	tx := d.tx
-	if err := eachJSON(tx, bPartners, func(_ []byte, p *Partner) error {
-		return d.emit(PartnerRecord{Partner: *p, DomainCount: partnerDomainCount(tx, p.ID)})
+	if err := eachJSON(tx, bPartners, func(_ []byte, p *mailstore.Partner) error {
+		return d.emit(mailstore.PartnerRecord{Partner: *p, DomainCount: partnerDomainCount(tx, p.ID)})
 	}); err != nil {
 		return err
 	}
-	if err := eachJSON(tx, bKeys, func(_ []byte, k *APIKey) error {
-		return d.emit(APIKeyRecord{*k})
+	if err := eachJSON(tx, bKeys, func(_ []byte, k *mailstore.APIKey) error {
+		return d.emit(mailstore.APIKeyRecord{APIKey: *k})
 	}); err != nil {
 		return err
 	}
-	if err := eachJSON(tx, bDomains, func(_ []byte, v *Domain) error {
-		return d.emit(DomainRecord{*v})
+	if err := eachJSON(tx, bDomains, func(_ []byte, v *mailstore.Domain) error {
+		return d.emit(mailstore.DomainRecord{Domain: *v})
 	}); err != nil {
 		return err
 	}
-	if err := eachJSON(tx, bDKIM, func(k []byte, keys *[]DKIMKey) error {
-		return d.emit(DKIMRecord{DomainID: int64(binary.BigEndian.Uint64(k)), Keys: *keys})
+	if err := eachJSON(tx, bDKIM, func(k []byte, keys *[]mailstore.DKIMKey) error {
+		return d.emit(mailstore.DKIMRecord{DomainID: int64(binary.BigEndian.Uint64(k)), Keys: *keys})
 	}); err != nil {
 		return err
 	}
-	if err := eachJSON(tx, bTransfer, func(k []byte, t *Transfer) error {
+	if err := eachJSON(tx, bTransfer, func(k []byte, t *mailstore.Transfer) error {
 		if len(k) < 8 {
 			return fmt.Errorf("transfer key %x: too short", k)
 		}
 		t.Month = string(k[8:])
-		return d.emit(TransferRecord{DomainID: int64(binary.BigEndian.Uint64(k)), Transfer: *t})
+		return d.emit(mailstore.TransferRecord{DomainID: int64(binary.BigEndian.Uint64(k)), Transfer: *t})
 	}); err != nil {
 		return err
 	}
-	if err := eachJSON(tx, bMailboxes, func(_ []byte, m *Mailbox) error {
-		return d.emit(MailboxRecord{Mailbox: *m, FolderCount: int64(folderCount(tx, m.ID))})
+	if err := eachJSON(tx, bMailboxes, func(_ []byte, m *mailstore.Mailbox) error {
+		return d.emit(mailstore.MailboxRecord{Mailbox: *m, FolderCount: int64(folderCount(tx, m.ID))})
 	}); err != nil {
 		return err
 	}
-	if err := eachJSON(tx, bAliases, func(_ []byte, a *Alias) error {
-		return d.emit(AliasRecord{*a})
+	if err := eachJSON(tx, bAliases, func(_ []byte, a *mailstore.Alias) error {
+		return d.emit(mailstore.AliasRecord{Alias: *a})
 	}); err != nil {
 		return err
 	}
-	if err := eachJSON(tx, bFolders, func(_ []byte, f *Folder) error {
-		return d.emit(FolderRecord{*f})
+	if err := eachJSON(tx, bFolders, func(_ []byte, f *mailstore.Folder) error {
+		return d.emit(mailstore.FolderRecord{Folder: *f})
 	}); err != nil {
 		return err
 	}
 	if err := tx.Bucket(bSubscriptions).ForEach(func(k, _ []byte) error {
-		return d.emit(SubscriptionRecord{MailboxID: int64(binary.BigEndian.Uint64(k[:8])), Name: string(k[8:])})
+		return d.emit(mailstore.SubscriptionRecord{MailboxID: int64(binary.BigEndian.Uint64(k[:8])), Name: string(k[8:])})
 	}); err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func (d *boltDumper) dump() error {
 		if v := refs.Get(k); len(v) == 8 {
 			n = int64(binary.BigEndian.Uint64(v))
 		}
-		return d.emit(BlobRecord{ID: int64(binary.BigEndian.Uint64(k)), Refs: n, Body: body})
+		return d.emit(mailstore.BlobRecord{ID: int64(binary.BigEndian.Uint64(k)), Refs: n, Body: body})
 	}); err != nil {
 		return err
 	}
@@ -183,17 +184,17 @@ func (d *boltDumper) dump() error {
 		if err != nil {
 			return fmt.Errorf("message %x: %w", k, err)
 		}
-		return d.emit(MessageRecord{m})
+		return d.emit(mailstore.MessageRecord{Message: m})
 	}); err != nil {
 		return err
 	}
-	if err := eachJSON(tx, bQueue, func(_ []byte, o *Outbound) error {
-		return d.emit(OutboundRecord{Outbound: *o})
+	if err := eachJSON(tx, bQueue, func(_ []byte, o *mailstore.Outbound) error {
+		return d.emit(mailstore.OutboundRecord{Outbound: *o})
 	}); err != nil {
 		return err
 	}
 	if err := eachJSON(tx, bSTS, func(k []byte, r *stsRecord) error {
-		return d.emit(STSRecord{STSPolicy{
+		return d.emit(mailstore.STSRecord{STSPolicy: mailstore.STSPolicy{
 			Domain: string(k), ID: r.ID, Mode: r.Mode, MX: r.MX,
 			MaxAge: time.Duration(r.MaxAge) * time.Second, Expires: r.Expires,
 		}})
@@ -208,7 +209,7 @@ func (d *boltDumper) dump() error {
 		if b := tx.Bucket(sq.bucket); b != nil {
 			v = b.Sequence()
 		}
-		if err := d.emit(SequenceRecord{Name: sq.name, Value: int64(v)}); err != nil {
+		if err := d.emit(mailstore.SequenceRecord{Name: sq.name, Value: int64(v)}); err != nil {
 			return err
 		}
 	}
@@ -233,11 +234,11 @@ func (d *boltDumper) dumpState() error {
 	// An auto-reply and its memory go with their mailbox; TakeAutoReply
 	// does not check that the mailbox exists, so a memory of a mailbox
 	// deleted meanwhile may remain, which no mailbox can use.
-	if err := eachJSON(tx, bAutoReplies, func(k []byte, a *AutoReply) error {
+	if err := eachJSON(tx, bAutoReplies, func(k []byte, a *mailstore.AutoReply) error {
 		if mailboxes.Get(k) == nil {
 			return nil
 		}
-		return d.emit(AutoReplyRecord{*a})
+		return d.emit(mailstore.AutoReplyRecord{AutoReply: *a})
 	}); err != nil {
 		return err
 	}
@@ -248,7 +249,7 @@ func (d *boltDumper) dumpState() error {
 		if mailboxes.Get(k[:8]) == nil {
 			return nil
 		}
-		return d.emit(AutoReplySentRecord{
+		return d.emit(mailstore.AutoReplySentRecord{
 			MailboxID: int64(binary.BigEndian.Uint64(k)),
 			Sender:    string(k[8:]),
 			SentAt:    time.Unix(int64(binary.BigEndian.Uint64(v)), 0).UTC(),
@@ -271,18 +272,18 @@ func (d *boltDumper) dumpState() error {
 		}
 		id := int64(binary.BigEndian.Uint64(k))
 		name := string(k[8:])
-		return d.emit(SieveScriptRecord{SieveScript{MailboxID: id, Name: name, Script: r.Script,
+		return d.emit(mailstore.SieveScriptRecord{SieveScript: mailstore.SieveScript{MailboxID: id, Name: name, Script: r.Script,
 			UpdatedAt: r.UpdatedAt.UTC(), Active: sieveActiveName(tx, id) == name}})
 	}); err != nil {
 		return err
 	}
-	if err := eachJSON(tx, bWebhooks, func(_ []byte, w *Webhook) error {
-		return d.emit(WebhookRecord{*w})
+	if err := eachJSON(tx, bWebhooks, func(_ []byte, w *mailstore.Webhook) error {
+		return d.emit(mailstore.WebhookRecord{Webhook: *w})
 	}); err != nil {
 		return err
 	}
-	if err := eachJSON(tx, bEvents, func(_ []byte, e *Event) error {
-		return d.emit(EventRecord{*e})
+	if err := eachJSON(tx, bEvents, func(_ []byte, e *mailstore.Event) error {
+		return d.emit(mailstore.EventRecord{Event: *e})
 	}); err != nil {
 		return err
 	}
@@ -293,7 +294,7 @@ func (d *boltDumper) dumpState() error {
 		if hooks == nil || hooks.Get(id8(x.WebhookID)) == nil || events == nil || events.Get(id8(x.EventID)) == nil {
 			return nil
 		}
-		return d.emit(WebhookDeliveryRecord{
+		return d.emit(mailstore.WebhookDeliveryRecord{
 			ID: int64(binary.BigEndian.Uint64(k)), WebhookID: x.WebhookID, EventID: x.EventID,
 			Attempts: x.Attempts, NextAttempt: x.NextAttempt.UTC(), LastError: x.LastError,
 		})
@@ -301,17 +302,17 @@ func (d *boltDumper) dumpState() error {
 		return err
 	}
 	if err := eachRaw(tx, bEventMarks, func(k, _ []byte) error {
-		return d.emit(EventMarkRecord{Mark: string(k)})
+		return d.emit(mailstore.EventMarkRecord{Mark: string(k)})
 	}); err != nil {
 		return err
 	}
-	if err := eachJSON(tx, bAudit, func(_ []byte, e *AuditEntry) error {
-		return d.emit(AuditRecord{*e})
+	if err := eachJSON(tx, bAudit, func(_ []byte, e *mailstore.AuditEntry) error {
+		return d.emit(mailstore.AuditRecord{AuditEntry: *e})
 	}); err != nil {
 		return err
 	}
 	return eachRaw(tx, bCerts, func(k, v []byte) error {
-		return d.emit(CertRecord{Name: string(k), Data: v})
+		return d.emit(mailstore.CertRecord{Name: string(k), Data: v})
 	})
 }
 
@@ -322,19 +323,19 @@ var boltSequences = []struct {
 	name   string
 	bucket []byte
 }{
-	{SeqPartners, bPartners},
-	{SeqAPIKeys, bKeys},
-	{SeqDomains, bDomains},
-	{SeqMailboxes, bMailboxes},
-	{SeqAliases, bAliases},
-	{SeqFolders, bFolders},
-	{SeqUIDValidity, bFolders},
-	{SeqBlobs, bBlobs},
-	{SeqQueue, bQueue},
-	{SeqWebhooks, bWebhooks},
-	{SeqEvents, bEvents},
-	{SeqDeliveries, bWebhookDeliveries},
-	{SeqAudit, bAudit},
+	{mailstore.SeqPartners, bPartners},
+	{mailstore.SeqAPIKeys, bKeys},
+	{mailstore.SeqDomains, bDomains},
+	{mailstore.SeqMailboxes, bMailboxes},
+	{mailstore.SeqAliases, bAliases},
+	{mailstore.SeqFolders, bFolders},
+	{mailstore.SeqUIDValidity, bFolders},
+	{mailstore.SeqBlobs, bBlobs},
+	{mailstore.SeqQueue, bQueue},
+	{mailstore.SeqWebhooks, bWebhooks},
+	{mailstore.SeqEvents, bEvents},
+	{mailstore.SeqDeliveries, bWebhookDeliveries},
+	{mailstore.SeqAudit, bAudit},
 }
 
 // dataBuckets are the buckets that hold objects (the others are indexes
@@ -347,7 +348,7 @@ var dataBuckets = [][]byte{
 }
 
 // Load implements Loader.
-func (s *Bolt) Load(ctx context.Context, src func(put func(Record) error) error) error {
+func (s *Store) Load(ctx context.Context, src func(put func(mailstore.Record) error) error) error {
 	if err := s.view(ctx, func(tx *bolt.Tx) error {
 		for _, b := range dataBuckets {
 			bucket := tx.Bucket(b)
@@ -355,7 +356,7 @@ func (s *Bolt) Load(ctx context.Context, src func(put func(Record) error) error)
 				continue
 			}
 			if k, _ := bucket.Cursor().First(); k != nil {
-				return fmt.Errorf("%s: bucket %s has data: %w", s.db.Path(), b, ErrNotEmpty)
+				return fmt.Errorf("%s: bucket %s has data: %w", s.db.Path(), b, mailstore.ErrNotEmpty)
 			}
 		}
 		return nil
@@ -396,7 +397,7 @@ func (s *Bolt) Load(ctx context.Context, src func(put func(Record) error) error)
 // boltLoader is one Load: the write transaction of the current batch
 // and what later records need from earlier ones.
 type boltLoader struct {
-	s     *Bolt
+	s     *Store
 	ctx   context.Context
 	tx    *bolt.Tx
 	n     int // records in the current batch
@@ -452,7 +453,7 @@ func (l *boltLoader) saw(name string, id int64) {
 	}
 }
 
-func (l *boltLoader) put(r Record) error {
+func (l *boltLoader) put(r mailstore.Record) error {
 	if err := l.begin(); err != nil {
 		return err
 	}
@@ -468,10 +469,10 @@ func (l *boltLoader) put(r Record) error {
 
 // write files one record and rebuilds its index keys, as the Store
 // methods that make such objects do.
-func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
+func (l *boltLoader) write(tx *bolt.Tx, r mailstore.Record) error {
 	switch r := r.(type) {
-	case SettingRecord:
-		if r.Name == SettingSRSSecret {
+	case mailstore.SettingRecord:
+		if r.Name == mailstore.SettingSRSSecret {
 			// Where package service reads it.
 			return writeSRSKey(l.s.dataDir(), r.Value)
 		}
@@ -482,21 +483,21 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 		k := clusterSettingKey(r.Name)
 		if have := b.Get(k); have != nil {
 			if string(have) != r.Value {
-				return fmt.Errorf("setting %s has another value: %w", r.Name, ErrNotEmpty)
+				return fmt.Errorf("setting %s has another value: %w", r.Name, mailstore.ErrNotEmpty)
 			}
 			return nil
 		}
 		return b.Put(k, []byte(r.Value))
-	case PartnerRecord:
+	case mailstore.PartnerRecord:
 		p := r.Partner
-		l.saw(SeqPartners, p.ID)
+		l.saw(mailstore.SeqPartners, p.ID)
 		if err := tx.Bucket(bPartnerNames).Put([]byte(p.Name), id8(p.ID)); err != nil {
 			return err
 		}
 		return putJSON(tx.Bucket(bPartners), id8(p.ID), p)
-	case APIKeyRecord:
+	case mailstore.APIKeyRecord:
 		k := r.APIKey
-		l.saw(SeqAPIKeys, k.ID)
+		l.saw(mailstore.SeqAPIKeys, k.ID)
 		if err := tx.Bucket(bKeyLookup).Put([]byte(k.Lookup), id8(k.ID)); err != nil {
 			return err
 		}
@@ -504,9 +505,9 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 			return err
 		}
 		return putJSON(tx.Bucket(bKeys), id8(k.ID), k)
-	case DomainRecord:
+	case mailstore.DomainRecord:
 		d := r.Domain
-		l.saw(SeqDomains, d.ID)
+		l.saw(mailstore.SeqDomains, d.ID)
 		if err := tx.Bucket(bDomainClaims).Put(claimKey(d.Name, d.PartnerID), id8(d.ID)); err != nil {
 			return err
 		}
@@ -518,7 +519,7 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 			if err != nil {
 				return err
 			}
-			if err := idx.Put([]byte(ReversedName(d.Name)), id8(d.ID)); err != nil {
+			if err := idx.Put([]byte(mailstore.ReversedName(d.Name)), id8(d.ID)); err != nil {
 				return err
 			}
 		}
@@ -528,14 +529,14 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 		// The live claim by the rule, from the claims loaded so far
 		// (earlier batches' are committed, this batch's in tx).
 		return relive(tx, d.Name)
-	case DKIMRecord:
+	case mailstore.DKIMRecord:
 		return putJSON(tx.Bucket(bDKIM), id8(r.DomainID), r.Keys)
-	case TransferRecord:
+	case mailstore.TransferRecord:
 		t := r.Transfer
 		return putJSON(tx.Bucket(bTransfer), transferKey(r.DomainID, t.Month), t)
-	case MailboxRecord:
+	case mailstore.MailboxRecord:
 		m := r.Mailbox
-		l.saw(SeqMailboxes, m.ID)
+		l.saw(mailstore.SeqMailboxes, m.ID)
 		l.mailboxDomain[m.ID] = m.DomainID
 		if err := tx.Bucket(bDomainAddresses).Put(addrKey(m.DomainID, m.Email), addrValue(addrMailbox, m.ID)); err != nil {
 			return err
@@ -551,9 +552,9 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 			return err
 		}
 		return putJSON(tx.Bucket(bMailboxes), id8(m.ID), m)
-	case AliasRecord:
+	case mailstore.AliasRecord:
 		a := r.Alias
-		l.saw(SeqAliases, a.ID)
+		l.saw(mailstore.SeqAliases, a.ID)
 		if err := tx.Bucket(bDomainAddresses).Put(addrKey(a.DomainID, a.Source), addrValue(addrAlias, a.ID)); err != nil {
 			return err
 		}
@@ -564,19 +565,19 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 			return err
 		}
 		return putJSON(tx.Bucket(bAliases), id8(a.ID), a)
-	case FolderRecord:
+	case mailstore.FolderRecord:
 		f := r.Folder
-		l.saw(SeqFolders, f.ID)
-		l.saw(SeqFolders, int64(f.UIDValidity))
+		l.saw(mailstore.SeqFolders, f.ID)
+		l.saw(mailstore.SeqFolders, int64(f.UIDValidity))
 		l.folderMailbox[f.ID] = f.MailboxID
 		if err := tx.Bucket(bMailboxFolders).Put(folderNameKey(f.MailboxID, f.Name), id8(f.ID)); err != nil {
 			return err
 		}
 		return putJSON(tx.Bucket(bFolders), id8(f.ID), f)
-	case SubscriptionRecord:
+	case mailstore.SubscriptionRecord:
 		return tx.Bucket(bSubscriptions).Put(folderNameKey(r.MailboxID, r.Name), nil)
-	case BlobRecord:
-		l.saw(SeqBlobs, r.ID)
+	case mailstore.BlobRecord:
+		l.saw(mailstore.SeqBlobs, r.ID)
 		l.bytes += len(r.Body)
 		// bbolt keeps a value by reference until the commit, and the
 		// body is only the dumper's until this call returns.
@@ -589,14 +590,14 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 		if err != nil {
 			return err
 		}
-		if err := sums.Put(id8(r.ID), HeaderSummary(r.Body)); err != nil {
+		if err := sums.Put(id8(r.ID), mailstore.HeaderSummary(r.Body)); err != nil {
 			return err
 		}
 		if r.Refs == 0 {
 			return nil
 		}
 		return tx.Bucket(bBlobRefs).Put(id8(r.ID), u64(uint64(r.Refs)))
-	case MessageRecord:
+	case mailstore.MessageRecord:
 		m := r.Message
 		mailboxID, ok := l.folderMailbox[m.FolderID]
 		if !ok {
@@ -607,46 +608,46 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 			return err
 		}
 		return tx.Bucket(bRetention).Put(retentionKey(domainID, m.ReceivedAt, m.FolderID, m.UID), id8(mailboxID))
-	case OutboundRecord:
+	case mailstore.OutboundRecord:
 		o := r.Outbound
-		l.saw(SeqQueue, o.ID)
+		l.saw(mailstore.SeqQueue, o.ID)
 		o.Leased = o.Leased || r.LeasedBy != ""
 		return newQueueTx(tx).put(o)
-	case STSRecord:
+	case mailstore.STSRecord:
 		p := r.STSPolicy
 		domain := stsDomain(p.Domain)
-		rec := stsRecord{ID: p.ID, Mode: p.Mode, MX: p.MX, MaxAge: int64(p.MaxAge / time.Second), Expires: UTC(p.Expires)}
+		rec := stsRecord{ID: p.ID, Mode: p.Mode, MX: p.MX, MaxAge: int64(p.MaxAge / time.Second), Expires: mailstore.UTC(p.Expires)}
 		if err := tx.Bucket(bSTSExpiry).Put(stsExpiryKey(rec.Expires, domain), nil); err != nil {
 			return err
 		}
 		return putJSON(tx.Bucket(bSTS), []byte(domain), rec)
-	case AutoReplyRecord:
+	case mailstore.AutoReplyRecord:
 		b, err := tx.CreateBucketIfNotExists(bAutoReplies)
 		if err != nil {
 			return err
 		}
 		return putJSON(b, id8(r.MailboxID), r.AutoReply)
-	case AutoReplySentRecord:
+	case mailstore.AutoReplySentRecord:
 		b, err := tx.CreateBucketIfNotExists(bAutoReplySent)
 		if err != nil {
 			return err
 		}
 		return b.Put(append(id8(r.MailboxID), r.Sender...), u64(uint64(r.SentAt.Unix())))
-	case SieveScriptRecord:
+	case mailstore.SieveScriptRecord:
 		b, err := tx.CreateBucketIfNotExists(bSieveScripts)
 		if err != nil {
 			return err
 		}
-		if err := putJSON(b, sieveKey(r.MailboxID, r.Name), sieveRecord{Script: r.Script, UpdatedAt: UTC(r.UpdatedAt)}); err != nil {
+		if err := putJSON(b, sieveKey(r.MailboxID, r.Name), sieveRecord{Script: r.Script, UpdatedAt: mailstore.UTC(r.UpdatedAt)}); err != nil {
 			return err
 		}
 		if r.Active {
 			return setSieveActive(tx, r.MailboxID, r.Name)
 		}
 		return nil
-	case WebhookRecord:
+	case mailstore.WebhookRecord:
 		w := r.Webhook
-		l.saw(SeqWebhooks, w.ID)
+		l.saw(mailstore.SeqWebhooks, w.ID)
 		bs, err := buckets(tx, bWebhooks, bPartnerWebhooks)
 		if err != nil {
 			return err
@@ -655,33 +656,33 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 			return err
 		}
 		return putJSON(bs[0], id8(w.ID), w)
-	case EventRecord:
-		l.saw(SeqEvents, r.ID)
+	case mailstore.EventRecord:
+		l.saw(mailstore.SeqEvents, r.ID)
 		b, err := tx.CreateBucketIfNotExists(bEvents)
 		if err != nil {
 			return err
 		}
 		return putJSON(b, id8(r.ID), r.Event)
-	case WebhookDeliveryRecord:
-		l.saw(SeqDeliveries, r.ID)
+	case mailstore.WebhookDeliveryRecord:
+		l.saw(mailstore.SeqDeliveries, r.ID)
 		bs, err := buckets(tx, bWebhookDeliveries, bWebhookDue)
 		if err != nil {
 			return err
 		}
-		x := boltDelivery{WebhookID: r.WebhookID, EventID: r.EventID, Attempts: r.Attempts, NextAttempt: UTC(r.NextAttempt), LastError: r.LastError}
+		x := boltDelivery{WebhookID: r.WebhookID, EventID: r.EventID, Attempts: r.Attempts, NextAttempt: mailstore.UTC(r.NextAttempt), LastError: r.LastError}
 		if err := bs[1].Put(dueKey(x.NextAttempt, r.ID), nil); err != nil {
 			return err
 		}
 		return putJSON(bs[0], id8(r.ID), x)
-	case EventMarkRecord:
+	case mailstore.EventMarkRecord:
 		b, err := tx.CreateBucketIfNotExists(bEventMarks)
 		if err != nil {
 			return err
 		}
 		return b.Put([]byte(r.Mark), nil)
-	case AuditRecord:
+	case mailstore.AuditRecord:
 		e := r.AuditEntry
-		l.saw(SeqAudit, e.ID)
+		l.saw(mailstore.SeqAudit, e.ID)
 		bs, err := buckets(tx, bAudit, bAuditTime)
 		if err != nil {
 			return err
@@ -690,19 +691,19 @@ func (l *boltLoader) write(tx *bolt.Tx, r Record) error {
 			return err
 		}
 		return putJSON(bs[0], pair(e.PartnerID, e.ID), e)
-	case CertRecord:
+	case mailstore.CertRecord:
 		l.bytes += len(r.Data)
 		b, err := tx.CreateBucketIfNotExists(bCerts)
 		if err != nil {
 			return err
 		}
 		return b.Put([]byte(r.Name), bytes.Clone(r.Data))
-	case SequenceRecord:
+	case mailstore.SequenceRecord:
 		name := r.Name
-		if name == SeqUIDValidity {
+		if name == mailstore.SeqUIDValidity {
 			// bbolt takes a new folder's UIDVALIDITY from the folders'
 			// sequence: it must pass the source's UIDVALIDITY too.
-			name = SeqFolders
+			name = mailstore.SeqFolders
 		}
 		l.saw(name, r.Value)
 		return nil
@@ -720,11 +721,11 @@ func writeSRSKey(dir, secret string) error {
 	}
 	if have != "" {
 		if have != secret {
-			return fmt.Errorf("%s holds another SRS secret: %w", filepath.Join(dir, SRSKeyFile), ErrNotEmpty)
+			return fmt.Errorf("%s holds another SRS secret: %w", filepath.Join(dir, mailstore.SRSKeyFile), mailstore.ErrNotEmpty)
 		}
 		return nil
 	}
-	path := filepath.Join(dir, SRSKeyFile)
+	path := filepath.Join(dir, mailstore.SRSKeyFile)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("write SRS secret: %w", err)

@@ -1,9 +1,9 @@
-package mailstore
+package boltstore
 
 // Webhooks of the bbolt store: the partners' webhooks, the events and the
 // outbox of deliveries (see Webhooks for what records events).
 //
-// Buckets, made lazily (as bolt_cluster.go explains; readers take a
+// Buckets, made lazily (as cluster.go explains; readers take a
 // missing bucket as empty):
 //
 //	webhooks            id -> Webhook (JSON)
@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -35,7 +36,7 @@ var (
 	bEventMarks        = []byte("event_marks")
 )
 
-var _ Webhooks = (*Bolt)(nil)
+var _ mailstore.Webhooks = (*Store)(nil)
 
 // boltDelivery is a webhook_deliveries record.
 type boltDelivery struct {
@@ -59,14 +60,14 @@ func buckets(tx *bolt.Tx, names ...[]byte) ([]*bolt.Bucket, error) {
 }
 
 // CreateWebhook implements Webhooks.
-func (s *Bolt) CreateWebhook(ctx context.Context, partnerID int64, w Webhook, now time.Time) (Webhook, error) {
+func (s *Store) CreateWebhook(ctx context.Context, partnerID int64, w mailstore.Webhook, now time.Time) (mailstore.Webhook, error) {
 	if w.URL == "" || w.Secret == "" || len(w.Events) == 0 {
-		return Webhook{}, fmt.Errorf("create webhook: url, secret and events are required: %w", ErrInvalidArgument)
+		return mailstore.Webhook{}, fmt.Errorf("create webhook: url, secret and events are required: %w", mailstore.ErrInvalidArgument)
 	}
-	w.PartnerID, w.CreatedAt = partnerID, UTC(now)
+	w.PartnerID, w.CreatedAt = partnerID, mailstore.UTC(now)
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bPartners).Get(id8(partnerID)) == nil {
-			return ErrPartnerNotFound
+			return mailstore.ErrPartnerNotFound
 		}
 		bs, err := buckets(tx, bWebhooks, bPartnerWebhooks)
 		if err != nil {
@@ -81,18 +82,18 @@ func (s *Bolt) CreateWebhook(ctx context.Context, partnerID int64, w Webhook, no
 		return bs[1].Put(pair(partnerID, w.ID), nil)
 	})
 	if err != nil {
-		return Webhook{}, fmt.Errorf("create webhook: %w", err)
+		return mailstore.Webhook{}, fmt.Errorf("create webhook: %w", err)
 	}
 	return w, nil
 }
 
 // Webhooks implements Webhooks.
-func (s *Bolt) Webhooks(ctx context.Context, partnerID int64, p Page) ([]Webhook, int, error) {
-	out, total := []Webhook{}, 0
+func (s *Store) Webhooks(ctx context.Context, partnerID int64, p mailstore.Page) ([]mailstore.Webhook, int, error) {
+	out, total := []mailstore.Webhook{}, 0
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		idx, recs := tx.Bucket(bPartnerWebhooks), tx.Bucket(bWebhooks)
 		if idx != nil && recs != nil {
-			out, total = page[Webhook](idx, recs, partnerID, p)
+			out, total = page[mailstore.Webhook](idx, recs, partnerID, p)
 		}
 		return nil
 	})
@@ -103,11 +104,11 @@ func (s *Bolt) Webhooks(ctx context.Context, partnerID int64, p Page) ([]Webhook
 }
 
 // DeleteWebhook implements Webhooks.
-func (s *Bolt) DeleteWebhook(ctx context.Context, partnerID, id int64) error {
+func (s *Store) DeleteWebhook(ctx context.Context, partnerID, id int64) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		idx, recs := tx.Bucket(bPartnerWebhooks), tx.Bucket(bWebhooks)
 		if idx == nil || recs == nil || idx.Get(pair(partnerID, id)) == nil {
-			return ErrWebhookNotFound
+			return mailstore.ErrWebhookNotFound
 		}
 		if err := idx.Delete(pair(partnerID, id)); err != nil {
 			return err
@@ -122,7 +123,7 @@ func (s *Bolt) DeleteWebhook(ctx context.Context, partnerID, id int64) error {
 
 // addEventTx records e in tx with a delivery, due at once, for each of
 // its partner's webhooks that subscribes to its type.
-func addEventTx(tx *bolt.Tx, e *Event) error {
+func addEventTx(tx *bolt.Tx, e *mailstore.Event) error {
 	bs, err := buckets(tx, bEvents)
 	if err != nil {
 		return err
@@ -141,7 +142,7 @@ func addEventTx(tx *bolt.Tx, e *Event) error {
 	prefix := id8(e.PartnerID)
 	c := idx.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, _ = c.Next() {
-		var w Webhook
+		var w mailstore.Webhook
 		if getJSON(recs, k[8:], &w) && w.Wants(e.Type) {
 			hooks = append(hooks, w.ID)
 		}
@@ -170,28 +171,28 @@ func addEventTx(tx *bolt.Tx, e *Event) error {
 }
 
 // AddEvent implements Webhooks.
-func (s *Bolt) AddEvent(ctx context.Context, e Event) (Event, error) {
+func (s *Store) AddEvent(ctx context.Context, e mailstore.Event) (mailstore.Event, error) {
 	if e.Type == "" || e.PartnerID == 0 {
-		return Event{}, fmt.Errorf("add event: type and partner are required: %w", ErrInvalidArgument)
+		return mailstore.Event{}, fmt.Errorf("add event: type and partner are required: %w", mailstore.ErrInvalidArgument)
 	}
-	e.CreatedAt = UTC(e.CreatedAt)
+	e.CreatedAt = mailstore.UTC(e.CreatedAt)
 	if err := s.update(ctx, func(tx *bolt.Tx) error { return addEventTx(tx, &e) }); err != nil {
-		return Event{}, fmt.Errorf("add event %s: %w", e.Type, err)
+		return mailstore.Event{}, fmt.Errorf("add event %s: %w", e.Type, err)
 	}
 	return e, nil
 }
 
 // QuotaFull implements Webhooks.
-func (s *Bolt) QuotaFull(ctx context.Context, mailboxID int64, now time.Time) (bool, error) {
+func (s *Store) QuotaFull(ctx context.Context, mailboxID int64, now time.Time) (bool, error) {
 	// A full mailbox is refused at every RCPT: those after the first find
 	// the mark in a read transaction, with no commit to sync.
 	marked := false
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bMailboxes).Get(id8(mailboxID)) == nil {
-			return ErrMailboxNotFound
+			return mailstore.ErrMailboxNotFound
 		}
 		if marks := tx.Bucket(bEventMarks); marks != nil {
-			marked = marks.Get([]byte(QuotaFullMark(mailboxID))) != nil
+			marked = marks.Get([]byte(mailstore.QuotaFullMark(mailboxID))) != nil
 		}
 		return nil
 	})
@@ -203,24 +204,24 @@ func (s *Bolt) QuotaFull(ctx context.Context, mailboxID int64, now time.Time) (b
 	}
 	recorded := false
 	err = s.update(ctx, func(tx *bolt.Tx) error {
-		var m Mailbox
+		var m mailstore.Mailbox
 		if !getJSON(tx.Bucket(bMailboxes), id8(mailboxID), &m) {
-			return ErrMailboxNotFound
+			return mailstore.ErrMailboxNotFound
 		}
 		marks, err := tx.CreateBucketIfNotExists(bEventMarks)
 		if err != nil {
 			return err
 		}
-		mark := []byte(QuotaFullMark(mailboxID))
+		mark := []byte(mailstore.QuotaFullMark(mailboxID))
 		if marks.Get(mark) != nil {
 			return nil
 		}
 		if err := marks.Put(mark, nil); err != nil {
 			return err
 		}
-		var d Domain
+		var d mailstore.Domain
 		getJSON(tx.Bucket(bDomains), id8(m.DomainID), &d)
-		e := NewQuotaEvent(EventQuotaFull, m, d.Name, now)
+		e := mailstore.NewQuotaEvent(mailstore.EventQuotaFull, m, d.Name, now)
 		recorded = true
 		return addEventTx(tx, &e)
 	})
@@ -231,12 +232,12 @@ func (s *Bolt) QuotaFull(ctx context.Context, mailboxID int64, now time.Time) (b
 }
 
 // ClaimWebhookDeliveries implements Webhooks.
-func (s *Bolt) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]WebhookDelivery, error) {
+func (s *Store) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]mailstore.WebhookDelivery, error) {
 	if limit <= 0 || lease <= 0 {
-		return nil, fmt.Errorf("claim webhook deliveries: limit and lease must be positive: %w", ErrInvalidArgument)
+		return nil, fmt.Errorf("claim webhook deliveries: limit and lease must be positive: %w", mailstore.ErrInvalidArgument)
 	}
 	until := now.Add(lease).Truncate(time.Second).Add(time.Second)
-	var out []WebhookDelivery
+	var out []mailstore.WebhookDelivery
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		out = nil
 		due, recs := tx.Bucket(bWebhookDue), tx.Bucket(bWebhookDeliveries)
@@ -257,8 +258,8 @@ func (s *Bolt) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease 
 			}
 			id := int64(binary.BigEndian.Uint64(k[8:]))
 			var d boltDelivery
-			var w Webhook
-			var e Event
+			var w mailstore.Webhook
+			var e mailstore.Event
 			if !getJSON(recs, id8(id), &d) || hooks == nil || !getJSON(hooks, id8(d.WebhookID), &w) ||
 				events == nil || !getJSON(events, id8(d.EventID), &e) {
 				// Its webhook was deleted (or the record is gone): drop it.
@@ -266,7 +267,7 @@ func (s *Bolt) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease 
 				continue
 			}
 			moves = append(moves, move{old: append([]byte(nil), k...), id: id})
-			out = append(out, WebhookDelivery{ID: id, Webhook: w, Event: e, Attempts: d.Attempts, NextAttempt: until, LastError: d.LastError})
+			out = append(out, mailstore.WebhookDelivery{ID: id, Webhook: w, Event: e, Attempts: d.Attempts, NextAttempt: until, LastError: d.LastError})
 		}
 		for _, m := range moves {
 			if err := due.Delete(m.old); err != nil {
@@ -297,7 +298,7 @@ func (s *Bolt) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease 
 }
 
 // RecordWebhookAttempt implements Webhooks.
-func (s *Bolt) RecordWebhookAttempt(ctx context.Context, id int64, done bool, next time.Time, lastErr string) error {
+func (s *Store) RecordWebhookAttempt(ctx context.Context, id int64, done bool, next time.Time, lastErr string) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		due, recs := tx.Bucket(bWebhookDue), tx.Bucket(bWebhookDeliveries)
 		if due == nil || recs == nil {
@@ -314,7 +315,7 @@ func (s *Bolt) RecordWebhookAttempt(ctx context.Context, id int64, done bool, ne
 			return recs.Delete(id8(id))
 		}
 		d.Attempts++
-		d.NextAttempt, d.LastError = UTC(next), lastErr
+		d.NextAttempt, d.LastError = mailstore.UTC(next), lastErr
 		if err := putJSON(recs, id8(id), d); err != nil {
 			return err
 		}
@@ -328,7 +329,7 @@ func (s *Bolt) RecordWebhookAttempt(ctx context.Context, id int64, done bool, ne
 
 // PruneEvents implements Webhooks. The deliveries are few (each lasts a
 // day at most), so it reads them all to know which events they wait for.
-func (s *Bolt) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
 	n := 0
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		events := tx.Bucket(bEvents)
@@ -351,7 +352,7 @@ func (s *Bolt) PruneEvents(ctx context.Context, before time.Time) (int, error) {
 		var drop [][]byte
 		c := events.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			var e Event
+			var e mailstore.Event
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("event %x: %w", k, err)
 			}

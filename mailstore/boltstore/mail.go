@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 // The mail plane of the bbolt store. STORAGE.md explains the choices; in
 // short, bodies live in the same file as everything else, refcounted, so
@@ -20,15 +20,15 @@ package mailstore
 // DeleteFolder and deleteMailboxMessages.
 //
 // and, from schema 7, subscriptions (mailboxID|name -> empty), an
-// account's subscribed names, which need not be folders' (bolt_mail_subscriptions.go).
+// account's subscribed names, which need not be folders' (mail_subscriptions.go).
 //
 // and blob_summaries (blobID -> HeaderSummary of the body), created by
-// the first write that needs it (bolt_mail_summaries.go).
+// the first write that needs it (mail_summaries.go).
 //
 // and folder_keywords (each folder's keyword counts), created by the
-// first write that changes a keyword (bolt_mail_keywords.go).
+// first write that changes a keyword (mail_keywords.go).
 //
-// and, from schema 2, the outbound queue (bolt_queue.go), whose entries
+// and, from schema 2, the outbound queue (queue.go), whose entries
 // also hold blob references.
 //
 // Invariants, kept by every writer within one transaction:
@@ -42,7 +42,7 @@ package mailstore
 //     body is shared);
 //   - every change to a folder's messages (a message added, its flags
 //     changed, removed) is a record of the folder's change log with the
-//     folder's next HighestModSeq (bolt_mail_changes.go);
+//     folder's next HighestModSeq (mail_changes.go);
 //   - the Folder's UIDNext is above every UID in it, and UIDs are never
 //     reused within a folder (a folder's UIDValidity is its id, from a
 //     store-wide sequence, so a folder made again under an old name has a
@@ -58,6 +58,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -87,8 +88,8 @@ func createMailBuckets(tx *bolt.Tx) error {
 // createMailboxFolders makes a new mailbox's folders, subscribed: clients
 // that show only subscribed folders (Thunderbird's default) would
 // otherwise show none.
-func createMailboxFolders(tx *bolt.Tx, m Mailbox) error {
-	for _, df := range DefaultFolders {
+func createMailboxFolders(tx *bolt.Tx, m mailstore.Mailbox) error {
+	for _, df := range mailstore.DefaultFolders {
 		if _, err := createFolderTx(tx, m.ID, df[0], df[1]); err != nil {
 			return err
 		}
@@ -103,7 +104,7 @@ func createMailboxFolders(tx *bolt.Tx, m Mailbox) error {
 // returns how many messages and bytes it freed. The caller deletes the
 // mailbox record and takes the figures off the domain; watchers of the
 // mailbox are told once the transaction commits.
-func (s *Bolt) deleteMailboxMessages(tx *bolt.Tx, m Mailbox) (msgs, bytes int64, err error) {
+func (s *Store) deleteMailboxMessages(tx *bolt.Tx, m mailstore.Mailbox) (msgs, bytes int64, err error) {
 	t := s.mailTx(tx)
 	var folderIDs []int64
 	prefix := id8(m.ID)
@@ -114,8 +115,8 @@ func (s *Bolt) deleteMailboxMessages(tx *bolt.Tx, m Mailbox) (msgs, bytes int64,
 		}
 	}
 	for _, fid := range folderIDs {
-		var gone []Message
-		if err := t.eachMessage(fid, func(msg Message) error {
+		var gone []mailstore.Message
+		if err := t.eachMessage(fid, func(msg mailstore.Message) error {
 			gone = append(gone, msg)
 			return nil
 		}); err != nil {
@@ -199,7 +200,7 @@ func unixKey(t time.Time) uint64 {
 
 const msgRecordV1 = 1
 
-func encodeMessage(m Message) []byte {
+func encodeMessage(m mailstore.Message) []byte {
 	b := make([]byte, 0, 24+8*len(m.Flags))
 	b = append(b, msgRecordV1)
 	b = binary.AppendUvarint(b, uint64(m.BlobID))
@@ -218,11 +219,11 @@ func encodeMessage(m Message) []byte {
 
 var errBadRecord = errors.New("corrupt message record")
 
-func decodeMessage(k, v []byte) (Message, error) {
+func decodeMessage(k, v []byte) (mailstore.Message, error) {
 	if len(k) != 12 || len(v) == 0 || v[0] != msgRecordV1 {
-		return Message{}, errBadRecord
+		return mailstore.Message{}, errBadRecord
 	}
-	m := Message{
+	m := mailstore.Message{
 		FolderID: int64(binary.BigEndian.Uint64(k)),
 		UID:      binary.BigEndian.Uint32(k[8:]),
 	}
@@ -240,12 +241,12 @@ func decodeMessage(k, v []byte) (Message, error) {
 	size := next()
 	unix, n := binary.Varint(p)
 	if n <= 0 {
-		return Message{}, errBadRecord
+		return mailstore.Message{}, errBadRecord
 	}
 	p = p[n:]
 	nflags := next()
 	if p == nil || nflags > uint64(len(p)) {
-		return Message{}, errBadRecord
+		return mailstore.Message{}, errBadRecord
 	}
 	m.BlobID, m.Size, m.ReceivedAt = int64(blob), int64(size), time.Unix(unix, 0).UTC()
 	if nflags > 0 {
@@ -254,21 +255,21 @@ func decodeMessage(k, v []byte) (Message, error) {
 	for range nflags {
 		l := next()
 		if p == nil || l > uint64(len(p)) {
-			return Message{}, errBadRecord
+			return mailstore.Message{}, errBadRecord
 		}
 		m.Flags = append(m.Flags, string(p[:l]))
 		p = p[l:]
 	}
 	if len(p) > 0 {
 		if m.ModSeq = next(); p == nil {
-			return Message{}, errBadRecord
+			return mailstore.Message{}, errBadRecord
 		}
 	}
 	return m, nil
 }
 
-func unseen(m Message) int64 {
-	if HasFlag(m.Flags, FlagSeen) {
+func unseen(m mailstore.Message) int64 {
+	if mailstore.HasFlag(m.Flags, mailstore.FlagSeen) {
 		return 0
 	}
 	return 1
@@ -277,30 +278,30 @@ func unseen(m Message) int64 {
 // Folder names.
 
 // createFolderTx adds a folder; ErrFolderExists, ErrTooManyFolders.
-func createFolderTx(tx *bolt.Tx, mailboxID int64, name, specialUse string) (Folder, error) {
+func createFolderTx(tx *bolt.Tx, mailboxID int64, name, specialUse string) (mailstore.Folder, error) {
 	names := tx.Bucket(bMailboxFolders)
 	key := folderNameKey(mailboxID, name)
 	if names.Get(key) != nil {
-		return Folder{}, ErrFolderExists
+		return mailstore.Folder{}, mailstore.ErrFolderExists
 	}
 	n := folderCount(tx, mailboxID)
-	if n >= MaxFolders {
-		return Folder{}, ErrTooManyFolders
+	if n >= mailstore.MaxFolders {
+		return mailstore.Folder{}, mailstore.ErrTooManyFolders
 	}
 	if err := tx.Bucket(bFolderCounts).Put(id8(mailboxID), u64(n+1)); err != nil {
-		return Folder{}, err
+		return mailstore.Folder{}, err
 	}
 	b := tx.Bucket(bFolders)
 	id, err := nextID(b)
 	if err != nil {
-		return Folder{}, err
+		return mailstore.Folder{}, err
 	}
-	f := Folder{
+	f := mailstore.Folder{
 		ID: id, MailboxID: mailboxID, Name: name, SpecialUse: specialUse,
 		UIDValidity: uint32(id), UIDNext: 1,
 	}
 	if err := names.Put(key, id8(id)); err != nil {
-		return Folder{}, err
+		return mailstore.Folder{}, err
 	}
 	return f, putJSON(b, id8(id), f)
 }
@@ -321,22 +322,22 @@ type mailTx struct {
 	folders, names, messages, blobs, refs   *bolt.Bucket
 	retention, mailboxes, domains, transfer *bolt.Bucket
 
-	fcache map[int64]*Folder
-	mcache map[int64]*Mailbox
-	dcache map[int64]*Domain
+	fcache map[int64]*mailstore.Folder
+	mcache map[int64]*mailstore.Mailbox
+	dcache map[int64]*mailstore.Domain
 	rcache map[int64]uint64         // blobID -> refcount
 	xcache map[string]*monthFigures // transferKey -> a domain's month
 	// touched are the accounts changed, to notify after commit.
 	touched map[int64]struct{}
 	// changes are the folder changes logged, in ModSeq order within each
-	// folder, written by flush (bolt_mail_changes.go); keep is how many
+	// folder, written by flush (mail_changes.go); keep is how many
 	// records a folder's log keeps.
-	changes []Change
+	changes []mailstore.Change
 	keep    uint64
 	// kcache are the keyword counts of the folders whose keywords the
 	// transaction changes, kdropped the folders it deletes, keywords
 	// their bucket once used, and maxKeywords the limit of each folder's
-	// distinct keywords (bolt_mail_keywords.go).
+	// distinct keywords (mail_keywords.go).
 	kcache      map[int64]*folderKeywords
 	kdropped    map[int64]bool
 	keywords    *bolt.Bucket
@@ -344,7 +345,7 @@ type mailTx struct {
 }
 
 // mailTx is newMailTx with the store's change log length.
-func (s *Bolt) mailTx(tx *bolt.Tx) *mailTx {
+func (s *Store) mailTx(tx *bolt.Tx) *mailTx {
 	t := newMailTx(tx)
 	t.keep = s.changeLogKeep
 	t.maxKeywords = s.maxKeywords
@@ -363,39 +364,39 @@ func newMailTx(tx *bolt.Tx) *mailTx {
 		mailboxes: tx.Bucket(bMailboxes),
 		domains:   tx.Bucket(bDomains),
 		transfer:  tx.Bucket(bTransfer),
-		fcache:    map[int64]*Folder{},
-		mcache:    map[int64]*Mailbox{},
-		dcache:    map[int64]*Domain{},
+		fcache:    map[int64]*mailstore.Folder{},
+		mcache:    map[int64]*mailstore.Mailbox{},
+		dcache:    map[int64]*mailstore.Domain{},
 		rcache:    map[int64]uint64{},
 		xcache:    map[string]*monthFigures{},
 		touched:   map[int64]struct{}{},
-		keep:      ChangeLogKeep,
+		keep:      mailstore.ChangeLogKeep,
 		kcache:    map[int64]*folderKeywords{},
 		kdropped:  map[int64]bool{},
 
-		maxKeywords: DefaultMaxKeywords,
+		maxKeywords: mailstore.DefaultMaxKeywords,
 	}
 }
 
-func (t *mailTx) mailbox(id int64) (*Mailbox, error) {
+func (t *mailTx) mailbox(id int64) (*mailstore.Mailbox, error) {
 	if m, ok := t.mcache[id]; ok {
 		return m, nil
 	}
-	m := new(Mailbox)
+	m := new(mailstore.Mailbox)
 	if !getJSON(t.mailboxes, id8(id), m) {
-		return nil, ErrMailboxNotFound
+		return nil, mailstore.ErrMailboxNotFound
 	}
 	t.mcache[id] = m
 	return m, nil
 }
 
-func (t *mailTx) domain(id int64) (*Domain, error) {
+func (t *mailTx) domain(id int64) (*mailstore.Domain, error) {
 	if d, ok := t.dcache[id]; ok {
 		return d, nil
 	}
-	d := new(Domain)
+	d := new(mailstore.Domain)
 	if !getJSON(t.domains, id8(id), d) {
-		return nil, fmt.Errorf("domain %d: %w", id, ErrDomainNotFound)
+		return nil, fmt.Errorf("domain %d: %w", id, mailstore.ErrDomainNotFound)
 	}
 	t.dcache[id] = d
 	return d, nil
@@ -404,7 +405,7 @@ func (t *mailTx) domain(id int64) (*Domain, error) {
 // monthFigures is a domain's transfer for a month as a transaction sees
 // it; changed ones are written by flush.
 type monthFigures struct {
-	Transfer
+	mailstore.Transfer
 	changed bool
 }
 
@@ -415,7 +416,7 @@ func (t *mailTx) transferFigures(domainID int64, month string) *monthFigures {
 	if x, ok := t.xcache[key]; ok {
 		return x
 	}
-	x := &monthFigures{Transfer: Transfer{Month: month}}
+	x := &monthFigures{Transfer: mailstore.Transfer{Month: month}}
 	getJSON(t.transfer, []byte(key), &x.Transfer)
 	t.xcache[key] = x
 	return x
@@ -431,16 +432,16 @@ func (t *mailTx) count(domainID int64, month string, in, out int64) {
 
 // folder loads an account's folder by id; another account's folder is
 // ErrFolderNotFound.
-func (t *mailTx) folder(mailboxID, folderID int64) (*Folder, error) {
+func (t *mailTx) folder(mailboxID, folderID int64) (*mailstore.Folder, error) {
 	if f, ok := t.fcache[folderID]; ok {
 		if f.MailboxID != mailboxID {
-			return nil, ErrFolderNotFound
+			return nil, mailstore.ErrFolderNotFound
 		}
 		return f, nil
 	}
-	f := new(Folder)
+	f := new(mailstore.Folder)
 	if !getJSON(t.folders, id8(folderID), f) || f.MailboxID != mailboxID {
-		return nil, ErrFolderNotFound
+		return nil, mailstore.ErrFolderNotFound
 	}
 	t.fcache[folderID] = f
 	return f, nil
@@ -448,8 +449,8 @@ func (t *mailTx) folder(mailboxID, folderID int64) (*Folder, error) {
 
 // specialFolder is an account's folder with special use use (RFC 6154),
 // the first by id if there are several; ErrFolderNotFound if none.
-func (t *mailTx) specialFolder(mailboxID int64, use string) (*Folder, error) {
-	var found *Folder
+func (t *mailTx) specialFolder(mailboxID int64, use string) (*mailstore.Folder, error) {
+	var found *mailstore.Folder
 	prefix := id8(mailboxID)
 	c := t.names.Cursor()
 	for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
@@ -465,24 +466,24 @@ func (t *mailTx) specialFolder(mailboxID int64, use string) (*Folder, error) {
 		}
 	}
 	if found == nil {
-		return nil, ErrFolderNotFound
+		return nil, mailstore.ErrFolderNotFound
 	}
 	return found, nil
 }
 
-func (t *mailTx) folderByName(mailboxID int64, name string) (*Folder, error) {
-	v := t.names.Get(folderNameKey(mailboxID, CanonFolder(name)))
+func (t *mailTx) folderByName(mailboxID int64, name string) (*mailstore.Folder, error) {
+	v := t.names.Get(folderNameKey(mailboxID, mailstore.CanonFolder(name)))
 	if len(v) != 8 {
-		return nil, ErrFolderNotFound
+		return nil, mailstore.ErrFolderNotFound
 	}
 	return t.folder(mailboxID, int64(binary.BigEndian.Uint64(v)))
 }
 
-func (t *mailTx) message(folderID int64, uid uint32) (Message, bool, error) {
+func (t *mailTx) message(folderID int64, uid uint32) (mailstore.Message, bool, error) {
 	k := msgKey(folderID, uid)
 	v := t.messages.Get(k)
 	if v == nil {
-		return Message{}, false, nil
+		return mailstore.Message{}, false, nil
 	}
 	m, err := decodeMessage(k, v)
 	return m, err == nil, err
@@ -490,11 +491,11 @@ func (t *mailTx) message(folderID int64, uid uint32) (Message, bool, error) {
 
 // eachMessage calls fn for the folder's messages in UID order. fn must
 // not change the messages bucket.
-func (t *mailTx) eachMessage(folderID int64, fn func(Message) error) error {
+func (t *mailTx) eachMessage(folderID int64, fn func(mailstore.Message) error) error {
 	return eachMessage(t.messages, folderID, fn)
 }
 
-func eachMessage(b *bolt.Bucket, folderID int64, fn func(Message) error) error {
+func eachMessage(b *bolt.Bucket, folderID int64, fn func(mailstore.Message) error) error {
 	prefix := id8(folderID)
 	c := b.Cursor()
 	for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
@@ -523,26 +524,26 @@ func (t *mailTx) ref(blobID int64, delta int64) {
 // add files m (BlobID, Size, ReceivedAt, Flags) in f under the next UID
 // and counts it on the folder, mailbox and domain. The caller takes the
 // blob reference.
-func (t *mailTx) add(f *Folder, m Message) (Message, error) {
+func (t *mailTx) add(f *mailstore.Folder, m mailstore.Message) (mailstore.Message, error) {
 	mb, err := t.mailbox(f.MailboxID)
 	if err != nil {
-		return Message{}, err
+		return mailstore.Message{}, err
 	}
 	d, err := t.domain(mb.DomainID)
 	if err != nil {
-		return Message{}, err
+		return mailstore.Message{}, err
 	}
 	if err := t.reflag(f.ID, nil, m.Flags); err != nil {
-		return Message{}, err
+		return mailstore.Message{}, err
 	}
 	m.FolderID, m.UID = f.ID, f.UIDNext
 	m.ModSeq = f.HighestModSeq + 1 // what logChange gives the change
 	f.UIDNext++
 	if err := t.messages.Put(msgKey(f.ID, m.UID), encodeMessage(m)); err != nil {
-		return Message{}, err
+		return mailstore.Message{}, err
 	}
 	if err := t.retention.Put(retentionKey(d.ID, m.ReceivedAt, f.ID, m.UID), id8(mb.ID)); err != nil {
-		return Message{}, err
+		return mailstore.Message{}, err
 	}
 	f.Messages++
 	f.Unseen += unseen(m)
@@ -552,13 +553,13 @@ func (t *mailTx) add(f *Folder, m Message) (Message, error) {
 	d.MessageCount++
 	d.UsedBytes += m.Size
 	t.touched[mb.ID] = struct{}{}
-	t.logChange(f, ChangeAdd, m)
+	t.logChange(f, mailstore.ChangeAdd, m)
 	return m, nil
 }
 
 // remove deletes m from f and takes it off the counters; with free it
 // also drops its blob reference (Move keeps it for the new message).
-func (t *mailTx) remove(f *Folder, m Message, free bool) error {
+func (t *mailTx) remove(f *mailstore.Folder, m mailstore.Message, free bool) error {
 	mb, err := t.mailbox(f.MailboxID)
 	if err != nil {
 		return err
@@ -581,13 +582,13 @@ func (t *mailTx) remove(f *Folder, m Message, free bool) error {
 	d.MessageCount--
 	d.UsedBytes -= m.Size
 	t.touched[mb.ID] = struct{}{}
-	t.logChange(f, ChangeExpunge, m)
+	t.logChange(f, mailstore.ChangeExpunge, m)
 	return nil
 }
 
 // drop deletes a message record and its retention entry, and with free
 // its blob reference; it changes no counter.
-func (t *mailTx) drop(domainID int64, m Message, free bool) error {
+func (t *mailTx) drop(domainID int64, m mailstore.Message, free bool) error {
 	if err := t.messages.Delete(msgKey(m.FolderID, m.UID)); err != nil {
 		return err
 	}

@@ -1,10 +1,11 @@
-package mailstore
+package boltstore
 
 import (
 	"bytes"
 	"context"
 	"fmt"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -31,7 +32,7 @@ type bodyRef struct {
 // Bodies implements Mail. It reads the bodies in chunks, each in one read
 // transaction with the folder checked once, copies them into a buffer it
 // reuses, and calls fn once the transaction is over.
-func (s *Bolt) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error {
+func (s *Store) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error {
 	return s.readChunks(ctx, "bodies", mailboxID, folderID, uids, bodiesChunkMessages, bodiesChunkBytes, true,
 		func(tx *bolt.Tx) func(uid uint32, blobID int64) ([]byte, error) {
 			blobs := newSeqReader(tx.Bucket(bBlobs))
@@ -55,7 +56,7 @@ func (s *Bolt) Bodies(ctx context.Context, mailboxID, folderID int64, uids []uin
 // fn is answered as it is, the others as what's ("bodies", "summaries").
 // A bulk read has the kernel read the file around each page it faults in
 // (readAround).
-func (s *Bolt) readChunks(ctx context.Context, what string, mailboxID, folderID int64, uids []uint32, maxMessages, maxBytes int, bulk bool,
+func (s *Store) readChunks(ctx context.Context, what string, mailboxID, folderID int64, uids []uint32, maxMessages, maxBytes int, bulk bool,
 	open func(tx *bolt.Tx) func(uid uint32, blobID int64) ([]byte, error), done func(), fn func(uid uint32, b []byte) error) error {
 	var (
 		buf  []byte
@@ -64,9 +65,9 @@ func (s *Bolt) readChunks(ctx context.Context, what string, mailboxID, folderID 
 	for next := 0; next < len(uids); {
 		buf, refs = buf[:0], refs[:0]
 		err := s.view(ctx, func(tx *bolt.Tx) error {
-			var f Folder
+			var f mailstore.Folder
 			if !getJSON(tx.Bucket(bFolders), id8(folderID), &f) || f.MailboxID != mailboxID {
-				return ErrFolderNotFound
+				return mailstore.ErrFolderNotFound
 			}
 			if bulk && len(uids)-next > 1 {
 				s.readAround.begin(tx)

@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 // The change log of the bbolt store (schema 6): every change to a folder's
 // messages is a record in the same transaction as the change, so that an
@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -33,51 +34,51 @@ func changeKey(folderID int64, modseq uint64) []byte {
 	return k
 }
 
-func encodeChange(c Change) []byte {
+func encodeChange(c mailstore.Change) []byte {
 	b := make([]byte, 5, 32)
 	b[0] = byte(c.Kind)
 	binary.BigEndian.PutUint32(b[1:], c.Message.UID)
-	if c.Kind != ChangeExpunge {
+	if c.Kind != mailstore.ChangeExpunge {
 		b = append(b, encodeMessage(c.Message)...)
 	}
 	return b
 }
 
-func decodeChange(k, v []byte) (Change, error) {
+func decodeChange(k, v []byte) (mailstore.Change, error) {
 	if len(k) != 16 || len(v) < 5 {
-		return Change{}, errBadRecord
+		return mailstore.Change{}, errBadRecord
 	}
 	folderID := int64(binary.BigEndian.Uint64(k))
-	c := Change{
+	c := mailstore.Change{
 		ModSeq: binary.BigEndian.Uint64(k[8:]),
-		Kind:   ChangeKind(v[0]),
+		Kind:   mailstore.ChangeKind(v[0]),
 	}
 	uid := binary.BigEndian.Uint32(v[1:])
 	switch c.Kind {
-	case ChangeExpunge:
-		c.Message = Message{FolderID: folderID, UID: uid}
-	case ChangeAdd, ChangeFlags:
+	case mailstore.ChangeExpunge:
+		c.Message = mailstore.Message{FolderID: folderID, UID: uid}
+	case mailstore.ChangeAdd, mailstore.ChangeFlags:
 		m, err := decodeMessage(msgKey(folderID, uid), v[5:])
 		if err != nil {
-			return Change{}, err
+			return mailstore.Change{}, err
 		}
 		m.ModSeq = c.ModSeq // records logged before messages kept it have none
 		c.Message = m
 	default:
-		return Change{}, fmt.Errorf("change kind %d: %w", c.Kind, errBadRecord)
+		return mailstore.Change{}, fmt.Errorf("change kind %d: %w", c.Kind, errBadRecord)
 	}
 	return c, nil
 }
 
 // logChange gives the change the folder's next ModSeq and keeps it for
 // flush. m is the message after the change.
-func (t *mailTx) logChange(f *Folder, kind ChangeKind, m Message) {
+func (t *mailTx) logChange(f *mailstore.Folder, kind mailstore.ChangeKind, m mailstore.Message) {
 	f.HighestModSeq++
 	m.FolderID = f.ID
-	if kind == ChangeExpunge {
-		m = Message{FolderID: f.ID, UID: m.UID}
+	if kind == mailstore.ChangeExpunge {
+		m = mailstore.Message{FolderID: f.ID, UID: m.UID}
 	}
-	t.changes = append(t.changes, Change{ModSeq: f.HighestModSeq, Kind: kind, Message: m})
+	t.changes = append(t.changes, mailstore.Change{ModSeq: f.HighestModSeq, Kind: kind, Message: m})
 }
 
 // flushChanges writes the logged changes and prunes each folder's log to
@@ -138,23 +139,23 @@ func (t *mailTx) deleteLog(folderID int64) error {
 // A since at or above the folder's HighestModSeq answers no changes (a
 // folder made before schema 6 has HighestModSeq 0, so a session that
 // loaded it then asks since 0 and hears of every change from the first).
-func (s *Bolt) Changes(ctx context.Context, mailboxID, folderID int64, since uint64) (Folder, []Change, error) {
-	var f Folder
-	var out []Change
+func (s *Store) Changes(ctx context.Context, mailboxID, folderID int64, since uint64) (mailstore.Folder, []mailstore.Change, error) {
+	var f mailstore.Folder
+	var out []mailstore.Change
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		out = nil
 		if !getJSON(tx.Bucket(bFolders), id8(folderID), &f) || f.MailboxID != mailboxID {
-			return ErrFolderNotFound
+			return mailstore.ErrFolderNotFound
 		}
 		if since >= f.HighestModSeq {
 			return nil
 		}
-		out = make([]Change, 0, min(f.HighestModSeq-since, ChangeLogKeep))
+		out = make([]mailstore.Change, 0, min(f.HighestModSeq-since, mailstore.ChangeLogKeep))
 		prefix := id8(folderID)
 		c := tx.Bucket(bChanges).Cursor()
 		k, v := c.Seek(changeKey(folderID, since+1))
 		if k == nil || !hasPrefix(k, prefix) || binary.BigEndian.Uint64(k[8:]) != since+1 {
-			return ErrChangesGone
+			return mailstore.ErrChangesGone
 		}
 		for ; k != nil && hasPrefix(k, prefix); k, v = c.Next() {
 			ch, err := decodeChange(k, v)
@@ -166,12 +167,12 @@ func (s *Bolt) Changes(ctx context.Context, mailboxID, folderID int64, since uin
 		return nil
 	})
 	if err != nil {
-		return Folder{}, nil, fmt.Errorf("changes of folder %d since %d: %w", folderID, since, err)
+		return mailstore.Folder{}, nil, fmt.Errorf("changes of folder %d since %d: %w", folderID, since, err)
 	}
 	return f, out, nil
 }
 
 // Watch implements Mail.
-func (s *Bolt) Watch(mailboxID int64) (<-chan struct{}, func()) {
+func (s *Store) Watch(mailboxID int64) (<-chan struct{}, func()) {
 	return s.watch.Watch(mailboxID)
 }

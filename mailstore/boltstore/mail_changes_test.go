@@ -1,4 +1,4 @@
-package mailstore_test
+package boltstore_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // rawChanges counts the change log records of a closed store's file.
@@ -36,7 +37,7 @@ func TestBoltChangeLogBounded(t *testing.T) {
 	dir := t.TempDir()
 	s, pid, u, v := boltMailFixture(t, dir)
 	s.Close()
-	s, err := mailstore.Open(ctx, dir, mailstore.Options{ChangeLogKeep: 3})
+	s, err := boltstore.Open(ctx, dir, boltstore.Options{ChangeLogKeep: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

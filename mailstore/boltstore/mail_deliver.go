@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -19,9 +20,9 @@ import (
 // (Mail.Deliver) is decided on each mailbox as the batch's earlier
 // functions left it in the transaction: bbolt has one writer, so the
 // figures are the committed ones plus the batch's own.
-func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) {
+func (s *Store) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.DeliveryResult, error) {
 	if d.ReceivedAt.IsZero() {
-		return DeliveryResult{}, fmt.Errorf("deliver: no received time: %w", ErrInvalidArgument)
+		return mailstore.DeliveryResult{}, fmt.Errorf("deliver: no received time: %w", mailstore.ErrInvalidArgument)
 	}
 	ids := make([]int64, 0, len(d.MailboxIDs))
 	for _, id := range d.MailboxIDs {
@@ -29,25 +30,25 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 			ids = append(ids, id)
 		}
 	}
-	groups, err := GroupRelays(d.Relay)
+	groups, err := mailstore.GroupRelays(d.Relay)
 	if err != nil {
-		return DeliveryResult{}, fmt.Errorf("deliver: %w", err)
+		return mailstore.DeliveryResult{}, fmt.Errorf("deliver: %w", err)
 	}
 	if len(ids) == 0 && len(groups) == 0 {
-		return DeliveryResult{}, ctx.Err()
+		return mailstore.DeliveryResult{}, ctx.Err()
 	}
 	size := int64(len(d.Body))
-	received := UTC(d.ReceivedAt)
-	month := Month(received)
+	received := mailstore.UTC(d.ReceivedAt)
+	month := mailstore.Month(received)
 	// Made before the transaction, which holds the store's write lock.
 	var summary []byte
 	if len(ids) > 0 {
-		summary = HeaderSummary(d.Body)
+		summary = mailstore.HeaderSummary(d.Body)
 	}
-	var res DeliveryResult
+	var res mailstore.DeliveryResult
 	var refused error
 	err = s.batch(ctx, func(tx *bolt.Tx) error {
-		res, refused = DeliveryResult{}, nil
+		res, refused = mailstore.DeliveryResult{}, nil
 		t := s.mailTx(tx)
 		// Every decision is taken on the month's figures as they stand
 		// before this delivery, and before anything is written.
@@ -58,7 +59,7 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 				return nil
 			}
 			if used {
-				refused = fmt.Errorf("sender domain %d: %w", d.SenderDomainID, ErrTransferCapReached)
+				refused = fmt.Errorf("sender domain %d: %w", d.SenderDomainID, mailstore.ErrTransferCapReached)
 				return nil
 			}
 		}
@@ -81,12 +82,12 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 			return err
 		}
 		var inDomains []int64
-		var events []Event
-		var full []Mailbox // of res.OverQuota
+		var events []mailstore.Event
+		var full []mailstore.Mailbox // of res.OverQuota
 		marks := tx.Bucket(bEventMarks)
 		for _, id := range ids {
 			mb, err := t.mailbox(id)
-			if errors.Is(err, ErrMailboxNotFound) {
+			if errors.Is(err, mailstore.ErrMailboxNotFound) {
 				res.Skipped = append(res.Skipped, id)
 				continue
 			}
@@ -105,13 +106,13 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 			if containsID(d.JunkMailboxIDs, id) {
 				if junk, err := t.specialFolder(id, `\Junk`); err == nil {
 					inbox = junk
-				} else if !errors.Is(err, ErrFolderNotFound) {
+				} else if !errors.Is(err, mailstore.ErrFolderNotFound) {
 					return fmt.Errorf("mailbox %d: Junk: %w", id, err)
 				}
 			}
 			pl := d.PlacementOf(id)
 			if pl.Folder != "" {
-				if inbox, err = t.folderByName(id, pl.Folder); errors.Is(err, ErrFolderNotFound) {
+				if inbox, err = t.folderByName(id, pl.Folder); errors.Is(err, mailstore.ErrFolderNotFound) {
 					inbox, err = t.folderByName(id, "INBOX")
 				}
 				if err != nil {
@@ -119,20 +120,20 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 				}
 			}
 			before := mb.UsedBytes
-			if _, err := t.add(inbox, Message{BlobID: blobID, Size: size, ReceivedAt: received, Flags: DeliveryFlags(pl.Flags)}); err != nil {
+			if _, err := t.add(inbox, mailstore.Message{BlobID: blobID, Size: size, ReceivedAt: received, Flags: mailstore.DeliveryFlags(pl.Flags)}); err != nil {
 				return err
 			}
-			if QuotaCrossed(before, mb.UsedBytes, mb.QuotaBytes()) {
+			if mailstore.QuotaCrossed(before, mb.UsedBytes, mb.QuotaBytes()) {
 				dom, err := t.domain(mb.DomainID)
 				if err != nil {
 					return err
 				}
-				events = append(events, NewQuotaEvent(EventQuotaWarning, *mb, dom.Name, received))
+				events = append(events, mailstore.NewQuotaEvent(mailstore.EventQuotaWarning, *mb, dom.Name, received))
 			}
 			// Accepted: the mailbox was not full, so its next refusal is a
 			// new filling (Webhooks.QuotaFull).
 			if marks != nil {
-				if err := marks.Delete([]byte(QuotaFullMark(id))); err != nil {
+				if err := marks.Delete([]byte(mailstore.QuotaFullMark(id))); err != nil {
 					return err
 				}
 			}
@@ -144,7 +145,7 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 		if len(res.OverQuota) > 0 && len(res.Delivered) == 0 {
 			// No recipient took the message, so the loop wrote nothing:
 			// refused with nothing of it stored.
-			refused = fmt.Errorf("mailbox %d: %w", res.OverQuota[0], ErrOverQuota)
+			refused = fmt.Errorf("mailbox %d: %w", res.OverQuota[0], mailstore.ErrOverQuota)
 			return nil
 		}
 		q := newQueueTx(tx)
@@ -161,7 +162,7 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 		// Neither counted nor held: the recipient's domain counts the
 		// message when the queue delivers it.
 		for _, mb := range full {
-			o := relayEntry(LocalRetry(mb, d.From), blobID, size, received, false)
+			o := relayEntry(mailstore.LocalRetry(mb, d.From), blobID, size, received, false)
 			if o.ID, err = nextID(q.entries); err != nil {
 				return err
 			}
@@ -225,8 +226,8 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 			if err != nil {
 				return err
 			}
-			for _, typ := range TransferCrossings(was, x.InBytes+x.OutBytes, dom.TransferMonthlyMB*MB) {
-				events = append(events, NewTransferEvent(typ, *dom, x.Transfer, received))
+			for _, typ := range mailstore.TransferCrossings(was, x.InBytes+x.OutBytes, dom.TransferMonthlyMB*mailstore.MB) {
+				events = append(events, mailstore.NewTransferEvent(typ, *dom, x.Transfer, received))
 			}
 		}
 		for i := range events {
@@ -240,7 +241,7 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 		err = refused
 	}
 	if err != nil {
-		return DeliveryResult{}, fmt.Errorf("deliver: %w", err)
+		return mailstore.DeliveryResult{}, fmt.Errorf("deliver: %w", err)
 	}
 	s.watch.Notify(res.Delivered...)
 	return res, nil
@@ -250,11 +251,11 @@ func (s *Bolt) Deliver(ctx context.Context, d Delivery) (DeliveryResult, error) 
 // month: inbound and outbound bytes together reach transfer_monthly_mb
 // (a cap of 0 admits nothing, as a zero quota does). ErrDomainNotFound.
 func (t *mailTx) capUsed(domainID int64, month string) (bool, error) {
-	var d Domain
+	var d mailstore.Domain
 	if dc, ok := t.dcache[domainID]; ok {
 		d = *dc
 	} else if !getJSON(t.domains, id8(domainID), &d) {
-		return false, ErrDomainNotFound
+		return false, mailstore.ErrDomainNotFound
 	}
 	x := t.transferFigures(domainID, month)
 	return d.TransferCapReached(x.Transfer), nil
@@ -272,20 +273,20 @@ func containsID(ids []int64, id int64) bool {
 // overQuota reports whether adding size bytes would take the account past
 // its quota, or it is there already (a zero quota admits nothing, as in
 // policy.AcceptAtRCPT).
-func overQuota(mb *Mailbox, size int64) bool {
+func overQuota(mb *mailstore.Mailbox, size int64) bool {
 	return !mb.Fits(size)
 }
 
 // Append implements Mail.
-func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byte, flags []string, receivedAt time.Time) (Message, error) {
+func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []byte, flags []string, receivedAt time.Time) (mailstore.Message, error) {
 	if receivedAt.IsZero() {
-		return Message{}, fmt.Errorf("append: no received time: %w", ErrInvalidArgument)
+		return mailstore.Message{}, fmt.Errorf("append: no received time: %w", mailstore.ErrInvalidArgument)
 	}
-	if err := CheckKeywordLength(flags); err != nil {
-		return Message{}, fmt.Errorf("append: %w", err)
+	if err := mailstore.CheckKeywordLength(flags); err != nil {
+		return mailstore.Message{}, fmt.Errorf("append: %w", err)
 	}
-	summary := HeaderSummary(body)
-	var out Message
+	summary := mailstore.HeaderSummary(body)
+	var out mailstore.Message
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		t := s.mailTx(tx)
 		f, err := t.folder(mailboxID, folderID)
@@ -297,7 +298,7 @@ func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byt
 			return err
 		}
 		if overQuota(mb, int64(len(body))) {
-			return ErrOverQuota
+			return mailstore.ErrOverQuota
 		}
 		blobID, err := nextID(t.blobs)
 		if err != nil {
@@ -310,8 +311,8 @@ func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byt
 			return err
 		}
 		t.rcache[blobID] = 1
-		out, err = t.add(f, Message{
-			BlobID: blobID, Size: int64(len(body)), ReceivedAt: UTC(receivedAt), Flags: NormFlags(flags),
+		out, err = t.add(f, mailstore.Message{
+			BlobID: blobID, Size: int64(len(body)), ReceivedAt: mailstore.UTC(receivedAt), Flags: mailstore.NormFlags(flags),
 		})
 		if err != nil {
 			return err
@@ -319,21 +320,21 @@ func (s *Bolt) Append(ctx context.Context, mailboxID, folderID int64, body []byt
 		return t.flush()
 	})
 	if err != nil {
-		return Message{}, fmt.Errorf("append to folder %d: %w", folderID, err)
+		return mailstore.Message{}, fmt.Errorf("append to folder %d: %w", folderID, err)
 	}
 	s.watch.Notify(mailboxID)
 	return out, nil
 }
 
 // RecordLogin implements Mail.
-func (s *Bolt) RecordLogin(ctx context.Context, mailboxID int64, now time.Time) error {
+func (s *Store) RecordLogin(ctx context.Context, mailboxID int64, now time.Time) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bMailboxes)
-		var m Mailbox
+		var m mailstore.Mailbox
 		if !getJSON(b, id8(mailboxID), &m) {
-			return ErrMailboxNotFound
+			return mailstore.ErrMailboxNotFound
 		}
-		m.LastLogin = UTC(now)
+		m.LastLogin = mailstore.UTC(now)
 		return putJSON(b, id8(mailboxID), m)
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 import (
 	"context"
@@ -6,21 +6,22 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
 // Folders implements Mail.
-func (s *Bolt) Folders(ctx context.Context, mailboxID int64) ([]Folder, error) {
-	out := []Folder{}
+func (s *Store) Folders(ctx context.Context, mailboxID int64) ([]mailstore.Folder, error) {
+	out := []mailstore.Folder{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bMailboxes).Get(id8(mailboxID)) == nil {
-			return ErrMailboxNotFound
+			return mailstore.ErrMailboxNotFound
 		}
 		folders := tx.Bucket(bFolders)
 		prefix := id8(mailboxID)
 		c := tx.Bucket(bMailboxFolders).Cursor()
 		for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
-			var f Folder
+			var f mailstore.Folder
 			if getJSON(folders, v, &f) {
 				out = append(out, f)
 			}
@@ -34,8 +35,8 @@ func (s *Bolt) Folders(ctx context.Context, mailboxID int64) ([]Folder, error) {
 }
 
 // Folder implements Mail.
-func (s *Bolt) Folder(ctx context.Context, mailboxID int64, name string) (Folder, error) {
-	var f Folder
+func (s *Store) Folder(ctx context.Context, mailboxID int64, name string) (mailstore.Folder, error) {
+	var f mailstore.Folder
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		p, err := newMailTx(tx).folderByName(mailboxID, name)
 		if err != nil {
@@ -45,37 +46,37 @@ func (s *Bolt) Folder(ctx context.Context, mailboxID int64, name string) (Folder
 		return nil
 	})
 	if err != nil {
-		return Folder{}, fmt.Errorf("folder %q: %w", name, err)
+		return mailstore.Folder{}, fmt.Errorf("folder %q: %w", name, err)
 	}
 	return f, nil
 }
 
 // CreateFolder implements Mail.
-func (s *Bolt) CreateFolder(ctx context.Context, mailboxID int64, name string) (Folder, error) {
-	name = CanonFolder(name)
-	if err := CheckFolderName(name); err != nil {
-		return Folder{}, fmt.Errorf("create folder: %w", err)
+func (s *Store) CreateFolder(ctx context.Context, mailboxID int64, name string) (mailstore.Folder, error) {
+	name = mailstore.CanonFolder(name)
+	if err := mailstore.CheckFolderName(name); err != nil {
+		return mailstore.Folder{}, fmt.Errorf("create folder: %w", err)
 	}
-	var f Folder
+	var f mailstore.Folder
 	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
 		if tx.Bucket(bMailboxes).Get(id8(mailboxID)) == nil {
-			return ErrMailboxNotFound
+			return mailstore.ErrMailboxNotFound
 		}
 		f, err = createFolderTx(tx, mailboxID, name, "")
 		return err
 	})
 	if err != nil {
-		return Folder{}, fmt.Errorf("create folder %q: %w", name, err)
+		return mailstore.Folder{}, fmt.Errorf("create folder %q: %w", name, err)
 	}
 	s.watch.Notify(mailboxID)
 	return f, nil
 }
 
 // DeleteFolder implements Mail. Children ("name/...") stay.
-func (s *Bolt) DeleteFolder(ctx context.Context, mailboxID int64, name string) error {
-	name = CanonFolder(name)
+func (s *Store) DeleteFolder(ctx context.Context, mailboxID int64, name string) error {
+	name = mailstore.CanonFolder(name)
 	if name == "INBOX" {
-		return fmt.Errorf("delete folder %q: %w", name, ErrFolderProtected)
+		return fmt.Errorf("delete folder %q: %w", name, mailstore.ErrFolderProtected)
 	}
 	err := s.deleting(ctx, func(tx *bolt.Tx) error {
 		t := s.mailTx(tx)
@@ -86,8 +87,8 @@ func (s *Bolt) DeleteFolder(ctx context.Context, mailboxID int64, name string) e
 		if err := t.dropKeywords(f.ID); err != nil {
 			return err
 		}
-		var gone []Message
-		if err := t.eachMessage(f.ID, func(m Message) error {
+		var gone []mailstore.Message
+		if err := t.eachMessage(f.ID, func(m mailstore.Message) error {
 			gone = append(gone, m)
 			return nil
 		}); err != nil {
@@ -126,12 +127,12 @@ func (s *Bolt) DeleteFolder(ctx context.Context, mailboxID int64, name string) e
 
 // RenameFolder implements Mail. The folders keep their ids, UIDs and
 // UIDValidity (RFC 3501 6.3.5); the children move with their parent.
-func (s *Bolt) RenameFolder(ctx context.Context, mailboxID int64, oldName, newName string) error {
-	oldName, newName = CanonFolder(oldName), CanonFolder(newName)
+func (s *Store) RenameFolder(ctx context.Context, mailboxID int64, oldName, newName string) error {
+	oldName, newName = mailstore.CanonFolder(oldName), mailstore.CanonFolder(newName)
 	if oldName == "INBOX" {
-		return fmt.Errorf("rename folder %q: %w", oldName, ErrFolderProtected)
+		return fmt.Errorf("rename folder %q: %w", oldName, mailstore.ErrFolderProtected)
 	}
-	if err := CheckFolderName(newName); err != nil {
+	if err := mailstore.CheckFolderName(newName); err != nil {
 		return fmt.Errorf("rename folder %q: %w", oldName, err)
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
@@ -166,9 +167,9 @@ func (s *Bolt) RenameFolder(ctx context.Context, mailboxID int64, oldName, newNa
 		for _, m := range moves {
 			key := folderNameKey(mailboxID, m.to)
 			if t.names.Get(key) != nil {
-				return ErrFolderExists
+				return mailstore.ErrFolderExists
 			}
-			if err := CheckFolderName(m.to); err != nil {
+			if err := mailstore.CheckFolderName(m.to); err != nil {
 				return err
 			}
 			f, err := t.folder(mailboxID, m.id)

@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 // The keyword counts of each folder (keywords.go), in a bucket made
 // lazily (without a schema number):
@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -46,8 +47,8 @@ func (t *mailTx) keywordsOf(folderID int64) (*folderKeywords, error) {
 	if v := b.Get(id8(folderID)); len(v) == 8 {
 		k.before = int64(binary.BigEndian.Uint64(v))
 	} else {
-		err := t.eachMessage(folderID, func(m Message) error {
-			KeywordDelta(k.counts, nil, m.Flags)
+		err := t.eachMessage(folderID, func(m mailstore.Message) error {
+			mailstore.KeywordDelta(k.counts, nil, m.Flags)
 			return nil
 		})
 		if err != nil {
@@ -75,7 +76,7 @@ func (t *mailTx) keywordBucket() (*bolt.Bucket, error) {
 // old: it arrives; nil new: it leaves). Messages without keywords cost
 // nothing.
 func (t *mailTx) reflag(folderID int64, old, new []string) error {
-	if t.kdropped[folderID] || !HasKeywords(old) && !HasKeywords(new) {
+	if t.kdropped[folderID] || !mailstore.HasKeywords(old) && !mailstore.HasKeywords(new) {
 		return nil
 	}
 	k, err := t.keywordsOf(folderID)
@@ -85,7 +86,7 @@ func (t *mailTx) reflag(folderID int64, old, new []string) error {
 	// The net change only: a message that keeps most of its keywords
 	// looks up the counts of those it gains or loses.
 	d := make(map[string]int64, max(len(old), len(new)))
-	KeywordDelta(d, old, new)
+	mailstore.KeywordDelta(d, old, new)
 	for key, n := range d {
 		if n != 0 {
 			k.add(t.keywords, folderID, key, n)
@@ -138,7 +139,7 @@ func (t *mailTx) dropKeywords(folderID int64) error {
 // keywords (CheckKeywords), and writes the counts it changed.
 func (t *mailTx) flushKeywords() error {
 	for id, k := range t.kcache {
-		if err := CheckKeywords(k.before, k.now, t.maxKeywords); err != nil {
+		if err := mailstore.CheckKeywords(k.before, k.now, t.maxKeywords); err != nil {
 			return fmt.Errorf("folder %d: %d keywords, at most %d: %w", id, k.now, t.maxKeywords, err)
 		}
 	}

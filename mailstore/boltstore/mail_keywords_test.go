@@ -1,4 +1,4 @@
-package mailstore_test
+package boltstore_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // TestBoltKeywordsCountedLater: a folder whose keyword counts the store
@@ -41,7 +42,7 @@ func TestBoltKeywordsCountedLater(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := bolt.Open(filepath.Join(dir, mailstore.FileName), 0o600, nil)
+	db, err := bolt.Open(filepath.Join(dir, boltstore.FileName), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestBoltKeywordsCountedLater(t *testing.T) {
 	}
 	db.Close()
 
-	s, err = mailstore.Open(ctx, dir, mailstore.Options{MaxKeywords: 10})
+	s, err = boltstore.Open(ctx, dir, boltstore.Options{MaxKeywords: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,23 +1,24 @@
-package mailstore
+package boltstore
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
 // Messages implements Mail.
-func (s *Bolt) Messages(ctx context.Context, mailboxID, folderID int64) ([]Message, error) {
-	out := []Message{}
+func (s *Store) Messages(ctx context.Context, mailboxID, folderID int64) ([]mailstore.Message, error) {
+	out := []mailstore.Message{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		t := newMailTx(tx)
 		f, err := t.folder(mailboxID, folderID)
 		if err != nil {
 			return err
 		}
-		out = make([]Message, 0, max(f.Messages, 0))
-		return t.eachMessage(folderID, func(m Message) error {
+		out = make([]mailstore.Message, 0, max(f.Messages, 0))
+		return t.eachMessage(folderID, func(m mailstore.Message) error {
 			out = append(out, m)
 			return nil
 		})
@@ -30,7 +31,7 @@ func (s *Bolt) Messages(ctx context.Context, mailboxID, folderID int64) ([]Messa
 
 // Body implements Mail. The bytes are a copy: bbolt's memory is valid only
 // within the transaction.
-func (s *Bolt) Body(ctx context.Context, mailboxID, folderID int64, uid uint32) ([]byte, error) {
+func (s *Store) Body(ctx context.Context, mailboxID, folderID int64, uid uint32) ([]byte, error) {
 	var body []byte
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		t := newMailTx(tx)
@@ -42,7 +43,7 @@ func (s *Bolt) Body(ctx context.Context, mailboxID, folderID int64, uid uint32) 
 			return err
 		}
 		if !ok {
-			return ErrMessageNotFound
+			return mailstore.ErrMessageNotFound
 		}
 		raw := t.blobs.Get(id8(m.BlobID))
 		if raw == nil {
@@ -59,34 +60,34 @@ func (s *Bolt) Body(ctx context.Context, mailboxID, folderID int64, uid uint32) 
 
 // SetFlags implements Mail. UIDs no longer in the folder are skipped; the
 // messages whose flags did change come back, in the order of uids.
-func (s *Bolt) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string) ([]Message, error) {
+func (s *Store) SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string) ([]mailstore.Message, error) {
 	out, _, err := s.setFlags(ctx, mailboxID, folderID, uids, op, flags, nil)
 	return out, err
 }
 
 // SetFlagsIf implements Mail.
-func (s *Bolt) SetFlagsIf(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string, unchangedSince uint64) ([]Message, []uint32, error) {
+func (s *Store) SetFlagsIf(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string, unchangedSince uint64) ([]mailstore.Message, []uint32, error) {
 	return s.setFlags(ctx, mailboxID, folderID, uids, op, flags, &unchangedSince)
 }
 
 // setFlags is SetFlags, and with unchangedSince SetFlagsIf.
-func (s *Bolt) setFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op FlagOp, flags []string, unchangedSince *uint64) ([]Message, []uint32, error) {
-	flags = NormFlags(flags)
-	if op != FlagsRemove {
-		if err := CheckKeywordLength(flags); err != nil {
+func (s *Store) setFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string, unchangedSince *uint64) ([]mailstore.Message, []uint32, error) {
+	flags = mailstore.NormFlags(flags)
+	if op != mailstore.FlagsRemove {
+		if err := mailstore.CheckKeywordLength(flags); err != nil {
 			return nil, nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
 		}
 	}
 	// Setting \Deleted is the first half of deleting (then EXPUNGE): it
-	// may use the space reserve (bolt_reserve.go).
+	// may use the space reserve (reserve.go).
 	write := s.update
-	if op != FlagsRemove && HasFlag(flags, FlagDeleted) {
+	if op != mailstore.FlagsRemove && mailstore.HasFlag(flags, mailstore.FlagDeleted) {
 		write = s.deleting
 	}
-	var out []Message
+	var out []mailstore.Message
 	var modified []uint32
 	err := write(ctx, func(tx *bolt.Tx) error {
-		out, modified = []Message{}, nil
+		out, modified = []mailstore.Message{}, nil
 		t := s.mailTx(tx)
 		f, err := t.folder(mailboxID, folderID)
 		if err != nil {
@@ -104,7 +105,7 @@ func (s *Bolt) setFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 				modified = append(modified, uid)
 				continue
 			}
-			next, changed := ApplyFlags(m.Flags, op, flags)
+			next, changed := mailstore.ApplyFlags(m.Flags, op, flags)
 			if !changed {
 				continue
 			}
@@ -118,7 +119,7 @@ func (s *Bolt) setFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 			if err := t.messages.Put(msgKey(folderID, uid), encodeMessage(m)); err != nil {
 				return err
 			}
-			t.logChange(f, ChangeFlags, m)
+			t.logChange(f, mailstore.ChangeFlags, m)
 			out = append(out, m)
 		}
 		if len(out) == 0 {
@@ -138,8 +139,8 @@ func (s *Bolt) setFlags(ctx context.Context, mailboxID, folderID int64, uids []u
 // sources loads the messages named by uids, in that order, each once;
 // ErrMessageNotFound if one is not in the folder (COPY and MOVE succeed
 // whole or not at all, RFC 9051 6.4.7).
-func (t *mailTx) sources(folderID int64, uids []uint32) ([]Message, error) {
-	out := make([]Message, 0, len(uids))
+func (t *mailTx) sources(folderID int64, uids []uint32) ([]mailstore.Message, error) {
+	out := make([]mailstore.Message, 0, len(uids))
 	seen := make(map[uint32]bool, len(uids))
 	for _, uid := range uids {
 		if seen[uid] {
@@ -151,7 +152,7 @@ func (t *mailTx) sources(folderID int64, uids []uint32) ([]Message, error) {
 			return nil, err
 		}
 		if !ok {
-			return nil, fmt.Errorf("uid %d: %w", uid, ErrMessageNotFound)
+			return nil, fmt.Errorf("uid %d: %w", uid, mailstore.ErrMessageNotFound)
 		}
 		out = append(out, m)
 	}
@@ -160,7 +161,7 @@ func (t *mailTx) sources(folderID int64, uids []uint32) ([]Message, error) {
 
 // Copy implements Mail. Copies share the originals' bodies but count in
 // full against the quota, as every message does.
-func (s *Bolt) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error) {
+func (s *Store) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error) {
 	var out []uint32
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		out = []uint32{}
@@ -185,7 +186,7 @@ func (s *Bolt) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []u
 			return err
 		}
 		if len(msgs) > 0 && overQuota(mb, total) {
-			return ErrOverQuota
+			return mailstore.ErrOverQuota
 		}
 		for _, m := range msgs {
 			n, err := t.add(to, m)
@@ -208,7 +209,7 @@ func (s *Bolt) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []u
 
 // Move implements Mail: each message leaves its folder and enters the
 // other with a new UID, keeping its body, flags and received time.
-func (s *Bolt) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error) {
+func (s *Store) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error) {
 	var out []uint32
 	err := s.deleting(ctx, func(tx *bolt.Tx) error {
 		out = []uint32{}
@@ -249,7 +250,7 @@ func (s *Bolt) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []u
 // Expunge implements Mail. Given UIDs are removed whatever their flags
 // (the IMAP server picks the \Deleted ones for UID EXPUNGE); UIDs not in
 // the folder are skipped.
-func (s *Bolt) Expunge(ctx context.Context, mailboxID, folderID int64, uids []uint32) ([]uint32, error) {
+func (s *Store) Expunge(ctx context.Context, mailboxID, folderID int64, uids []uint32) ([]uint32, error) {
 	var out []uint32
 	err := s.deleting(ctx, func(tx *bolt.Tx) error {
 		out = []uint32{}
@@ -258,10 +259,10 @@ func (s *Bolt) Expunge(ctx context.Context, mailboxID, folderID int64, uids []ui
 		if err != nil {
 			return err
 		}
-		var gone []Message
+		var gone []mailstore.Message
 		if uids == nil {
-			err = t.eachMessage(folderID, func(m Message) error {
-				if HasFlag(m.Flags, FlagDeleted) {
+			err = t.eachMessage(folderID, func(m mailstore.Message) error {
+				if mailstore.HasFlag(m.Flags, mailstore.FlagDeleted) {
 					gone = append(gone, m)
 				}
 				return nil

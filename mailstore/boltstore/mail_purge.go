@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -20,13 +21,13 @@ const purgeBatch = 5000
 // deletes entries older than the cutoff, purgeBatch at a time, so its cost
 // is that of what it deletes. A domain with retention_days 0 or less keeps
 // its mail.
-func (s *Bolt) PurgeBefore(ctx context.Context, now time.Time) ([]PurgeResult, error) {
-	var doms []RetentionDomain
+func (s *Store) PurgeBefore(ctx context.Context, now time.Time) ([]mailstore.PurgeResult, error) {
+	var doms []mailstore.RetentionDomain
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bDomains).ForEach(func(k, v []byte) error {
-			var d Domain
+			var d mailstore.Domain
 			if getJSON(tx.Bucket(bDomains), k, &d) && d.RetentionDays > 0 {
-				doms = append(doms, RetentionDomain{ID: d.ID, Name: d.Name, Days: d.RetentionDays})
+				doms = append(doms, mailstore.RetentionDomain{ID: d.ID, Name: d.Name, Days: d.RetentionDays})
 			}
 			return nil
 		})
@@ -34,7 +35,7 @@ func (s *Bolt) PurgeBefore(ctx context.Context, now time.Time) ([]PurgeResult, e
 	if err != nil {
 		return nil, fmt.Errorf("purge: %w", err)
 	}
-	return PurgeDomains(doms, now, purgeBatch, func(domainID int64, cutoff time.Time) (int, int64, int64, error) {
+	return mailstore.PurgeDomains(doms, now, purgeBatch, func(domainID int64, cutoff time.Time) (int, int64, int64, error) {
 		return s.purgeDomainBatch(ctx, domainID, cutoff)
 	})
 }
@@ -42,7 +43,7 @@ func (s *Bolt) PurgeBefore(ctx context.Context, now time.Time) ([]PurgeResult, e
 // purgeDomainBatch deletes up to purgeBatch of the domain's messages
 // received before cutoff, in one transaction. entries is how many index
 // entries it took, messages or not.
-func (s *Bolt) purgeDomainBatch(ctx context.Context, domainID int64, cutoff time.Time) (entries int, msgs, size int64, err error) {
+func (s *Store) purgeDomainBatch(ctx context.Context, domainID int64, cutoff time.Time) (entries int, msgs, size int64, err error) {
 	var touched []int64
 	err = s.deleting(ctx, func(tx *bolt.Tx) error {
 		msgs, size = 0, 0

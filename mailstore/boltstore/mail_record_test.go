@@ -1,9 +1,11 @@
-package mailstore
+package boltstore
 
 import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mailhost/mailhost/mailstore"
 )
 
 // FuzzMessageRecord: a record decodes to what was encoded, and no input
@@ -15,7 +17,7 @@ func FuzzMessageRecord(f *testing.F) {
 		if blob < 0 || size < 0 {
 			return
 		}
-		m := Message{FolderID: 7, UID: 9, BlobID: blob, Size: size, ReceivedAt: time.Unix(unix, 0).UTC(), Flags: []string{f1, f2}}
+		m := mailstore.Message{FolderID: 7, UID: 9, BlobID: blob, Size: size, ReceivedAt: time.Unix(unix, 0).UTC(), Flags: []string{f1, f2}}
 		got, err := decodeMessage(msgKey(7, 9), encodeMessage(m))
 		if err != nil {
 			t.Fatalf("decodeMessage(encodeMessage(%+v)) = %v", m, err)
@@ -32,21 +34,21 @@ func TestApplyFlags(t *testing.T) {
 	tests := []struct {
 		name    string
 		cur     []string
-		op      FlagOp
+		op      mailstore.FlagOp
 		flags   []string
 		want    []string
 		changed bool
 	}{
-		{"add new", []string{`\Seen`}, FlagsAdd, []string{"Work"}, []string{`\Seen`, "Work"}, true},
-		{"add present other case", []string{"Work"}, FlagsAdd, []string{"work"}, []string{"Work"}, false},
-		{"remove", []string{`\Seen`, "Work"}, FlagsRemove, []string{"WORK"}, []string{`\Seen`}, true},
-		{"remove absent", []string{`\Seen`}, FlagsRemove, []string{"Work"}, []string{`\Seen`}, false},
-		{"replace same set", []string{"a", "b"}, FlagsReplace, []string{"b", "a"}, []string{"a", "b"}, false},
-		{"replace with none", []string{"a"}, FlagsReplace, nil, nil, true},
+		{"add new", []string{`\Seen`}, mailstore.FlagsAdd, []string{"Work"}, []string{`\Seen`, "Work"}, true},
+		{"add present other case", []string{"Work"}, mailstore.FlagsAdd, []string{"work"}, []string{"Work"}, false},
+		{"remove", []string{`\Seen`, "Work"}, mailstore.FlagsRemove, []string{"WORK"}, []string{`\Seen`}, true},
+		{"remove absent", []string{`\Seen`}, mailstore.FlagsRemove, []string{"Work"}, []string{`\Seen`}, false},
+		{"replace same set", []string{"a", "b"}, mailstore.FlagsReplace, []string{"b", "a"}, []string{"a", "b"}, false},
+		{"replace with none", []string{"a"}, mailstore.FlagsReplace, nil, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, changed := ApplyFlags(tt.cur, tt.op, NormFlags(tt.flags))
+			got, changed := mailstore.ApplyFlags(tt.cur, tt.op, mailstore.NormFlags(tt.flags))
 			if !slices.Equal(got, tt.want) || changed != tt.changed {
 				t.Errorf("applyFlags(%q, %v, %q) = %q, %v; want %q, %v", tt.cur, tt.op, tt.flags, got, changed, tt.want, tt.changed)
 			}

@@ -1,10 +1,11 @@
-package mailstore
+package boltstore
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -14,11 +15,11 @@ import (
 var bSubscriptions = []byte("subscriptions")
 
 // Subscriptions implements Mail.
-func (s *Bolt) Subscriptions(ctx context.Context, mailboxID int64) ([]string, error) {
+func (s *Store) Subscriptions(ctx context.Context, mailboxID int64) ([]string, error) {
 	out := []string{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bMailboxes).Get(id8(mailboxID)) == nil {
-			return ErrMailboxNotFound
+			return mailstore.ErrMailboxNotFound
 		}
 		prefix := id8(mailboxID)
 		c := tx.Bucket(bSubscriptions).Cursor()
@@ -35,14 +36,14 @@ func (s *Bolt) Subscriptions(ctx context.Context, mailboxID int64) ([]string, er
 
 // Subscribe implements Mail. The account's subscriptions are counted by
 // a cursor walk: at most MaxSubscriptions keys, in one range.
-func (s *Bolt) Subscribe(ctx context.Context, mailboxID int64, name string) error {
-	name = CanonFolder(name)
-	if err := CheckFolderName(name); err != nil {
+func (s *Store) Subscribe(ctx context.Context, mailboxID int64, name string) error {
+	name = mailstore.CanonFolder(name)
+	if err := mailstore.CheckFolderName(name); err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bMailboxes).Get(id8(mailboxID)) == nil {
-			return ErrMailboxNotFound
+			return mailstore.ErrMailboxNotFound
 		}
 		b := tx.Bucket(bSubscriptions)
 		key := folderNameKey(mailboxID, name)
@@ -55,8 +56,8 @@ func (s *Bolt) Subscribe(ctx context.Context, mailboxID int64, name string) erro
 		for k, _ := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, _ = c.Next() {
 			n++
 		}
-		if n >= MaxSubscriptions {
-			return ErrTooManySubscriptions
+		if n >= mailstore.MaxSubscriptions {
+			return mailstore.ErrTooManySubscriptions
 		}
 		return b.Put(key, nil)
 	})
@@ -67,11 +68,11 @@ func (s *Bolt) Subscribe(ctx context.Context, mailboxID int64, name string) erro
 }
 
 // Unsubscribe implements Mail.
-func (s *Bolt) Unsubscribe(ctx context.Context, mailboxID int64, name string) error {
-	name = CanonFolder(name)
+func (s *Store) Unsubscribe(ctx context.Context, mailboxID int64, name string) error {
+	name = mailstore.CanonFolder(name)
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bMailboxes).Get(id8(mailboxID)) == nil {
-			return ErrMailboxNotFound
+			return mailstore.ErrMailboxNotFound
 		}
 		return tx.Bucket(bSubscriptions).Delete(folderNameKey(mailboxID, name))
 	})

@@ -1,9 +1,10 @@
-package mailstore
+package boltstore
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -16,7 +17,7 @@ import (
 var bSummaries = []byte("blob_summaries")
 
 // Bounds on one read transaction of Summaries, as for Bodies
-// (bolt_mail_bodies.go); summaries are small, so more fit in one.
+// (mail_bodies.go); summaries are small, so more fit in one.
 const (
 	summariesChunkMessages = 1024
 	summariesChunkBytes    = 1 << 20
@@ -43,7 +44,7 @@ func (t *mailTx) deleteSummary(blobID int64) error {
 // read transaction, as Bodies reads bodies; a summary missing is made from
 // the body in that transaction and, once it is over, stored in one write
 // transaction for the chunk.
-func (s *Bolt) Summaries(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, header []byte) error) error {
+func (s *Store) Summaries(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, header []byte) error) error {
 	var missing map[int64][]byte // blobID -> summary made from the body
 	return s.readChunks(ctx, "summaries", mailboxID, folderID, uids, summariesChunkMessages, summariesChunkBytes, false,
 		func(tx *bolt.Tx) func(uid uint32, blobID int64) ([]byte, error) {
@@ -62,7 +63,7 @@ func (s *Bolt) Summaries(ctx context.Context, mailboxID, folderID int64, uids []
 				if missing == nil {
 					missing = map[int64][]byte{}
 				}
-				missing[blobID] = HeaderSummary(raw)
+				missing[blobID] = mailstore.HeaderSummary(raw)
 				return missing[blobID], nil
 			}
 		},
@@ -78,7 +79,7 @@ func (s *Bolt) Summaries(ctx context.Context, mailboxID, folderID int64, uids []
 // for the bodies still there. It is a cache fill: Summaries answers
 // the same without it, so a failure (a store opened read-only, a done
 // ctx) is not an error.
-func (s *Bolt) storeSummaries(ctx context.Context, made map[int64][]byte) {
+func (s *Store) storeSummaries(ctx context.Context, made map[int64][]byte) {
 	_ = s.batch(ctx, func(tx *bolt.Tx) error {
 		blobs := tx.Bucket(bBlobs)
 		b, err := tx.CreateBucketIfNotExists(bSummaries)

@@ -1,4 +1,4 @@
-package mailstore_test
+package boltstore_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // rawSummaries opens the closed store's file and lists the blob ids that
@@ -17,7 +18,7 @@ import (
 // before summaries).
 func rawSummaries(t *testing.T, dir string, drop bool) []int {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(dir, mailstore.FileName), 0o600, nil)
+	db, err := bolt.Open(filepath.Join(dir, boltstore.FileName), 0o600, nil)
 	if err != nil {
 		t.Fatalf("bolt.Open() = %v", err)
 	}

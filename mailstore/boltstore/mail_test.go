@@ -1,4 +1,4 @@
-package mailstore_test
+package boltstore_test
 
 import (
 	"context"
@@ -10,10 +10,11 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // boltMailFixture is a store with one partner, domain and two mailboxes.
-func boltMailFixture(t *testing.T, dir string) (*mailstore.Bolt, int64, mailstore.Mailbox, mailstore.Mailbox) {
+func boltMailFixture(t *testing.T, dir string) (*boltstore.Store, int64, mailstore.Mailbox, mailstore.Mailbox) {
 	t.Helper()
 	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
@@ -42,7 +43,7 @@ func boltMailFixture(t *testing.T, dir string) (*mailstore.Bolt, int64, mailstor
 // and retention entries.
 func rawCounts(t *testing.T, dir string) (blobs, refs, messages, retention int) {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(dir, mailstore.FileName), 0o600, &bolt.Options{ReadOnly: true})
+	db, err := bolt.Open(filepath.Join(dir, boltstore.FileName), 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("bolt.Open() = %v", err)
 	}

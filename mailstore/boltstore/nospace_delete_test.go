@@ -1,4 +1,4 @@
-package mailstore_test
+package boltstore_test
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/mailstore/storetest"
 )
 
 // TestBoltDeleteOnFullDisk: on a full file system, with a store whose
 // file has no free page to reuse (just compacted), every deletion
-// commits (the space reserve, bolt_reserve.go) while other writes are
+// commits (the space reserve, reserve.go) while other writes are
 // still refused with ErrNoSpace; the file passes bbolt's check after.
 // Without the reserve, the same deletion fails: a delete in bbolt needs
 // new pages too.
@@ -47,10 +48,10 @@ func TestBoltDeleteOnFullDisk(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := mailstore.Compact(ctx, dir, mailstore.Options{}); err != nil {
+			if _, err := boltstore.Compact(ctx, dir, boltstore.Options{}); err != nil {
 				t.Fatal(err)
 			}
-			s, err = mailstore.Open(ctx, dir, mailstore.Options{SpaceReserve: reserve})
+			s, err = boltstore.Open(ctx, dir, boltstore.Options{SpaceReserve: reserve})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,12 +111,12 @@ func TestBoltDeleteOnFullDisk(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			checkBoltFile(t, filepath.Join(dir, mailstore.FileName))
-			s, err = mailstore.Open(ctx, dir, mailstore.Options{SpaceReserve: reserve})
+			checkBoltFile(t, filepath.Join(dir, boltstore.FileName))
+			s, err = boltstore.Open(ctx, dir, boltstore.Options{SpaceReserve: reserve})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fi, err := os.Stat(filepath.Join(dir, mailstore.FileName+".reserve")); err != nil || fi.Size() != reserve {
+			if fi, err := os.Stat(filepath.Join(dir, boltstore.FileName+".reserve")); err != nil || fi.Size() != reserve {
 				t.Errorf("reserve after reopening with room = %v, %v; want %d bytes", fi, err, reserve)
 			}
 			if ms, err := s.Messages(ctx, u.ID, inbox.ID); err != nil || len(ms) != 30-6 {

@@ -1,4 +1,4 @@
-package mailstore_test
+package boltstore_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/mailstore/storetest"
 )
 
@@ -123,7 +124,7 @@ func TestBoltFullDisk(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	checkBoltFile(t, filepath.Join(dir, mailstore.FileName))
+	checkBoltFile(t, filepath.Join(dir, boltstore.FileName))
 	s = openBolt(t, dir)
 	ms, err = s.Messages(ctx, u.ID, inbox.ID)
 	if err != nil || len(ms) != len(acked) {

@@ -1,7 +1,7 @@
-package mailstore
+package boltstore
 
 // The outbound queue of the bbolt store (schema 2). Deliver creates the
-// entries (its Relay part, bolt_mail_deliver.go); the methods here are the
+// entries (its Relay part, mail_deliver.go); the methods here are the
 // delivery workers' and the operator's.
 //
 // Buckets:
@@ -33,6 +33,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -96,13 +97,13 @@ func newQueueTx(tx *bolt.Tx) *queueTx {
 	}
 }
 
-func (q *queueTx) get(id int64) (Outbound, bool) {
-	var o Outbound
+func (q *queueTx) get(id int64) (mailstore.Outbound, bool) {
+	var o mailstore.Outbound
 	ok := getJSON(q.entries, id8(id), &o)
 	return o, ok
 }
 
-func (q *queueTx) indexKey(o Outbound) (*bolt.Bucket, []byte) {
+func (q *queueTx) indexKey(o mailstore.Outbound) (*bolt.Bucket, []byte) {
 	if o.Held {
 		return q.held, pair(o.DomainID, o.ID)
 	}
@@ -111,7 +112,7 @@ func (q *queueTx) indexKey(o Outbound) (*bolt.Bucket, []byte) {
 
 // put stores an entry and its index key. An entry stored before must have
 // been unindexed first.
-func (q *queueTx) put(o Outbound) error {
+func (q *queueTx) put(o mailstore.Outbound) error {
 	b, k := q.indexKey(o)
 	var v []byte
 	if !o.Held {
@@ -128,14 +129,14 @@ func (q *queueTx) put(o Outbound) error {
 }
 
 // unindex deletes an entry's index key, before it changes.
-func (q *queueTx) unindex(o Outbound) error {
+func (q *queueTx) unindex(o mailstore.Outbound) error {
 	b, k := q.indexKey(o)
 	return b.Delete(k)
 }
 
 // remove deletes an entry and its index keys; the caller drops its blob
 // reference.
-func (q *queueTx) remove(o Outbound) error {
+func (q *queueTx) remove(o mailstore.Outbound) error {
 	if err := q.unindex(o); err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func (q *queueTx) remove(o Outbound) error {
 
 // drop deletes an entry already unindexed from queue_due or queue_held,
 // with its queue_domain key.
-func (q *queueTx) drop(o Outbound) error {
+func (q *queueTx) drop(o mailstore.Outbound) error {
 	if err := q.byDomain.Delete(pair(o.DomainID, o.ID)); err != nil {
 		return err
 	}
@@ -152,12 +153,12 @@ func (q *queueTx) drop(o Outbound) error {
 }
 
 // entry is the queue entry of a group, without its id.
-func relayEntry(g RelayGroup, blobID, size int64, received time.Time, held bool) Outbound {
-	rcpts := make([]OutboundRecipient, len(g.To))
+func relayEntry(g mailstore.RelayGroup, blobID, size int64, received time.Time, held bool) mailstore.Outbound {
+	rcpts := make([]mailstore.OutboundRecipient, len(g.To))
 	for i, a := range g.To {
-		rcpts[i] = OutboundRecipient{Address: a, State: RecipientPending}
+		rcpts[i] = mailstore.OutboundRecipient{Address: a, State: mailstore.RecipientPending}
 	}
-	return Outbound{
+	return mailstore.Outbound{
 		Kind: g.Relay.Kind, DomainID: g.Relay.DomainID, From: g.Relay.From,
 		Destination: g.Destination, Recipients: rcpts, BlobID: blobID, Size: size,
 		QueuedAt: received, NextAttempt: received, Held: held,
@@ -170,9 +171,9 @@ func relayEntry(g RelayGroup, blobID, size int64, received time.Time, held bool)
 // queue_due value is the entry's destination, so that passing over an
 // entry reads no record (entries indexed by earlier versions have none and
 // are read).
-func (s *Bolt) ClaimOutbound(ctx context.Context, now time.Time, lease time.Duration, limit int, opt ClaimOptions) ([]Outbound, error) {
+func (s *Store) ClaimOutbound(ctx context.Context, now time.Time, lease time.Duration, limit int, opt mailstore.ClaimOptions) ([]mailstore.Outbound, error) {
 	if limit <= 0 || lease <= 0 {
-		return nil, fmt.Errorf("claim outbound: limit %d, lease %v: %w", limit, lease, ErrInvalidArgument)
+		return nil, fmt.Errorf("claim outbound: limit %d, lease %v: %w", limit, lease, mailstore.ErrInvalidArgument)
 	}
 	until := ceilSecond(now.Add(lease))
 	skip := make(map[string]bool, len(opt.Skip))
@@ -191,11 +192,11 @@ func (s *Bolt) ClaimOutbound(ctx context.Context, now time.Time, lease time.Dura
 		return nil, fmt.Errorf("claim outbound: %w", err)
 	}
 	if len(ids) == 0 {
-		return []Outbound{}, ctx.Err()
+		return []mailstore.Outbound{}, ctx.Err()
 	}
-	var out []Outbound
+	var out []mailstore.Outbound
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		out = []Outbound{}
+		out = []mailstore.Outbound{}
 		q := newQueueTx(tx)
 		// Again: another claim may have taken some since.
 		ids, err := q.claimable(now, limit, skip, opt.PerDestination)
@@ -232,7 +233,7 @@ func (q *queueTx) claimable(now time.Time, limit int, skip map[string]bool, perD
 	taken := map[string]int{}
 	passed := 0
 	c := q.due.Cursor()
-	for k, v := c.First(); k != nil && len(ids) < limit && passed < ClaimScanLimit; k, v = c.Next() {
+	for k, v := c.First(); k != nil && len(ids) < limit && passed < mailstore.ClaimScanLimit; k, v = c.Next() {
 		if len(k) != 16 || binary.BigEndian.Uint64(k) > nanoKey(now) {
 			break
 		}
@@ -258,12 +259,12 @@ func (q *queueTx) claimable(now time.Time, limit int, skip map[string]bool, perD
 }
 
 // OutboundBody implements Queue.
-func (s *Bolt) OutboundBody(ctx context.Context, id int64) ([]byte, error) {
+func (s *Store) OutboundBody(ctx context.Context, id int64) ([]byte, error) {
 	var body []byte
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		o, ok := newQueueTx(tx).get(id)
 		if !ok {
-			return ErrOutboundNotFound
+			return mailstore.ErrOutboundNotFound
 		}
 		v := tx.Bucket(bBlobs).Get(id8(o.BlobID))
 		if v == nil {
@@ -281,8 +282,8 @@ func (s *Bolt) OutboundBody(ctx context.Context, id int64) ([]byte, error) {
 // RecordAttempt implements Queue. Workers record attempts concurrently, so
 // it runs in a bbolt batch like Deliver, and an unknown entry is noted
 // rather than failing the batch.
-func (s *Bolt) RecordAttempt(ctx context.Context, id int64, a Attempt) (Outbound, error) {
-	var out Outbound
+func (s *Store) RecordAttempt(ctx context.Context, id int64, a mailstore.Attempt) (mailstore.Outbound, error) {
+	var out mailstore.Outbound
 	var missing bool
 	err := s.batch(ctx, func(tx *bolt.Tx) error {
 		q := newQueueTx(tx)
@@ -293,7 +294,7 @@ func (s *Bolt) RecordAttempt(ctx context.Context, id int64, a Attempt) (Outbound
 		if err := q.unindex(o); err != nil {
 			return err
 		}
-		o = ApplyAttempt(o, a)
+		o = mailstore.ApplyAttempt(o, a)
 		out = o
 		if len(o.Pending()) > 0 {
 			return q.put(o)
@@ -306,10 +307,10 @@ func (s *Bolt) RecordAttempt(ctx context.Context, id int64, a Attempt) (Outbound
 		return t.flushRefs()
 	})
 	if err == nil && missing {
-		err = ErrOutboundNotFound
+		err = mailstore.ErrOutboundNotFound
 	}
 	if err != nil {
-		return Outbound{}, fmt.Errorf("record attempt of outbound entry %d: %w", id, err)
+		return mailstore.Outbound{}, fmt.Errorf("record attempt of outbound entry %d: %w", id, err)
 	}
 	return out, nil
 }
@@ -322,7 +323,7 @@ func (s *Bolt) RecordAttempt(ctx context.Context, id int64, a Attempt) (Outbound
 // as in Deliver. Entries of a domain deleted meanwhile are released
 // uncounted (mail in flight is not dropped). Each transaction releases at
 // most releaseBatch entries.
-func (s *Bolt) ReleaseHeld(ctx context.Context, now time.Time) (int, error) {
+func (s *Store) ReleaseHeld(ctx context.Context, now time.Time) (int, error) {
 	// Nearly always nothing is held: answer that without a commit.
 	var anyHeld bool
 	if err := s.db.View(func(tx *bolt.Tx) error {
@@ -351,16 +352,16 @@ func (s *Bolt) ReleaseHeld(ctx context.Context, now time.Time) (int, error) {
 // releaseBatch releases held entries from the queue_held key from on, in
 // one transaction, and answers where the next one starts (nil when the
 // walk is done).
-func (s *Bolt) releaseBatch(ctx context.Context, now time.Time, from []byte) (int, []byte, error) {
-	month := Month(now)
-	due := UTC(now)
+func (s *Store) releaseBatch(ctx context.Context, now time.Time, from []byte) (int, []byte, error) {
+	month := mailstore.Month(now)
+	due := mailstore.UTC(now)
 	var released int
 	var next []byte
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		released, next = 0, nil
 		t := newMailTx(tx)
 		q := newQueueTx(tx)
-		var batch []Outbound
+		var batch []mailstore.Outbound
 		c := q.held.Cursor()
 		k, _ := c.Seek(from)
 		for k != nil {
@@ -368,7 +369,7 @@ func (s *Bolt) releaseBatch(ctx context.Context, now time.Time, from []byte) (in
 				return fmt.Errorf("queue_held key %x", k)
 			}
 			domainID := int64(binary.BigEndian.Uint64(k))
-			var d Domain
+			var d mailstore.Domain
 			gone := !getJSON(t.domains, id8(domainID), &d)
 			x := t.transferFigures(domainID, month)
 			if !gone && d.TransferCapReached(x.Transfer) {
@@ -420,8 +421,8 @@ func (s *Bolt) releaseBatch(ctx context.Context, now time.Time, from []byte) (in
 }
 
 // OutboundEntries implements Queue.
-func (s *Bolt) OutboundEntries(ctx context.Context, p Page) ([]Outbound, int, error) {
-	out := []Outbound{}
+func (s *Store) OutboundEntries(ctx context.Context, p mailstore.Page) ([]mailstore.Outbound, int, error) {
+	out := []mailstore.Outbound{}
 	total := 0
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bQueue)
@@ -431,7 +432,7 @@ func (s *Bolt) OutboundEntries(ctx context.Context, p Page) ([]Outbound, int, er
 			if total <= p.Offset || (p.Limit > 0 && len(out) >= p.Limit) {
 				continue
 			}
-			var o Outbound
+			var o mailstore.Outbound
 			if err := json.Unmarshal(v, &o); err != nil {
 				return fmt.Errorf("entry %x: %w", k, err)
 			}
@@ -447,7 +448,7 @@ func (s *Bolt) OutboundEntries(ctx context.Context, p Page) ([]Outbound, int, er
 
 // FlushOutbound implements Queue. Entries due already keep their time, so
 // the order of the queue does not change among them.
-func (s *Bolt) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
+func (s *Store) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
 	var n int
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		n = 0
@@ -468,7 +469,7 @@ func (s *Bolt) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
 			if err := q.unindex(o); err != nil {
 				return err
 			}
-			o.NextAttempt = UTC(now)
+			o.NextAttempt = mailstore.UTC(now)
 			if err := q.put(o); err != nil {
 				return err
 			}
@@ -484,8 +485,8 @@ func (s *Bolt) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
 // ReleaseLeases implements Queue. Leased entries are found in a read
 // transaction (queue_due does not mark leases, so the entries due later
 // are read: once per start, not per request).
-func (s *Bolt) ReleaseLeases(ctx context.Context, now time.Time) (int, error) {
-	return s.refile(ctx, now, "release leases", (*queueTx).dueLater, func(o Outbound) bool { return o.Leased })
+func (s *Store) ReleaseLeases(ctx context.Context, now time.Time) (int, error) {
+	return s.refile(ctx, now, "release leases", (*queueTx).dueLater, func(o mailstore.Outbound) bool { return o.Leased })
 }
 
 // dueLater are the ids of the entries due after now, from queue_due.
@@ -503,7 +504,7 @@ func (q *queueTx) dueLater(now time.Time) []int64 {
 // transaction, re-filed in a write one
 // (checked again, as attempts may have been recorded since), so that
 // writers wait only for the re-filing.
-func (s *Bolt) refile(ctx context.Context, now time.Time, what string, candidates func(*queueTx, time.Time) []int64, match func(Outbound) bool) (int, error) {
+func (s *Store) refile(ctx context.Context, now time.Time, what string, candidates func(*queueTx, time.Time) []int64, match func(mailstore.Outbound) bool) (int, error) {
 	var ids []int64
 	if err := s.view(ctx, func(tx *bolt.Tx) error {
 		q := newQueueTx(tx)
@@ -531,7 +532,7 @@ func (s *Bolt) refile(ctx context.Context, now time.Time, what string, candidate
 			if err := q.unindex(o); err != nil {
 				return err
 			}
-			o.NextAttempt, o.Leased = UTC(now), false
+			o.NextAttempt, o.Leased = mailstore.UTC(now), false
 			if err := q.put(o); err != nil {
 				return err
 			}
@@ -547,24 +548,24 @@ func (s *Bolt) refile(ctx context.Context, now time.Time, what string, candidate
 
 // FlushOutboundDomain implements Queue. It walks the domain's keys in
 // queue_domain: other domains' entries are not read.
-func (s *Bolt) FlushOutboundDomain(ctx context.Context, domainID int64, now time.Time) (int, error) {
+func (s *Store) FlushOutboundDomain(ctx context.Context, domainID int64, now time.Time) (int, error) {
 	ofDomain := func(q *queueTx, _ time.Time) []int64 {
 		var ids []int64
 		eachChild(q.byDomain, domainID, 0, func(id []byte) { ids = append(ids, int64(binary.BigEndian.Uint64(id))) })
 		return ids
 	}
 	return s.refile(ctx, now, fmt.Sprintf("flush outbound of domain %d", domainID), ofDomain,
-		func(o Outbound) bool { return o.DomainID == domainID })
+		func(o mailstore.Outbound) bool { return o.DomainID == domainID })
 }
 
 // DeleteOutbound implements Queue.
-func (s *Bolt) DeleteOutbound(ctx context.Context, id int64) (Outbound, error) {
-	var o Outbound
+func (s *Store) DeleteOutbound(ctx context.Context, id int64) (mailstore.Outbound, error) {
+	var o mailstore.Outbound
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		q := newQueueTx(tx)
 		var ok bool
 		if o, ok = q.get(id); !ok {
-			return ErrOutboundNotFound
+			return mailstore.ErrOutboundNotFound
 		}
 		if err := q.remove(o); err != nil {
 			return err
@@ -574,30 +575,30 @@ func (s *Bolt) DeleteOutbound(ctx context.Context, id int64) (Outbound, error) {
 		return t.flushRefs()
 	})
 	if err != nil {
-		return Outbound{}, fmt.Errorf("delete outbound entry %d: %w", id, err)
+		return mailstore.Outbound{}, fmt.Errorf("delete outbound entry %d: %w", id, err)
 	}
 	return o, nil
 }
 
 // Transfer implements Mail.
-func (s *Bolt) Transfer(ctx context.Context, domainID int64, month string) (Transfer, error) {
-	var x Transfer
+func (s *Store) Transfer(ctx context.Context, domainID int64, month string) (mailstore.Transfer, error) {
+	var x mailstore.Transfer
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bDomains).Get(id8(domainID)) == nil {
-			return ErrDomainNotFound
+			return mailstore.ErrDomainNotFound
 		}
 		x = transferOf(tx, domainID, month)
 		return nil
 	})
 	if err != nil {
-		return Transfer{}, fmt.Errorf("transfer of domain %d: %w", domainID, err)
+		return mailstore.Transfer{}, fmt.Errorf("transfer of domain %d: %w", domainID, err)
 	}
 	return x, nil
 }
 
 // DKIMKeys implements Mail.
-func (s *Bolt) DKIMKeys(ctx context.Context, domainID int64) ([]DKIMKey, error) {
-	var keys []DKIMKey
+func (s *Store) DKIMKeys(ctx context.Context, domainID int64) ([]mailstore.DKIMKey, error) {
+	var keys []mailstore.DKIMKey
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 		keys, err = dkimKeys(tx, domainID)
 		return err
@@ -609,8 +610,8 @@ func (s *Bolt) DKIMKeys(ctx context.Context, domainID int64) ([]DKIMKey, error) 
 }
 
 // EnsureDKIMKeys implements Mail.
-func (s *Bolt) EnsureDKIMKeys(ctx context.Context, domainID int64, keys []DKIMKey) ([]DKIMKey, error) {
-	var out []DKIMKey
+func (s *Store) EnsureDKIMKeys(ctx context.Context, domainID int64, keys []mailstore.DKIMKey) ([]mailstore.DKIMKey, error) {
+	var out []mailstore.DKIMKey
 	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
 		if out, err = dkimKeys(tx, domainID); err != nil || len(out) > 0 {
 			return err
@@ -624,11 +625,11 @@ func (s *Bolt) EnsureDKIMKeys(ctx context.Context, domainID int64, keys []DKIMKe
 	return out, nil
 }
 
-func dkimKeys(tx *bolt.Tx, domainID int64) ([]DKIMKey, error) {
+func dkimKeys(tx *bolt.Tx, domainID int64) ([]mailstore.DKIMKey, error) {
 	if tx.Bucket(bDomains).Get(id8(domainID)) == nil {
-		return nil, ErrDomainNotFound
+		return nil, mailstore.ErrDomainNotFound
 	}
-	keys := []DKIMKey{}
+	keys := []mailstore.DKIMKey{}
 	if v := tx.Bucket(bDKIM).Get(id8(domainID)); v != nil {
 		if err := json.Unmarshal(v, &keys); err != nil {
 			return nil, fmt.Errorf("DKIM keys record: %w", err)
@@ -639,14 +640,14 @@ func dkimKeys(tx *bolt.Tx, domainID int64) ([]DKIMKey, error) {
 
 // putDKIMKeys stores a domain's keys (none: nothing) and answers them as
 // stored.
-func putDKIMKeys(tx *bolt.Tx, domainID int64, keys []DKIMKey) ([]DKIMKey, error) {
-	out := make([]DKIMKey, len(keys))
+func putDKIMKeys(tx *bolt.Tx, domainID int64, keys []mailstore.DKIMKey) ([]mailstore.DKIMKey, error) {
+	out := make([]mailstore.DKIMKey, len(keys))
 	for i, k := range keys {
 		if k.Selector == "" || len(k.Private) == 0 {
-			return nil, fmt.Errorf("DKIM key %d: no selector or private key: %w", i, ErrInvalidArgument)
+			return nil, fmt.Errorf("DKIM key %d: no selector or private key: %w", i, mailstore.ErrInvalidArgument)
 		}
 		k.Private = bytes.Clone(k.Private)
-		k.CreatedAt = UTC(k.CreatedAt)
+		k.CreatedAt = mailstore.UTC(k.CreatedAt)
 		out[i] = k
 	}
 	if len(out) == 0 {

@@ -1,4 +1,4 @@
-package mailstore_test
+package boltstore_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // rawQueue opens the closed store's file and checks the queue's indexes
@@ -22,7 +23,7 @@ import (
 // answers the entries, the blobs and the sum of the blob refcounts.
 func rawQueue(t *testing.T, dir string) (entries, blobs, refs int) {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(dir, mailstore.FileName), 0o600, &bolt.Options{ReadOnly: true})
+	db, err := bolt.Open(filepath.Join(dir, boltstore.FileName), 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("bolt.Open() = %v", err)
 	}
@@ -143,7 +144,7 @@ func TestBoltQueueBlobRefs(t *testing.T) {
 // transaction: the tests make it look as an earlier version wrote it.
 func rawUpdate(t *testing.T, dir, what string, fn func(*bolt.Tx) error) {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(dir, mailstore.FileName), 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bolt.Open(filepath.Join(dir, boltstore.FileName), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func asSchema(t *testing.T, dir string, v uint64, laterBuckets ...string) {
 		}
 		return nil
 	})
-	writeSchema(t, filepath.Join(dir, mailstore.FileName), v)
+	writeSchema(t, filepath.Join(dir, boltstore.FileName), v)
 }
 
 // upgrade opens and closes the store in dir, which migrates it, and
@@ -173,7 +174,7 @@ func asSchema(t *testing.T, dir string, v uint64, laterBuckets ...string) {
 func upgrade(t *testing.T, dir string) {
 	t.Helper()
 	openBolt(t, dir).Close()
-	if got := readSchema(t, filepath.Join(dir, mailstore.FileName)); got != 8 {
+	if got := readSchema(t, filepath.Join(dir, boltstore.FileName)); got != 8 {
 		t.Errorf("schema after upgrade = %d, want 8", got)
 	}
 }

@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 // Deleting on a full disk. bbolt writes every change to new pages (copy
 // on write) and frees the old ones only when the transaction commits, so
@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -123,9 +124,9 @@ func (r *spaceReserve) release() bool {
 // commit that fails for lack of space it releases the reserve and runs
 // fn once more. fn must be safe to run twice (update's fn is rolled
 // back). After a deletion the reserve is made again if it is missing.
-func (s *Bolt) deleting(ctx context.Context, fn func(*bolt.Tx) error) error {
+func (s *Store) deleting(ctx context.Context, fn func(*bolt.Tx) error) error {
 	err := s.update(ctx, fn)
-	if errors.Is(err, ErrNoSpace) && s.reserve.release() {
+	if errors.Is(err, mailstore.ErrNoSpace) && s.reserve.release() {
 		err = s.update(ctx, fn)
 	}
 	if err == nil {

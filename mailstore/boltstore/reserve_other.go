@@ -1,6 +1,6 @@
 //go:build !linux
 
-package mailstore
+package boltstore
 
 import "os"
 

@@ -1,8 +1,8 @@
-package mailstore
+package boltstore
 
 // SieveScripts of the bbolt store.
 //
-// Buckets, made lazily as bolt_autoreply.go's are (no schema number; a
+// Buckets, made lazily as autoreply.go's are (no schema number; a
 // file without them reads as empty, and older binaries ignore them):
 //
 //	sieve_scripts   mailbox id (8) | name -> sieveRecord (JSON)
@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -26,7 +27,7 @@ var (
 	bSieveActive  = []byte("sieve_active")
 )
 
-var _ SieveScripts = (*Bolt)(nil)
+var _ mailstore.SieveScripts = (*Store)(nil)
 
 // sieveRecord is a script as stored; its mailbox and name are its key,
 // and whether it is active is sieve_active's.
@@ -46,22 +47,22 @@ func sieveActiveName(tx *bolt.Tx, mailboxID int64) string {
 }
 
 // sieveScript reads one script, with whether it is active.
-func sieveScript(tx *bolt.Tx, mailboxID int64, name string) (SieveScript, bool) {
+func sieveScript(tx *bolt.Tx, mailboxID int64, name string) (mailstore.SieveScript, bool) {
 	b := tx.Bucket(bSieveScripts)
 	if b == nil {
-		return SieveScript{}, false
+		return mailstore.SieveScript{}, false
 	}
 	var r sieveRecord
 	if !getJSON(b, sieveKey(mailboxID, name), &r) {
-		return SieveScript{}, false
+		return mailstore.SieveScript{}, false
 	}
-	return SieveScript{MailboxID: mailboxID, Name: name, Script: r.Script, UpdatedAt: r.UpdatedAt,
+	return mailstore.SieveScript{MailboxID: mailboxID, Name: name, Script: r.Script, UpdatedAt: r.UpdatedAt,
 		Active: sieveActiveName(tx, mailboxID) == name}, true
 }
 
 // SieveScripts implements SieveScripts.
-func (s *Bolt) SieveScripts(ctx context.Context, mailboxID int64) ([]SieveScript, error) {
-	out := []SieveScript{}
+func (s *Store) SieveScripts(ctx context.Context, mailboxID int64) ([]mailstore.SieveScript, error) {
+	out := []mailstore.SieveScript{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bSieveScripts)
 		if b == nil {
@@ -76,7 +77,7 @@ func (s *Bolt) SieveScripts(ctx context.Context, mailboxID int64) ([]SieveScript
 				return fmt.Errorf("script %q: %w", k[8:], err)
 			}
 			name := string(k[8:])
-			out = append(out, SieveScript{MailboxID: mailboxID, Name: name, Script: r.Script, UpdatedAt: r.UpdatedAt, Active: name == active})
+			out = append(out, mailstore.SieveScript{MailboxID: mailboxID, Name: name, Script: r.Script, UpdatedAt: r.UpdatedAt, Active: name == active})
 		}
 		return nil
 	})
@@ -87,25 +88,25 @@ func (s *Bolt) SieveScripts(ctx context.Context, mailboxID int64) ([]SieveScript
 }
 
 // SieveScript implements SieveScripts.
-func (s *Bolt) SieveScript(ctx context.Context, mailboxID int64, name string) (SieveScript, error) {
-	var sc SieveScript
+func (s *Store) SieveScript(ctx context.Context, mailboxID int64, name string) (mailstore.SieveScript, error) {
+	var sc mailstore.SieveScript
 	found := false
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		sc, found = sieveScript(tx, mailboxID, name)
 		return nil
 	})
 	if err == nil && !found {
-		err = ErrNotFound
+		err = mailstore.ErrNotFound
 	}
 	if err != nil {
-		return SieveScript{}, fmt.Errorf("sieve script %q of mailbox %d: %w", name, mailboxID, err)
+		return mailstore.SieveScript{}, fmt.Errorf("sieve script %q of mailbox %d: %w", name, mailboxID, err)
 	}
 	return sc, nil
 }
 
 // ActiveSieveScript implements SieveScripts.
-func (s *Bolt) ActiveSieveScript(ctx context.Context, mailboxID int64) (SieveScript, error) {
-	var sc SieveScript
+func (s *Store) ActiveSieveScript(ctx context.Context, mailboxID int64) (mailstore.SieveScript, error) {
+	var sc mailstore.SieveScript
 	found := false
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if name := sieveActiveName(tx, mailboxID); name != "" {
@@ -114,32 +115,32 @@ func (s *Bolt) ActiveSieveScript(ctx context.Context, mailboxID int64) (SieveScr
 		return nil
 	})
 	if err == nil && !found {
-		err = ErrNotFound
+		err = mailstore.ErrNotFound
 	}
 	if err != nil {
-		return SieveScript{}, fmt.Errorf("active sieve script of mailbox %d: %w", mailboxID, err)
+		return mailstore.SieveScript{}, fmt.Errorf("active sieve script of mailbox %d: %w", mailboxID, err)
 	}
 	return sc, nil
 }
 
 // PutSieveScript implements SieveScripts.
-func (s *Bolt) PutSieveScript(ctx context.Context, sc SieveScript) error {
-	if err := CheckSieveScript(sc); err != nil {
+func (s *Store) PutSieveScript(ctx context.Context, sc mailstore.SieveScript) error {
+	if err := mailstore.CheckSieveScript(sc); err != nil {
 		return fmt.Errorf("put sieve script of mailbox %d: %w", sc.MailboxID, err)
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bMailboxes).Get(id8(sc.MailboxID)) == nil {
-			return ErrMailboxNotFound
+			return mailstore.ErrMailboxNotFound
 		}
 		b, err := tx.CreateBucketIfNotExists(bSieveScripts)
 		if err != nil {
 			return err
 		}
 		key := sieveKey(sc.MailboxID, sc.Name)
-		if b.Get(key) == nil && sieveCount(b, sc.MailboxID) >= MaxSieveScripts {
-			return fmt.Errorf("%d scripts already: %w", MaxSieveScripts, ErrSieveLimit)
+		if b.Get(key) == nil && sieveCount(b, sc.MailboxID) >= mailstore.MaxSieveScripts {
+			return fmt.Errorf("%d scripts already: %w", mailstore.MaxSieveScripts, mailstore.ErrSieveLimit)
 		}
-		if err := putJSON(b, key, sieveRecord{Script: sc.Script, UpdatedAt: UTC(sc.UpdatedAt)}); err != nil {
+		if err := putJSON(b, key, sieveRecord{Script: sc.Script, UpdatedAt: mailstore.UTC(sc.UpdatedAt)}); err != nil {
 			return err
 		}
 		if sc.Active {
@@ -177,15 +178,15 @@ func setSieveActive(tx *bolt.Tx, mailboxID int64, name string) error {
 }
 
 // DeleteSieveScript implements SieveScripts.
-func (s *Bolt) DeleteSieveScript(ctx context.Context, mailboxID int64, name string) error {
+func (s *Store) DeleteSieveScript(ctx context.Context, mailboxID int64, name string) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bSieveScripts)
 		key := sieveKey(mailboxID, name)
 		if b == nil || b.Get(key) == nil {
-			return ErrNotFound
+			return mailstore.ErrNotFound
 		}
 		if sieveActiveName(tx, mailboxID) == name {
-			return ErrSieveActive
+			return mailstore.ErrSieveActive
 		}
 		return b.Delete(key)
 	})
@@ -196,9 +197,9 @@ func (s *Bolt) DeleteSieveScript(ctx context.Context, mailboxID int64, name stri
 }
 
 // RenameSieveScript implements SieveScripts.
-func (s *Bolt) RenameSieveScript(ctx context.Context, mailboxID int64, oldName, newName string) error {
-	if !ValidSieveName(newName) {
-		return fmt.Errorf("rename sieve script %q of mailbox %d to %q: %w", oldName, mailboxID, newName, ErrInvalidArgument)
+func (s *Store) RenameSieveScript(ctx context.Context, mailboxID int64, oldName, newName string) error {
+	if !mailstore.ValidSieveName(newName) {
+		return fmt.Errorf("rename sieve script %q of mailbox %d to %q: %w", oldName, mailboxID, newName, mailstore.ErrInvalidArgument)
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bSieveScripts)
@@ -208,14 +209,14 @@ func (s *Bolt) RenameSieveScript(ctx context.Context, mailboxID int64, oldName, 
 			v = b.Get(from)
 		}
 		if v == nil {
-			return ErrNotFound
+			return mailstore.ErrNotFound
 		}
 		if oldName == newName {
 			return nil
 		}
 		to := sieveKey(mailboxID, newName)
 		if b.Get(to) != nil {
-			return ErrSieveExists
+			return mailstore.ErrSieveExists
 		}
 		if err := b.Put(to, bytes.Clone(v)); err != nil {
 			return err
@@ -235,11 +236,11 @@ func (s *Bolt) RenameSieveScript(ctx context.Context, mailboxID int64, oldName, 
 }
 
 // SetActiveSieveScript implements SieveScripts.
-func (s *Bolt) SetActiveSieveScript(ctx context.Context, mailboxID int64, name string) error {
+func (s *Store) SetActiveSieveScript(ctx context.Context, mailboxID int64, name string) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if name != "" {
 			if _, ok := sieveScript(tx, mailboxID, name); !ok {
-				return ErrNotFound
+				return mailstore.ErrNotFound
 			}
 		}
 		return setSieveActive(tx, mailboxID, name)

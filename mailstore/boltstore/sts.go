@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 // The MTA-STS policies of the outbound queue's destinations (schema 4).
 //
@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -56,22 +57,22 @@ func stsExpiryKey(expires time.Time, domain string) []byte {
 }
 
 // STSPolicy implements Queue.
-func (s *Bolt) STSPolicy(ctx context.Context, domain string, now time.Time) (STSPolicy, error) {
+func (s *Store) STSPolicy(ctx context.Context, domain string, now time.Time) (mailstore.STSPolicy, error) {
 	domain = stsDomain(domain)
-	var p STSPolicy
+	var p mailstore.STSPolicy
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		raw := tx.Bucket(bSTS).Get([]byte(domain))
 		if raw == nil {
-			return ErrSTSPolicyNotFound
+			return mailstore.ErrSTSPolicyNotFound
 		}
 		var r stsRecord
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return fmt.Errorf("record: %w", err)
 		}
 		if !now.Before(r.Expires) {
-			return ErrSTSPolicyNotFound
+			return mailstore.ErrSTSPolicyNotFound
 		}
-		p = STSPolicy{
+		p = mailstore.STSPolicy{
 			Domain: domain, ID: r.ID, Mode: r.Mode, MX: r.MX,
 			MaxAge:  time.Duration(r.MaxAge) * time.Second,
 			Expires: r.Expires,
@@ -79,21 +80,21 @@ func (s *Bolt) STSPolicy(ctx context.Context, domain string, now time.Time) (STS
 		return nil
 	})
 	if err != nil {
-		return STSPolicy{}, fmt.Errorf("MTA-STS policy of %s: %w", domain, err)
+		return mailstore.STSPolicy{}, fmt.Errorf("MTA-STS policy of %s: %w", domain, err)
 	}
 	return p, nil
 }
 
 // PutSTSPolicy implements Queue.
-func (s *Bolt) PutSTSPolicy(ctx context.Context, p STSPolicy, now time.Time) error {
+func (s *Store) PutSTSPolicy(ctx context.Context, p mailstore.STSPolicy, now time.Time) error {
 	domain := stsDomain(p.Domain)
 	if domain == "" || p.MaxAge < 0 {
-		return fmt.Errorf("put MTA-STS policy of %q, max_age %v: %w", p.Domain, p.MaxAge, ErrInvalidArgument)
+		return fmt.Errorf("put MTA-STS policy of %q, max_age %v: %w", p.Domain, p.MaxAge, mailstore.ErrInvalidArgument)
 	}
 	r := stsRecord{
 		ID: p.ID, Mode: p.Mode, MX: p.MX,
 		MaxAge:  int64(p.MaxAge / time.Second),
-		Expires: UTC(p.Expires),
+		Expires: mailstore.UTC(p.Expires),
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		records, expiry := tx.Bucket(bSTS), tx.Bucket(bSTSExpiry)
@@ -123,7 +124,7 @@ func (s *Bolt) PutSTSPolicy(ctx context.Context, p STSPolicy, now time.Time) err
 func pruneSTS(records, expiry *bolt.Bucket, now time.Time) error {
 	var keys [][]byte
 	c := expiry.Cursor()
-	for k, _ := c.First(); k != nil && len(keys) < STSPruneLimit; k, _ = c.Next() {
+	for k, _ := c.First(); k != nil && len(keys) < mailstore.STSPruneLimit; k, _ = c.Next() {
 		if len(k) < 8 || binary.BigEndian.Uint64(k) > nanoKey(now) {
 			break
 		}

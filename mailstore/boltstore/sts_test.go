@@ -1,4 +1,4 @@
-package mailstore_test
+package boltstore_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // rawSTS checks, in a closed store's file, that every MTA-STS policy has
@@ -21,7 +22,7 @@ import (
 // without its policy; it answers the domains stored.
 func rawSTS(t *testing.T, dir string) []string {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(dir, mailstore.FileName), 0o600, &bolt.Options{ReadOnly: true})
+	db, err := bolt.Open(filepath.Join(dir, boltstore.FileName), 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("bolt.Open() = %v", err)
 	}

@@ -1,4 +1,4 @@
-package mailstore
+package boltstore
 
 // Verify of the bbolt store: every counter recomputed from the records it
 // counts, in one read transaction (one snapshot, so that a delivery
@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mailhost/mailhost/mailstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -23,8 +24,8 @@ type tally struct {
 }
 
 // Verify implements Verifier.
-func (s *Bolt) Verify(ctx context.Context) ([]Drift, error) {
-	var out []Drift
+func (s *Store) Verify(ctx context.Context) ([]mailstore.Drift, error) {
+	var out []mailstore.Drift
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		var err error
 		out, err = verifyBolt(ctx, tx)
@@ -36,9 +37,9 @@ func (s *Bolt) Verify(ctx context.Context) ([]Drift, error) {
 	return out, nil
 }
 
-func verifyBolt(ctx context.Context, tx *bolt.Tx) ([]Drift, error) {
-	folders := map[int64]*Folder{}
-	if err := eachJSON(tx, bFolders, func(_ []byte, f *Folder) error {
+func verifyBolt(ctx context.Context, tx *bolt.Tx) ([]mailstore.Drift, error) {
+	folders := map[int64]*mailstore.Folder{}
+	if err := eachJSON(tx, bFolders, func(_ []byte, f *mailstore.Folder) error {
 		folders[f.ID] = f
 		return nil
 	}); err != nil {
@@ -71,17 +72,17 @@ func verifyBolt(ctx context.Context, tx *bolt.Tx) ([]Drift, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := eachJSON(tx, bQueue, func(_ []byte, o *Outbound) error {
+	if err := eachJSON(tx, bQueue, func(_ []byte, o *mailstore.Outbound) error {
 		refs[o.BlobID]++
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 
-	var out []Drift
+	var out []mailstore.Drift
 	drift := func(object, field string, stored, recomputed int64) {
 		if stored != recomputed {
-			out = append(out, Drift{Object: object, Field: field, Stored: stored, Recomputed: recomputed})
+			out = append(out, mailstore.Drift{Object: object, Field: field, Stored: stored, Recomputed: recomputed})
 		}
 	}
 
@@ -129,7 +130,7 @@ func verifyBolt(ctx context.Context, tx *bolt.Tx) ([]Drift, error) {
 		}
 		return t
 	}
-	if err := eachJSON(tx, bMailboxes, func(_ []byte, m *Mailbox) error {
+	if err := eachJSON(tx, bMailboxes, func(_ []byte, m *mailstore.Mailbox) error {
 		t := mailboxTally(m.ID)
 		obj := fmt.Sprintf("mailbox %d (%s)", m.ID, m.Email)
 		drift(obj, "message_count", m.MessageCount, t.messages)
@@ -143,13 +144,13 @@ func verifyBolt(ctx context.Context, tx *bolt.Tx) ([]Drift, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := eachJSON(tx, bAliases, func(_ []byte, a *Alias) error {
+	if err := eachJSON(tx, bAliases, func(_ []byte, a *mailstore.Alias) error {
 		domainTally(a.DomainID).aliases++
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	if err := eachJSON(tx, bDomains, func(_ []byte, d *Domain) error {
+	if err := eachJSON(tx, bDomains, func(_ []byte, d *mailstore.Domain) error {
 		t := domainTally(d.ID)
 		obj := fmt.Sprintf("domain %d (%s)", d.ID, d.Name)
 		drift(obj, "mailbox_count", d.MailboxCount, t.mailboxes)
