@@ -470,234 +470,262 @@ func (l *boltLoader) put(r mailstore.Record) error {
 // write files one record and rebuilds its index keys, as the Store
 // methods that make such objects do.
 func (l *boltLoader) write(tx *bolt.Tx, r mailstore.Record) error {
+	for _, w := range []func(*bolt.Tx, mailstore.Record) (bool, error){l.writeControl, l.writeMail, l.writeSide} {
+		if done, err := w(tx, r); done {
+			return err
+		}
+	}
+	return fmt.Errorf("unknown record %T", r)
+}
+
+// writeControl files a record of the control plane (settings, partners,
+// keys, domains, mailboxes, aliases); false when r is not one.
+func (l *boltLoader) writeControl(tx *bolt.Tx, r mailstore.Record) (bool, error) {
 	switch r := r.(type) {
 	case mailstore.SettingRecord:
 		if r.Name == mailstore.SettingSRSSecret {
 			// Where package service reads it.
-			return writeSRSKey(l.s.dataDir(), r.Value)
+			return true, writeSRSKey(l.s.dataDir(), r.Value)
 		}
 		b, err := tx.CreateBucketIfNotExists(bCluster)
 		if err != nil {
-			return err
+			return true, err
 		}
 		k := clusterSettingKey(r.Name)
 		if have := b.Get(k); have != nil {
 			if string(have) != r.Value {
-				return fmt.Errorf("setting %s has another value: %w", r.Name, mailstore.ErrNotEmpty)
+				return true, fmt.Errorf("setting %s has another value: %w", r.Name, mailstore.ErrNotEmpty)
 			}
-			return nil
+			return true, nil
 		}
-		return b.Put(k, []byte(r.Value))
+		return true, b.Put(k, []byte(r.Value))
 	case mailstore.PartnerRecord:
 		p := r.Partner
 		l.saw(mailstore.SeqPartners, p.ID)
 		if err := tx.Bucket(bPartnerNames).Put([]byte(p.Name), id8(p.ID)); err != nil {
-			return err
+			return true, err
 		}
-		return putJSON(tx.Bucket(bPartners), id8(p.ID), p)
+		return true, putJSON(tx.Bucket(bPartners), id8(p.ID), p)
 	case mailstore.APIKeyRecord:
 		k := r.APIKey
 		l.saw(mailstore.SeqAPIKeys, k.ID)
 		if err := tx.Bucket(bKeyLookup).Put([]byte(k.Lookup), id8(k.ID)); err != nil {
-			return err
+			return true, err
 		}
 		if err := tx.Bucket(bPartnerKeys).Put(pair(k.PartnerID, k.ID), nil); err != nil {
-			return err
+			return true, err
 		}
-		return putJSON(tx.Bucket(bKeys), id8(k.ID), k)
+		return true, putJSON(tx.Bucket(bKeys), id8(k.ID), k)
 	case mailstore.DomainRecord:
 		d := r.Domain
 		l.saw(mailstore.SeqDomains, d.ID)
 		if err := tx.Bucket(bDomainClaims).Put(claimKey(d.Name, d.PartnerID), id8(d.ID)); err != nil {
-			return err
+			return true, err
 		}
 		if err := tx.Bucket(bPartnerDomains).Put(pair(d.PartnerID, d.ID), nil); err != nil {
-			return err
+			return true, err
 		}
 		if d.Verified {
 			idx, err := tx.CreateBucketIfNotExists(bDomainVerified)
 			if err != nil {
-				return err
+				return true, err
 			}
 			if err := idx.Put([]byte(mailstore.ReversedName(d.Name)), id8(d.ID)); err != nil {
-				return err
+				return true, err
 			}
 		}
 		if err := putDomain(tx, d); err != nil {
-			return err
+			return true, err
 		}
 		// The live claim by the rule, from the claims loaded so far
 		// (earlier batches' are committed, this batch's in tx).
-		return relive(tx, d.Name)
+		return true, relive(tx, d.Name)
 	case mailstore.DKIMRecord:
-		return putJSON(tx.Bucket(bDKIM), id8(r.DomainID), r.Keys)
+		return true, putJSON(tx.Bucket(bDKIM), id8(r.DomainID), r.Keys)
 	case mailstore.TransferRecord:
 		t := r.Transfer
-		return putJSON(tx.Bucket(bTransfer), transferKey(r.DomainID, t.Month), t)
+		return true, putJSON(tx.Bucket(bTransfer), transferKey(r.DomainID, t.Month), t)
 	case mailstore.MailboxRecord:
 		m := r.Mailbox
 		l.saw(mailstore.SeqMailboxes, m.ID)
 		l.mailboxDomain[m.ID] = m.DomainID
 		if err := tx.Bucket(bDomainAddresses).Put(addrKey(m.DomainID, m.Email), addrValue(addrMailbox, m.ID)); err != nil {
-			return err
+			return true, err
 		}
 		entry := entryValue(m)
 		if err := tx.Bucket(bPartnerMailboxes).Put(pair(m.PartnerID, m.ID), entry); err != nil {
-			return err
+			return true, err
 		}
 		if err := tx.Bucket(bDomainMailboxes).Put(pair(m.DomainID, m.ID), entry); err != nil {
-			return err
+			return true, err
 		}
 		if err := tx.Bucket(bFolderCounts).Put(id8(m.ID), u64(uint64(r.FolderCount))); err != nil {
-			return err
+			return true, err
 		}
-		return putJSON(tx.Bucket(bMailboxes), id8(m.ID), m)
+		return true, putJSON(tx.Bucket(bMailboxes), id8(m.ID), m)
 	case mailstore.AliasRecord:
 		a := r.Alias
 		l.saw(mailstore.SeqAliases, a.ID)
 		if err := tx.Bucket(bDomainAddresses).Put(addrKey(a.DomainID, a.Source), addrValue(addrAlias, a.ID)); err != nil {
-			return err
+			return true, err
 		}
 		if err := tx.Bucket(bPartnerAliases).Put(pair(a.PartnerID, a.ID), nil); err != nil {
-			return err
+			return true, err
 		}
 		if err := tx.Bucket(bDomainAliases).Put(pair(a.DomainID, a.ID), nil); err != nil {
-			return err
+			return true, err
 		}
-		return putJSON(tx.Bucket(bAliases), id8(a.ID), a)
+		return true, putJSON(tx.Bucket(bAliases), id8(a.ID), a)
+	}
+	return false, nil
+}
+
+// writeMail files a record of the mail plane (folders, subscriptions,
+// bodies, messages, the queue, MTA-STS policies); false when r is not one.
+func (l *boltLoader) writeMail(tx *bolt.Tx, r mailstore.Record) (bool, error) {
+	switch r := r.(type) {
 	case mailstore.FolderRecord:
 		f := r.Folder
 		l.saw(mailstore.SeqFolders, f.ID)
 		l.saw(mailstore.SeqFolders, int64(f.UIDValidity))
 		l.folderMailbox[f.ID] = f.MailboxID
 		if err := tx.Bucket(bMailboxFolders).Put(folderNameKey(f.MailboxID, f.Name), id8(f.ID)); err != nil {
-			return err
+			return true, err
 		}
-		return putJSON(tx.Bucket(bFolders), id8(f.ID), f)
+		return true, putJSON(tx.Bucket(bFolders), id8(f.ID), f)
 	case mailstore.SubscriptionRecord:
-		return tx.Bucket(bSubscriptions).Put(folderNameKey(r.MailboxID, r.Name), nil)
+		return true, tx.Bucket(bSubscriptions).Put(folderNameKey(r.MailboxID, r.Name), nil)
 	case mailstore.BlobRecord:
 		l.saw(mailstore.SeqBlobs, r.ID)
 		l.bytes += len(r.Body)
 		// bbolt keeps a value by reference until the commit, and the
 		// body is only the dumper's until this call returns.
 		if err := tx.Bucket(bBlobs).Put(id8(r.ID), bytes.Clone(r.Body)); err != nil {
-			return err
+			return true, err
 		}
 		// The summary Deliver would have stored, made now rather than
 		// by the first Summaries that finds it missing.
 		sums, err := tx.CreateBucketIfNotExists(bSummaries)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if err := sums.Put(id8(r.ID), mailstore.HeaderSummary(r.Body)); err != nil {
-			return err
+			return true, err
 		}
 		if r.Refs == 0 {
-			return nil
+			return true, nil
 		}
-		return tx.Bucket(bBlobRefs).Put(id8(r.ID), u64(uint64(r.Refs)))
+		return true, tx.Bucket(bBlobRefs).Put(id8(r.ID), u64(uint64(r.Refs)))
 	case mailstore.MessageRecord:
 		m := r.Message
 		mailboxID, ok := l.folderMailbox[m.FolderID]
 		if !ok {
-			return fmt.Errorf("message %d/%d: folder not loaded", m.FolderID, m.UID)
+			return true, fmt.Errorf("message %d/%d: folder not loaded", m.FolderID, m.UID)
 		}
 		domainID := l.mailboxDomain[mailboxID]
 		if err := tx.Bucket(bMessages).Put(msgKey(m.FolderID, m.UID), encodeMessage(m)); err != nil {
-			return err
+			return true, err
 		}
-		return tx.Bucket(bRetention).Put(retentionKey(domainID, m.ReceivedAt, m.FolderID, m.UID), id8(mailboxID))
+		return true, tx.Bucket(bRetention).Put(retentionKey(domainID, m.ReceivedAt, m.FolderID, m.UID), id8(mailboxID))
 	case mailstore.OutboundRecord:
 		o := r.Outbound
 		l.saw(mailstore.SeqQueue, o.ID)
 		o.Leased = o.Leased || r.LeasedBy != ""
-		return newQueueTx(tx).put(o)
+		return true, newQueueTx(tx).put(o)
 	case mailstore.STSRecord:
 		p := r.STSPolicy
 		domain := stsDomain(p.Domain)
 		rec := stsRecord{ID: p.ID, Mode: p.Mode, MX: p.MX, MaxAge: int64(p.MaxAge / time.Second), Expires: mailstore.UTC(p.Expires)}
 		if err := tx.Bucket(bSTSExpiry).Put(stsExpiryKey(rec.Expires, domain), nil); err != nil {
-			return err
+			return true, err
 		}
-		return putJSON(tx.Bucket(bSTS), []byte(domain), rec)
+		return true, putJSON(tx.Bucket(bSTS), []byte(domain), rec)
+	}
+	return false, nil
+}
+
+// writeSide files the records of the lazily made buckets (auto-replies,
+// Sieve, webhooks, events, audit, certificates) and the sequences; false
+// when r is not one.
+func (l *boltLoader) writeSide(tx *bolt.Tx, r mailstore.Record) (bool, error) {
+	switch r := r.(type) {
 	case mailstore.AutoReplyRecord:
 		b, err := tx.CreateBucketIfNotExists(bAutoReplies)
 		if err != nil {
-			return err
+			return true, err
 		}
-		return putJSON(b, id8(r.MailboxID), r.AutoReply)
+		return true, putJSON(b, id8(r.MailboxID), r.AutoReply)
 	case mailstore.AutoReplySentRecord:
 		b, err := tx.CreateBucketIfNotExists(bAutoReplySent)
 		if err != nil {
-			return err
+			return true, err
 		}
-		return b.Put(append(id8(r.MailboxID), r.Sender...), u64(uint64(r.SentAt.Unix())))
+		return true, b.Put(append(id8(r.MailboxID), r.Sender...), u64(uint64(r.SentAt.Unix())))
 	case mailstore.SieveScriptRecord:
 		b, err := tx.CreateBucketIfNotExists(bSieveScripts)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if err := putJSON(b, sieveKey(r.MailboxID, r.Name), sieveRecord{Script: r.Script, UpdatedAt: mailstore.UTC(r.UpdatedAt)}); err != nil {
-			return err
+			return true, err
 		}
 		if r.Active {
-			return setSieveActive(tx, r.MailboxID, r.Name)
+			return true, setSieveActive(tx, r.MailboxID, r.Name)
 		}
-		return nil
+		return true, nil
 	case mailstore.WebhookRecord:
 		w := r.Webhook
 		l.saw(mailstore.SeqWebhooks, w.ID)
 		bs, err := buckets(tx, bWebhooks, bPartnerWebhooks)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if err := bs[1].Put(pair(w.PartnerID, w.ID), nil); err != nil {
-			return err
+			return true, err
 		}
-		return putJSON(bs[0], id8(w.ID), w)
+		return true, putJSON(bs[0], id8(w.ID), w)
 	case mailstore.EventRecord:
 		l.saw(mailstore.SeqEvents, r.ID)
 		b, err := tx.CreateBucketIfNotExists(bEvents)
 		if err != nil {
-			return err
+			return true, err
 		}
-		return putJSON(b, id8(r.ID), r.Event)
+		return true, putJSON(b, id8(r.ID), r.Event)
 	case mailstore.WebhookDeliveryRecord:
 		l.saw(mailstore.SeqDeliveries, r.ID)
 		bs, err := buckets(tx, bWebhookDeliveries, bWebhookDue)
 		if err != nil {
-			return err
+			return true, err
 		}
 		x := boltDelivery{WebhookID: r.WebhookID, EventID: r.EventID, Attempts: r.Attempts, NextAttempt: mailstore.UTC(r.NextAttempt), LastError: r.LastError}
 		if err := bs[1].Put(dueKey(x.NextAttempt, r.ID), nil); err != nil {
-			return err
+			return true, err
 		}
-		return putJSON(bs[0], id8(r.ID), x)
+		return true, putJSON(bs[0], id8(r.ID), x)
 	case mailstore.EventMarkRecord:
 		b, err := tx.CreateBucketIfNotExists(bEventMarks)
 		if err != nil {
-			return err
+			return true, err
 		}
-		return b.Put([]byte(r.Mark), nil)
+		return true, b.Put([]byte(r.Mark), nil)
 	case mailstore.AuditRecord:
 		e := r.AuditEntry
 		l.saw(mailstore.SeqAudit, e.ID)
 		bs, err := buckets(tx, bAudit, bAuditTime)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if err := bs[1].Put(auditTimeKey(e.Time, e.PartnerID, e.ID), nil); err != nil {
-			return err
+			return true, err
 		}
-		return putJSON(bs[0], pair(e.PartnerID, e.ID), e)
+		return true, putJSON(bs[0], pair(e.PartnerID, e.ID), e)
 	case mailstore.CertRecord:
 		l.bytes += len(r.Data)
 		b, err := tx.CreateBucketIfNotExists(bCerts)
 		if err != nil {
-			return err
+			return true, err
 		}
-		return b.Put([]byte(r.Name), bytes.Clone(r.Data))
+		return true, b.Put([]byte(r.Name), bytes.Clone(r.Data))
 	case mailstore.SequenceRecord:
 		name := r.Name
 		if name == mailstore.SeqUIDValidity {
@@ -706,9 +734,9 @@ func (l *boltLoader) write(tx *bolt.Tx, r mailstore.Record) error {
 			name = mailstore.SeqFolders
 		}
 		l.saw(name, r.Value)
-		return nil
+		return true, nil
 	}
-	return fmt.Errorf("unknown record %T", r)
+	return false, nil
 }
 
 // writeSRSKey keeps the SRS secret where package service reads it. A

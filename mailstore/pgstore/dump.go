@@ -95,7 +95,20 @@ func (s *Store) Dump(ctx context.Context, fn func(mailstore.Record) error) error
 	})
 }
 
+// dumpTx dumps in the order a load needs: the control plane, the mail
+// plane, the lazily made tables, the sequences.
 func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) error {
+	for _, dump := range []func(context.Context, pgx.Tx, func(mailstore.Record) error) error{dumpControl, dumpMail, dumpState, dumpSequences} {
+		if err := dump(ctx, tx, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dumpControl dumps settings, partners, keys, domains, DKIM keys,
+// transfer, mailboxes and aliases.
+func dumpControl(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) error {
 	{
 		var r mailstore.SettingRecord
 		if err := each(ctx, tx, "settings", `SELECT name, value FROM settings ORDER BY name COLLATE "C"`,
@@ -212,6 +225,12 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 			return err
 		}
 	}
+	return nil
+}
+
+// dumpMail dumps folders, subscriptions, bodies, messages, the queue and
+// MTA-STS policies.
+func dumpMail(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) error {
 	{
 		var r mailstore.FolderRecord
 		f := &r.Folder
@@ -298,9 +317,11 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 			return err
 		}
 	}
-	if err := dumpState(ctx, tx, fn); err != nil {
-		return err
-	}
+	return nil
+}
+
+// dumpSequences dumps each sequence's last value.
+func dumpSequences(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) error {
 	for _, sq := range sequences {
 		var v int64
 		if err := tx.QueryRow(ctx, `SELECT coalesce(pg_sequence_last_value(`+seqExpr(sq.table)+`), 0)`).Scan(&v); err != nil {
