@@ -40,7 +40,7 @@ func fillQueue(b *testing.B, s *Store, domainID int64, n, size int, due time.Tim
 					return err
 				}
 				g := mailstore.RelayGroup{Relay: &mailstore.Relay{Kind: mailstore.KindForward, DomainID: domainID}, Destination: "r.example", To: []string{fmt.Sprintf("x%d@r.example", id)}}
-				o := relayEntry(g, blob, int64(size), due, false)
+				o := mailstore.RelayEntry(g, blob, int64(size), due, false)
 				o.ID = id
 				if err := q.put(o); err != nil {
 					return err

@@ -153,7 +153,7 @@ func (s *Store) deleteMailboxMessages(tx *bolt.Tx, m mailstore.Mailbox) (msgs, b
 	if err := t.flushRefs(); err != nil {
 		return 0, 0, err
 	}
-	tx.OnCommit(func() { s.watch.Notify(m.ID) })
+	tx.OnCommit(func() { s.notify(m.ID) })
 	return msgs, bytes, nil
 }
 

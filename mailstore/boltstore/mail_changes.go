@@ -172,6 +172,11 @@ func (s *Store) Changes(ctx context.Context, mailboxID, folderID int64, since ui
 	return f, out, nil
 }
 
+// notify tells the watchers of the accounts that they changed; a writer
+// calls it after its commit, so that a watcher that wakes and reads sees
+// the change. pgstore's notify does the same, and tells the other nodes.
+func (s *Store) notify(mailboxIDs ...int64) { s.watch.Notify(mailboxIDs...) }
+
 // Watch implements Mail.
 func (s *Store) Watch(mailboxID int64) (<-chan struct{}, func()) {
 	return s.watch.Watch(mailboxID)

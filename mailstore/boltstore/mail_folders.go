@@ -68,7 +68,7 @@ func (s *Store) CreateFolder(ctx context.Context, mailboxID int64, name string) 
 	if err != nil {
 		return mailstore.Folder{}, fmt.Errorf("create folder %q: %w", name, err)
 	}
-	s.watch.Notify(mailboxID)
+	s.notify(mailboxID)
 	return f, nil
 }
 
@@ -121,7 +121,7 @@ func (s *Store) DeleteFolder(ctx context.Context, mailboxID int64, name string) 
 	if err != nil {
 		return fmt.Errorf("delete folder %q: %w", name, err)
 	}
-	s.watch.Notify(mailboxID)
+	s.notify(mailboxID)
 	return nil
 }
 
@@ -186,6 +186,6 @@ func (s *Store) RenameFolder(ctx context.Context, mailboxID int64, oldName, newN
 	if err != nil {
 		return fmt.Errorf("rename folder %q to %q: %w", oldName, newName, err)
 	}
-	s.watch.Notify(mailboxID)
+	s.notify(mailboxID)
 	return nil
 }

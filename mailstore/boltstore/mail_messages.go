@@ -131,7 +131,7 @@ func (s *Store) setFlags(ctx context.Context, mailboxID, folderID int64, uids []
 		return nil, nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
-		s.watch.Notify(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, modified, nil
 }
@@ -202,7 +202,7 @@ func (s *Store) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		return nil, fmt.Errorf("copy from folder %d to %d: %w", fromFolderID, toFolderID, err)
 	}
 	if len(out) > 0 {
-		s.watch.Notify(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, nil
 }
@@ -242,7 +242,7 @@ func (s *Store) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		return nil, fmt.Errorf("move from folder %d to %d: %w", fromFolderID, toFolderID, err)
 	}
 	if len(out) > 0 {
-		s.watch.Notify(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, nil
 }
@@ -301,7 +301,7 @@ func (s *Store) Expunge(ctx context.Context, mailboxID, folderID int64, uids []u
 		return nil, fmt.Errorf("expunge in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
-		s.watch.Notify(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, nil
 }

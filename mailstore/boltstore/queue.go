@@ -152,19 +152,6 @@ func (q *queueTx) drop(o mailstore.Outbound) error {
 	return q.entries.Delete(id8(o.ID))
 }
 
-// entry is the queue entry of a group, without its id.
-func relayEntry(g mailstore.RelayGroup, blobID, size int64, received time.Time, held bool) mailstore.Outbound {
-	rcpts := make([]mailstore.OutboundRecipient, len(g.To))
-	for i, a := range g.To {
-		rcpts[i] = mailstore.OutboundRecipient{Address: a, State: mailstore.RecipientPending}
-	}
-	return mailstore.Outbound{
-		Kind: g.Relay.Kind, DomainID: g.Relay.DomainID, From: g.Relay.From,
-		Destination: g.Destination, Recipients: rcpts, BlobID: blobID, Size: size,
-		QueuedAt: received, NextAttempt: received, Held: held,
-	}
-}
-
 // ClaimOutbound implements Queue. It seeks queue_due from its start and
 // stops at the first entry due after now, or after ClaimScanLimit entries
 // passed over: its cost is that of what it claims and passes over. Each
