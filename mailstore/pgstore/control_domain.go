@@ -326,7 +326,7 @@ func (s *Store) DeleteDomain(ctx context.Context, partnerID int64, name string, 
 	if err != nil {
 		return fmt.Errorf("delete domain %s: %w", name, err)
 	}
-	s.bell.ring(gone...)
+	s.notify(gone...)
 	return nil
 }
 

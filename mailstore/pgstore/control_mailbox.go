@@ -288,7 +288,7 @@ func (s *Store) DeleteMailbox(ctx context.Context, partnerID int64, email string
 	if err != nil {
 		return fmt.Errorf("delete mailbox %s: %w", email, err)
 	}
-	s.bell.ring(id)
+	s.notify(id)
 	return nil
 }
 

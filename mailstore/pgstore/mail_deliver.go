@@ -332,12 +332,3 @@ func (s *Store) deliverOnce(ctx context.Context, calls []*delivery, slot int) (e
 	}
 	return err
 }
-
-// notify tells the watchers of the accounts, on this node and the others,
-// that they changed; a writer calls it after its commit. boltstore's
-// notify does the same on its one node.
-func (s *Store) notify(mailboxIDs ...int64) {
-	if s.bell != nil {
-		s.bell.ring(mailboxIDs...)
-	}
-}

@@ -285,7 +285,7 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 	if err != nil {
 		return mailstore.Message{}, fmt.Errorf("append to folder %d: %w", folderID, err)
 	}
-	s.bell.ring(mailboxID)
+	s.notify(mailboxID)
 	return out, nil
 }
 
@@ -375,7 +375,7 @@ func (s *Store) setFlags(ctx context.Context, mailboxID, folderID int64, uids []
 		return nil, nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
-		s.bell.ring(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, modified, nil
 }
@@ -491,7 +491,7 @@ func (s *Store) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		return nil, fmt.Errorf("copy from folder %d to %d: %w", fromFolderID, toFolderID, err)
 	}
 	if len(out) > 0 {
-		s.bell.ring(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, nil
 }
@@ -543,7 +543,7 @@ func (s *Store) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		return nil, fmt.Errorf("move from folder %d to %d: %w", fromFolderID, toFolderID, err)
 	}
 	if len(out) > 0 {
-		s.bell.ring(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, nil
 }
@@ -632,7 +632,7 @@ func (s *Store) Expunge(ctx context.Context, mailboxID, folderID int64, uids []u
 		return nil, fmt.Errorf("expunge in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
-		s.bell.ring(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, nil
 }
