@@ -247,7 +247,8 @@ func (s *Store) CreateDomain(ctx context.Context, partnerID int64, nd mailstore.
 		if live, err := liveDomain(tx, nd.Name); err == nil && live.Verified {
 			return mailstore.ErrDomainExists
 		}
-		if p.MaxDomains > 0 && partnerDomainCount(tx, partnerID) >= p.MaxDomains {
+		// Counted only under a limit: the count walks the partner's domains.
+		if p.MaxDomains > 0 && mailstore.LimitReached(p.MaxDomains, partnerDomainCount(tx, partnerID)) {
 			return mailstore.ErrDomainLimit
 		}
 		if relatedVerified(tx, partnerID, nd.Name) {
@@ -541,7 +542,7 @@ func createMailboxTx(tx *bolt.Tx, partnerID int64, domainName, email, passwordHa
 	if addrs.Get(addrKey(d.ID, email)) != nil {
 		return mailstore.Mailbox{}, mailstore.ErrEmailExists
 	}
-	if d.MaxMailboxes > 0 && d.MailboxCount >= d.MaxMailboxes {
+	if mailstore.LimitReached(d.MaxMailboxes, d.MailboxCount) {
 		return mailstore.Mailbox{}, mailstore.ErrMailboxLimit
 	}
 	b := tx.Bucket(bMailboxes)
@@ -769,7 +770,7 @@ func (s *Store) CreateAlias(ctx context.Context, partnerID int64, domainName, so
 		if addrs.Get(addrKey(d.ID, source)) != nil {
 			return mailstore.ErrAliasExists
 		}
-		if d.MaxAliases > 0 && d.AliasCount >= d.MaxAliases {
+		if mailstore.LimitReached(d.MaxAliases, d.AliasCount) {
 			return mailstore.ErrAliasLimit
 		}
 		b := tx.Bucket(bAliases)

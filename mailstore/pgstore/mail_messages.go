@@ -267,7 +267,7 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 		}
 		var add addBatch
 		add.add(newMessage{folderID: folderID, mailboxID: mailboxID, domainID: fs[folderID].domainID,
-			blobID: blob, size: size, received: utc(receivedAt), flags: flags, header: summary})
+			blobID: blob, size: size, received: mailstore.UTC(receivedAt), flags: flags, header: summary})
 		msgs, err := addMessages(ctx, tx, &add)
 		if err != nil {
 			return err

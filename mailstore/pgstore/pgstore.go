@@ -391,16 +391,13 @@ func isUnique(err error, constraint string) bool {
 // noRows reports whether a QueryRow found nothing.
 func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 
-// utc is how the store keeps times: UTC, second precision (the contract).
-func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
-
 // nullTime is a nullable column's value for a time whose zero means
 // "none".
 func nullTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
-	u := utc(t)
+	u := mailstore.UTC(t)
 	return &u
 }
 

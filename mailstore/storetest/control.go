@@ -30,7 +30,6 @@ func runControl(t *testing.T, open Open) {
 	t.Run("alias_paging", func(t *testing.T) { ctlAliasPaging(t, open) })
 	t.Run("address_namespace", func(t *testing.T) { ctlAddressNamespace(t, open) })
 	t.Run("counters", func(t *testing.T) { ctlCounters(t, open) })
-	t.Run("limits", func(t *testing.T) { ctlLimits(t, open) })
 	t.Run("partner_isolation", func(t *testing.T) { ctlIsolation(t, open) })
 	t.Run("concurrent", func(t *testing.T) { ctlConcurrent(t, open) })
 	t.Run("context_done", func(t *testing.T) { ctlContextDone(t, open) })
