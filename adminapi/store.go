@@ -57,4 +57,9 @@ type Store interface {
 
 	DKIMKeys(ctx context.Context, domainID int64) ([]mailstore.DKIMKey, error)
 	EnsureDKIMKeys(ctx context.Context, domainID int64, keys []mailstore.DKIMKey) ([]mailstore.DKIMKey, error)
+
+	// A mailbox's Sieve scripts (those ManageSieve edits too) and its
+	// auto-reply.
+	mailstore.SieveScripts
+	autoReplyStore
 }

@@ -93,7 +93,8 @@
 // the copy may go to another folder with flags (Delivery.Placements),
 // be discarded, redirected (a forward of the mailbox's domain, as an
 // alias's), or refused (ErrSieveReject, only for a message of one
-// recipient mailbox that is not the queue's); vacation replies go to the
+// recipient mailbox that is not the queue's; otherwise a rejection DSN
+// to the sender, reject.go); vacation replies go to the
 // auto-reply responder once the message is stored. A script that fails
 // keeps the message. Recipients are resolved with subaddresses
 // (Config.RecipientDelimiter, policy.ResolveWith).

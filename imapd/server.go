@@ -51,7 +51,9 @@
 //
 // CONDSTORE and QRESYNC (RFC 7162) are served on the change log and the
 // messages' ModSeqs (condstore.go), through hooks of mailhost's copy of
-// go-imap (third_party/go-imap/PATCHES.md). Not offered: BINARY APPEND. EXAMINE is enforced here
+// go-imap (third_party/go-imap/PATCHES.md); so are MULTIAPPEND
+// (multiappend.go), BINARY (binary.go), WITHIN, OBJECTID (objectid.go)
+// and PREVIEW (preview.go). EXAMINE is enforced here
 // (STORE and MOVE are refused, FETCH sets no \Seen, EXPUNGE and CLOSE
 // remove nothing), as imapserver leaves it to the backend.
 package imapd
@@ -246,6 +248,11 @@ func New(cfg Config) *Server {
 			imap.CapUnauthenticate: {},
 			imap.CapCondStore:      {},
 			imap.CapQResync:        {},
+			imap.CapMultiAppend:    {},
+			imap.CapBinary:         {},
+			imap.CapWithin:         {},
+			imap.CapObjectID:       {},
+			imap.CapPreview:        {},
 			// sortcmd.go: RFC 5256, RFC 5957, RFC 5267.
 			imap.CapSort:        {},
 			imap.CapSortDisplay: {},

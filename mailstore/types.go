@@ -115,6 +115,13 @@ type Mailbox struct {
 	// HasSieve says the mailbox has an active Sieve script, read as
 	// HasAutoReply is: delivery reads the script only then.
 	HasSieve bool `json:"-"`
+	// SieveVersion is the stamp of the active script, read with
+	// HasSieve: it changes whenever which script is active or its text
+	// changes (SieveScript.Version), so that delivery can keep a parsed
+	// script and use it while the stamp is the same, without reading
+	// the script. 0 is no stamp (a script stored before stamps, on
+	// bbolt): the script must be read.
+	SieveVersion int64 `json:"-"`
 }
 
 // MailboxEntry is a mailbox as a list shows it: the fields that never

@@ -21,7 +21,6 @@ import (
 
 	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/mailstore"
-	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // backuper is what the backup route needs of the store.
@@ -31,6 +30,10 @@ type backuper interface {
 
 // withBackup adds "GET /backup" to the control socket's handler when the
 // store can make one (bbolt).
+//
+// This capability stays a check at run time: only the bbolt store has
+// it, since a copy of a PostgreSQL database is pg_dump's (see
+// docs/operations.md), so it is no role both stores implement.
 func withBackup(control http.Handler, st any) http.Handler {
 	b, ok := st.(backuper)
 	if !ok {
@@ -107,7 +110,7 @@ func backupTo(ctx context.Context, dataDir string, w io.Writer) (int64, bool, er
 			n, err := op.backup(ctx, w)
 			return n, true, err
 		}
-		st, err := boltstore.Open(ctx, dataDir, boltstore.Options{LockTimeout: time.Second})
+		st, err := openBolt(ctx, dataDir, time.Second, 0)
 		if errors.Is(err, mailstore.ErrLocked) && attempt < 5 {
 			// A server is starting and has not opened its socket yet.
 			time.Sleep(500 * time.Millisecond)

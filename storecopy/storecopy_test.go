@@ -1095,7 +1095,8 @@ var boltBuckets = map[string]string{
 	"sts": "copied", "cluster": "copied (settings; job slots left: one may run once more)",
 	"autoreplies": "copied", "autoreply_sent": "copied", "webhooks": "copied",
 	"sieve_scripts": "copied", "sieve_active": "copied (SieveScriptRecord.Active)",
-	"events": "copied", "webhook_deliveries": "copied", "event_marks": "copied",
+	"sieve_version": "stamped anew by Load (SieveScript.Version, a cache's stamp)", "events": "copied",
+	"webhook_deliveries": "copied", "event_marks": "copied",
 	"audit": "copied", "certs": "copied", "subscriptions": "copied",
 	"folder_counts": "copied (MailboxRecord.FolderCount)",
 	// Rebuilt by Load.

@@ -897,7 +897,9 @@ func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mai
 		if b := tx.Bucket(bAutoReplies); b != nil {
 			m.HasAutoReply = b.Get(id8(m.ID)) != nil
 		}
-		m.HasSieve = sieveActiveName(tx, m.ID) != ""
+		if m.HasSieve = sieveActiveName(tx, m.ID) != ""; m.HasSieve {
+			m.SieveVersion = sieveVersion(tx, m.ID)
+		}
 		return nil
 	})
 	return m, d, err

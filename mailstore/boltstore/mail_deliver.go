@@ -337,15 +337,30 @@ func overQuota(mb *mailstore.Mailbox, size int64) bool {
 
 // Append implements Mail.
 func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []byte, flags []string, receivedAt time.Time) (mailstore.Message, error) {
-	if receivedAt.IsZero() {
-		return mailstore.Message{}, fmt.Errorf("append: no received time: %w", mailstore.ErrInvalidArgument)
+	out, err := s.AppendMany(ctx, mailboxID, folderID, []mailstore.AppendMessage{{Body: body, Flags: flags, ReceivedAt: receivedAt}})
+	if err != nil {
+		return mailstore.Message{}, err
 	}
-	if err := mailstore.CheckKeywordLength(flags); err != nil {
-		return mailstore.Message{}, fmt.Errorf("append: %w", err)
+	return out[0], nil
+}
+
+// AppendMany implements Mail.
+func (s *Store) AppendMany(ctx context.Context, mailboxID, folderID int64, msgs []mailstore.AppendMessage) ([]mailstore.Message, error) {
+	var total int64
+	summaries := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		if m.ReceivedAt.IsZero() {
+			return nil, fmt.Errorf("append: no received time: %w", mailstore.ErrInvalidArgument)
+		}
+		if err := mailstore.CheckKeywordLength(m.Flags); err != nil {
+			return nil, fmt.Errorf("append: %w", err)
+		}
+		total += int64(len(m.Body))
+		summaries[i] = mailstore.HeaderSummary(m.Body)
 	}
-	summary := mailstore.HeaderSummary(body)
-	var out mailstore.Message
+	var out []mailstore.Message
 	err := s.update(ctx, func(tx *bolt.Tx) error {
+		out = make([]mailstore.Message, 0, len(msgs))
 		t := s.mailTx(tx)
 		f, err := t.folder(mailboxID, folderID)
 		if err != nil {
@@ -355,30 +370,33 @@ func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []by
 		if err != nil {
 			return err
 		}
-		if overQuota(mb, int64(len(body))) {
+		if overQuota(mb, total) {
 			return mailstore.ErrOverQuota
 		}
-		blobID, err := nextID(t.blobs)
-		if err != nil {
-			return err
-		}
-		if err := t.blobs.Put(id8(blobID), body); err != nil {
-			return err
-		}
-		if err := t.putSummary(blobID, summary); err != nil {
-			return err
-		}
-		t.rcache[blobID] = 1
-		out, err = t.add(f, mailstore.Message{
-			BlobID: blobID, Size: int64(len(body)), ReceivedAt: mailstore.UTC(receivedAt), Flags: mailstore.NormFlags(flags),
-		})
-		if err != nil {
-			return err
+		for i, m := range msgs {
+			blobID, err := nextID(t.blobs)
+			if err != nil {
+				return err
+			}
+			if err := t.blobs.Put(id8(blobID), m.Body); err != nil {
+				return err
+			}
+			if err := t.putSummary(blobID, summaries[i]); err != nil {
+				return err
+			}
+			t.rcache[blobID] = 1
+			added, err := t.add(f, mailstore.Message{
+				BlobID: blobID, Size: int64(len(m.Body)), ReceivedAt: mailstore.UTC(m.ReceivedAt), Flags: mailstore.NormFlags(m.Flags),
+			})
+			if err != nil {
+				return err
+			}
+			out = append(out, added)
 		}
 		return t.flush()
 	})
 	if err != nil {
-		return mailstore.Message{}, fmt.Errorf("append to folder %d: %w", folderID, err)
+		return nil, fmt.Errorf("append to folder %d: %w", folderID, err)
 	}
 	s.notify(mailboxID)
 	return out, nil

@@ -7,6 +7,8 @@ package boltstore
 //
 //	sieve_scripts   mailbox id (8) | name -> sieveRecord (JSON)
 //	sieve_active    mailbox id (8) -> name of the active script
+//	sieve_version   mailbox id (8) -> the active script's stamp (8),
+//	                from the bucket's sequence (SieveScript.Version)
 //
 // Invariant, kept by every writer in its transaction: sieve_active names
 // a script that exists in sieve_scripts.
@@ -14,6 +16,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -25,6 +28,7 @@ import (
 var (
 	bSieveScripts = []byte("sieve_scripts")
 	bSieveActive  = []byte("sieve_active")
+	bSieveVersion = []byte("sieve_version")
 )
 
 var _ mailstore.SieveScripts = (*Store)(nil)
@@ -44,6 +48,17 @@ func sieveActiveName(tx *bolt.Tx, mailboxID int64) string {
 		return string(b.Get(id8(mailboxID)))
 	}
 	return ""
+}
+
+// sieveVersion is the mailbox's active script's stamp, 0 for none (a
+// script activated before stamps).
+func sieveVersion(tx *bolt.Tx, mailboxID int64) int64 {
+	if b := tx.Bucket(bSieveVersion); b != nil {
+		if v := b.Get(id8(mailboxID)); len(v) == 8 {
+			return int64(binary.BigEndian.Uint64(v))
+		}
+	}
+	return 0
 }
 
 // sieveScript reads one script, with whether it is active.
@@ -111,6 +126,7 @@ func (s *Store) ActiveSieveScript(ctx context.Context, mailboxID int64) (mailsto
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if name := sieveActiveName(tx, mailboxID); name != "" {
 			sc, found = sieveScript(tx, mailboxID, name)
+			sc.Version = sieveVersion(tx, mailboxID)
 		}
 		return nil
 	})
@@ -143,7 +159,9 @@ func (s *Store) PutSieveScript(ctx context.Context, sc mailstore.SieveScript) er
 		if err := putJSON(b, key, sieveRecord{Script: sc.Script, UpdatedAt: mailstore.UTC(sc.UpdatedAt)}); err != nil {
 			return err
 		}
-		if sc.Active {
+		if sc.Active || sieveActiveName(tx, sc.MailboxID) == sc.Name {
+			// Activated, or the active script's text replaced: a new
+			// stamp either way.
 			return setSieveActive(tx, sc.MailboxID, sc.Name)
 		}
 		return nil
@@ -166,15 +184,27 @@ func sieveCount(b *bolt.Bucket, mailboxID int64) int {
 	return n
 }
 
+// setSieveActive makes name the mailbox's active script ("" for none),
+// with a new stamp.
 func setSieveActive(tx *bolt.Tx, mailboxID int64, name string) error {
-	b, err := tx.CreateBucketIfNotExists(bSieveActive)
+	bs, err := buckets(tx, bSieveActive, bSieveVersion)
 	if err != nil {
 		return err
 	}
 	if name == "" {
-		return b.Delete(id8(mailboxID))
+		if err := bs[1].Delete(id8(mailboxID)); err != nil {
+			return err
+		}
+		return bs[0].Delete(id8(mailboxID))
 	}
-	return b.Put(id8(mailboxID), []byte(name))
+	v, err := bs[1].NextSequence()
+	if err != nil {
+		return err
+	}
+	if err := bs[1].Put(id8(mailboxID), u64(v)); err != nil {
+		return err
+	}
+	return bs[0].Put(id8(mailboxID), []byte(name))
 }
 
 // DeleteSieveScript implements SieveScripts.
@@ -254,9 +284,11 @@ func (s *Store) SetActiveSieveScript(ctx context.Context, mailboxID int64, name 
 // deleteSieveTx removes a mailbox's scripts (when the mailbox is
 // deleted).
 func deleteSieveTx(tx *bolt.Tx, mailboxID int64) error {
-	if b := tx.Bucket(bSieveActive); b != nil {
-		if err := b.Delete(id8(mailboxID)); err != nil {
-			return err
+	for _, name := range [][]byte{bSieveActive, bSieveVersion} {
+		if b := tx.Bucket(name); b != nil {
+			if err := b.Delete(id8(mailboxID)); err != nil {
+				return err
+			}
 		}
 	}
 	return deletePrefix(tx.Bucket(bSieveScripts), id8(mailboxID))

@@ -258,4 +258,73 @@ func runSieveScriptActivation(t *testing.T, open Open) {
 			t.Error("HasSieve after deactivating")
 		}
 	})
+	t.Run("the active script's stamp changes with it", func(t *testing.T) {
+		c, s, mb := sieveSetup(t, open)
+		// stamp is the active script's Version as the recipient's
+		// look-up and ActiveSieveScript read it: the same, and not 0.
+		stamp := func() int64 {
+			t.Helper()
+			m, _, err := c.s.MailboxByEmail(ctx, mb.Email)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, err := s.ActiveSieveScript(ctx, mb.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !m.HasSieve || m.SieveVersion == 0 || m.SieveVersion != sc.Version {
+				t.Fatalf("MailboxByEmail: HasSieve %v, SieveVersion %d; ActiveSieveScript.Version %d; want the same stamp, not 0",
+					m.HasSieve, m.SieveVersion, sc.Version)
+			}
+			return sc.Version
+		}
+		put := func(name, text string, active bool) {
+			t.Helper()
+			if err := s.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: mb.ID, Name: name, Script: text, Active: active, UpdatedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put("a", "keep;", true)
+		seen := map[int64]string{}
+		step := func(what string, changes bool, prev int64) int64 {
+			t.Helper()
+			v := stamp()
+			if changes && v == prev || !changes && v != prev {
+				t.Errorf("%s: stamp %d after %d; want it changed: %v", what, v, prev, changes)
+			}
+			if changes {
+				if was, ok := seen[v]; ok {
+					t.Errorf("%s: stamp %d used before, after %s", what, v, was)
+				}
+				seen[v] = what
+			}
+			return v
+		}
+		v := step("activated", true, 0)
+		put("b", "discard;", false)
+		v = step("another script stored, not active", false, v)
+		put("a", "discard;", false)
+		v = step("the active script's text replaced", true, v)
+		if err := s.SetActiveSieveScript(ctx, mb.ID, "b"); err != nil {
+			t.Fatal(err)
+		}
+		v = step("another script activated", true, v)
+		if err := s.SetActiveSieveScript(ctx, mb.ID, "a"); err != nil {
+			t.Fatal(err)
+		}
+		v = step("the first activated again", true, v)
+		if err := s.RenameSieveScript(ctx, mb.ID, "a", "c"); err != nil {
+			t.Fatal(err)
+		}
+		stamp() // renamed: the same text, any stamp
+		if err := s.SetActiveSieveScript(ctx, mb.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		if m, _, err := c.s.MailboxByEmail(ctx, mb.Email); err != nil || m.HasSieve || m.SieveVersion != 0 {
+			t.Errorf("deactivated: HasSieve %v, SieveVersion %d, %v; want false, 0", m.HasSieve, m.SieveVersion, err)
+		}
+		if sc, err := s.SieveScript(ctx, mb.ID, "b"); err != nil || sc.Version != 0 {
+			t.Errorf("SieveScript of an inactive script: Version %d, %v; want 0", sc.Version, err)
+		}
+	})
 }

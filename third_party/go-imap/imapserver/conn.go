@@ -46,6 +46,9 @@ type Conn struct {
 
 	state   imap.ConnState
 	session Session
+
+	// mailhost patch: the name CREATE made, for its MAILBOXID (RFC 8474).
+	createdName string
 }
 
 func newConn(c net.Conn, server *Server) *Conn {
@@ -235,7 +238,7 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 	case "ENABLE":
 		err = c.handleEnable(dec)
 	case "CREATE":
-		err = c.handleCreate(dec)
+		okCode, err = c.createdMailboxID(dec) // mailhost patch: OBJECTID
 	case "DELETE":
 		err = c.handleDelete(dec)
 	case "RENAME":
@@ -320,12 +323,15 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 		if err := c.poll(name); err != nil {
 			return err
 		}
+		if okCode == "" && (name == "EXPUNGE" || name == "UID EXPUNGE" || name == "MOVE" || name == "UID MOVE") {
+			okCode = c.expungeModSeqCode() // mailhost patch: RFC 7162
+		}
 		resp = &imap.StatusResponse{
 			Type: imap.StatusResponseTypeOK,
 			Code: okCode,
 			Text: fmt.Sprintf("%v completed", name),
 		}
-		if okCode != "" {
+		if strings.HasPrefix(string(okCode), "MODIFIED") {
 			resp.Text = "Conditional STORE failed"
 		}
 	}
@@ -613,6 +619,16 @@ func (w *UpdateWriter) WriteNumRecent(n uint32) error {
 // WriteMailboxFlags writes a FLAGS response.
 func (w *UpdateWriter) WriteMailboxFlags(flags []imap.Flag) error {
 	return w.conn.writeFlags(flags)
+}
+
+// WritePermanentFlags writes an untagged OK with PERMANENTFLAGS, which
+// goes with FLAGS when the mailbox's flags change (RFC 9051 section
+// 7.3.5).
+//
+// mailhost patch: a keyword new to the mailbox announced to the other
+// sessions that have it selected.
+func (w *UpdateWriter) WritePermanentFlags(flags []imap.Flag) error {
+	return w.conn.writePermanentFlags(flags)
 }
 
 // WriteMessageFlags writes a FETCH response with FLAGS.

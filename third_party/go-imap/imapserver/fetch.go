@@ -120,6 +120,12 @@ func handleFetchAtt(dec *imapwire.Decoder, attName string, options *imap.FetchOp
 		options.UID = true
 	case "MODSEQ": // mailhost patch: RFC 7162 section 3.1.4.1
 		options.ModSeq = true
+	case "EMAILID": // mailhost patch: RFC 8474 section 5.1
+		options.EmailID = true
+	case "THREADID": // mailhost patch: RFC 8474 section 5.2
+		options.ThreadID = true
+	case "PREVIEW": // mailhost patch: RFC 8970 section 3
+		return readPreviewModifiers(dec, options)
 	case "RFC822": // equivalent to BODY[]
 		bs := &imap.FetchItemBodySection{}
 		writerOptions.obsolete[bs] = attName
@@ -451,7 +457,13 @@ func (w *FetchResponseWriter) WriteBinarySection(section *imap.FetchItemBinarySe
 
 	enc.Atom("BINARY").Special('[')
 	writeSectionPart(enc, section.Part)
-	enc.Special(']').SP()
+	enc.Special(']')
+	// mailhost patch: the origin of a partial fetch, as for BODY (RFC
+	// 9051 section 7.5.2, msg-att-static).
+	if partial := section.Partial; partial != nil {
+		enc.Special('<').Number(uint32(partial.Offset)).Special('>')
+	}
+	enc.SP()
 	enc.Special('~') // indicates literal8
 	return w.enc.Literal(size)
 }

@@ -652,3 +652,23 @@ func (lit *LiteralReader) cancel() {
 	lit.dec.literal = false
 	lit.dec = nil
 }
+
+// PeekFold reports whether the next bytes are s, compared without regard
+// to ASCII case, without reading them. It looks one byte further at a
+// time, and only while what it saw matches, so on a command line it
+// never waits for a byte past the line's end.
+//
+// mailhost patch: PREVIEW's optional modifiers (RFC 8970), which follow
+// the item after SP, where the next item or the fetch-modifiers could.
+func (dec *Decoder) PeekFold(s string) bool {
+	if dec.literal || dec.err != nil {
+		return false
+	}
+	for n := 1; n <= len(s); n++ {
+		b, err := dec.r.Peek(n)
+		if err != nil || !strings.EqualFold(string(b[n-1:]), s[n-1:n]) {
+			return false
+		}
+	}
+	return true
+}
