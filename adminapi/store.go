@@ -10,7 +10,7 @@ import (
 // Store is what the API reads and changes: the control plane it manages,
 // the lookups across partners that answer a taken address or domain name
 // before a password is hashed or a key made, and the DKIM keys its DNS
-// listing shows. *mailstore.Bolt satisfies it; the methods keep the
+// listing shows. *boltstore.Store satisfies it; the methods keep the
 // contract of mailstore.Store.
 type Store interface {
 	APIKeyByLookup(ctx context.Context, lookup string) (mailstore.APIKey, error)

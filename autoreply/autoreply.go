@@ -54,7 +54,7 @@ import (
 	"github.com/mailhost/mailhost/policy"
 )
 
-// Store is what a Responder reads and writes; *mailstore.Bolt and
+// Store is what a Responder reads and writes; *boltstore.Store and
 // *pgstore.Store satisfy it.
 type Store interface {
 	policy.Directory

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/sieve"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestVacation(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
-	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	st, err := boltstore.Open(ctx, t.TempDir(), boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestVacation(t *testing.T) {
 func TestAddressedSubaddress(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
-	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	st, err := boltstore.Open(ctx, t.TempDir(), boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestAddressedSubaddress(t *testing.T) {
 func TestVacationArguments(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
-	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	st, err := boltstore.Open(ctx, t.TempDir(), boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ import (
 
 // Store is what delivery reads and writes: address lookups
 // (policy.Directory), the month's transfer of a domain, and Deliver.
-// *mailstore.Bolt satisfies it; the methods keep the contract of
+// *boltstore.Store satisfies it; the methods keep the contract of
 // mailstore.Store.
 type Store interface {
 	policy.Directory

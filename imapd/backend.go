@@ -9,7 +9,7 @@ import (
 
 // Store is what the IMAP server needs of the mail store: the account of a
 // session, its folders and messages, and the change log and Watch that
-// keep a selected folder up to date. mailstore.Bolt (any mailstore.Mail)
+// keep a selected folder up to date. boltstore.Store (any mailstore.Mail)
 // satisfies it; the methods' contracts are those of mailstore.Mail.
 type Store interface {
 	MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/mailstore/storetest"
 )
 
@@ -188,7 +189,7 @@ func TestKeywordLimit(t *testing.T) {
 func TestDeleteOnFullDisk(t *testing.T) {
 	dir := storetest.SmallFS(t, 8<<20)
 	ctx := context.Background()
-	e := newEnv(t, envOptions{insecureAuth: true, dataDir: dir, prepare: func(st *mailstore.Bolt, mb mailstore.Mailbox) *mailstore.Bolt {
+	e := newEnv(t, envOptions{insecureAuth: true, dataDir: dir, prepare: func(st *boltstore.Store, mb mailstore.Mailbox) *boltstore.Store {
 		for i := range 20 {
 			b := []byte(fmt.Sprintf("Subject: %d\r\n\r\n%s", i, strings.Repeat("x", 32<<10)))
 			if _, err := st.Deliver(ctx, mailstore.Delivery{Body: b, ReceivedAt: t1, MailboxIDs: []int64{mb.ID}}); err != nil {
@@ -209,10 +210,10 @@ func TestDeleteOnFullDisk(t *testing.T) {
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := mailstore.Compact(ctx, dir, mailstore.Options{}); err != nil {
+		if _, err := boltstore.Compact(ctx, dir, boltstore.Options{}); err != nil {
 			t.Fatal(err)
 		}
-		st, err = mailstore.Open(ctx, dir, mailstore.Options{SpaceReserve: 1 << 20})
+		st, err = boltstore.Open(ctx, dir, boltstore.Options{SpaceReserve: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -241,6 +241,15 @@ func (d Domain) TransferCapReached(t Transfer) bool {
 	return t.InBytes+t.OutBytes >= d.TransferMonthlyMB*MB
 }
 
+// LimitReached is the rule of the count limits (a domain's mailboxes and
+// aliases, a partner's domains): a create is refused when count has
+// reached max; a max of 0 (or less) is no limit, unlike a quota or a
+// cap. bbolt decides it with this function; PostgreSQL in the statement
+// that takes the row's lock and counts (max <= 0 OR count < max), so
+// that racing creates on several nodes cannot pass it:
+// storetest.RuleCountLimits checks both.
+func LimitReached(max, count int64) bool { return max > 0 && count >= max }
+
 // Ended reports whether another partner's verification ended the claim.
 func (d Domain) Ended() bool { return !d.ClaimEndedAt.IsZero() }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mailhost/mailhost/internal/dnstest"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // TestSieveAtDelivery: each mailbox's active script runs on mail the MX
@@ -52,7 +53,7 @@ if header :contains "subject" "flagme" { addflag ["\\Flagged", "$important"]; }`
 		"carol": `require "reject"; reject "Carol takes no mail.";`,
 		"dave":  `require "vacation"; vacation :days 1 :subject "away" "I am away until Monday.";`,
 	}
-	st, err := mailstore.Open(context.Background(), dir, mailstore.Options{})
+	st, err := boltstore.Open(context.Background(), dir, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mailhost/mailhost/imapd"
 	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/mailstore/pgstore"
 	"github.com/mailhost/mailhost/metrics"
 	"github.com/mailhost/mailhost/outbound"
@@ -44,7 +45,7 @@ type store interface {
 
 // Both implementations of the contract are whole stores for the wiring.
 var (
-	_ store = (*mailstore.Bolt)(nil)
+	_ store = (*boltstore.Store)(nil)
 	_ store = (*pgstore.Store)(nil)
 )
 
@@ -97,8 +98,8 @@ func openStore(ctx context.Context, cfg *config.Config, lockTimeout time.Duratio
 // command line when no server holds the file. A file held by another
 // process is ErrLocked after lockTimeout; maxKeywords 0 is the store's
 // default.
-func openBolt(ctx context.Context, dataDir string, lockTimeout time.Duration, maxKeywords int) (*mailstore.Bolt, error) {
-	return mailstore.Open(ctx, dataDir, mailstore.Options{LockTimeout: lockTimeout, MaxKeywords: maxKeywords})
+func openBolt(ctx context.Context, dataDir string, lockTimeout time.Duration, maxKeywords int) (*boltstore.Store, error) {
+	return boltstore.Open(ctx, dataDir, boltstore.Options{LockTimeout: lockTimeout, MaxKeywords: maxKeywords})
 }
 
 // NodeName is the node's name in a shared store: the configured one, or

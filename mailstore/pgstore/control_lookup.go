@@ -93,7 +93,7 @@ func (s *Store) DomainByName(ctx context.Context, name string) (mailstore.Domain
 // RecordLogin implements mailstore.Store.
 func (s *Store) RecordLogin(ctx context.Context, mailboxID int64, now time.Time) error {
 	err := s.one(ctx, func(tx querier) error {
-		tag, err := tx.Exec(ctx, `UPDATE mailboxes SET last_login = $2 WHERE id = $1`, mailboxID, utc(now))
+		tag, err := tx.Exec(ctx, `UPDATE mailboxes SET last_login = $2 WHERE id = $1`, mailboxID, mailstore.UTC(now))
 		if err != nil {
 			return err
 		}

@@ -284,7 +284,7 @@ func (s *Store) AppendMany(ctx context.Context, mailboxID, folderID int64, msgs 
 				return err
 			}
 			add.add(newMessage{folderID: folderID, mailboxID: mailboxID, domainID: fs[folderID].domainID,
-				blobID: blob, size: int64(len(m.Body)), received: utc(m.ReceivedAt), flags: flags[i], header: summaries[i]})
+				blobID: blob, size: int64(len(m.Body)), received: mailstore.UTC(m.ReceivedAt), flags: flags[i], header: summaries[i]})
 			kw.reflag(folderID, nil, flags[i])
 		}
 		if out, err = addMessages(ctx, tx, &add); err != nil {
@@ -300,7 +300,7 @@ func (s *Store) AppendMany(ctx context.Context, mailboxID, folderID int64, msgs 
 	if err != nil {
 		return nil, fmt.Errorf("append to folder %d: %w", folderID, err)
 	}
-	s.bell.ring(mailboxID)
+	s.notify(mailboxID)
 	return out, nil
 }
 
@@ -390,7 +390,7 @@ func (s *Store) setFlags(ctx context.Context, mailboxID, folderID int64, uids []
 		return nil, nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
-		s.bell.ring(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, modified, nil
 }
@@ -506,7 +506,7 @@ func (s *Store) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		return nil, fmt.Errorf("copy from folder %d to %d: %w", fromFolderID, toFolderID, err)
 	}
 	if len(out) > 0 {
-		s.bell.ring(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, nil
 }
@@ -558,7 +558,7 @@ func (s *Store) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		return nil, fmt.Errorf("move from folder %d to %d: %w", fromFolderID, toFolderID, err)
 	}
 	if len(out) > 0 {
-		s.bell.ring(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, nil
 }
@@ -647,7 +647,7 @@ func (s *Store) Expunge(ctx context.Context, mailboxID, folderID int64, uids []u
 		return nil, fmt.Errorf("expunge in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
-		s.bell.ring(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, nil
 }
