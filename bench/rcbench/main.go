@@ -26,6 +26,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
+	"github.com/mailhost/mailhost/internal/roundcube"
 )
 
 func main() {
@@ -121,13 +122,13 @@ func run(args []string) error {
 	if len(servers) == 0 || *dir == "" {
 		return fmt.Errorf("run needs -server and -dir")
 	}
-	if m := haveRoundcube(); m != "" {
+	if m := roundcube.Missing(); m != "" {
 		return fmt.Errorf("missing: %s", m)
 	}
 	type target struct {
 		name string
-		cnt  *counter
-		rc   *roundcube
+		cnt  *roundcube.Counter
+		rc   *roundcube.Server
 	}
 	var targets []*target
 	defer func() {
@@ -143,18 +144,18 @@ func run(args []string) error {
 		if !ok {
 			return fmt.Errorf("-server %q: want NAME=HOST:PORT", s)
 		}
-		cnt, err := newCounter(addr)
+		cnt, err := roundcube.NewCounter(addr)
 		if err != nil {
 			return err
 		}
 		t := &target{name: name, cnt: cnt}
 		targets = append(targets, t)
-		t.rc, err = startRoundcube(rcOptions{Dir: filepath.Join(*dir, name), IMAP: cnt.Addr(), Debug: *debug})
+		t.rc, err = roundcube.Start(roundcube.Options{Dir: filepath.Join(*dir, name), IMAP: cnt.Addr(), Debug: *debug})
 		if err != nil {
 			return err
 		}
 	}
-	br, err := newBrowser()
+	br, err := roundcube.NewBrowser()
 	if err != nil {
 		return err
 	}
@@ -181,7 +182,7 @@ func run(args []string) error {
 				}
 			}
 			if err != nil {
-				return fmt.Errorf("%s: %w\n%s", t.name, err, t.rc.errorsLog(filepath.Join(*dir, t.name)))
+				return fmt.Errorf("%s: %w\n%s", t.name, err, t.rc.ErrorsLog(filepath.Join(*dir, t.name)))
 			}
 		}
 	}
@@ -219,21 +220,21 @@ type result struct {
 
 // session is one person's visit: log in, sort three ways, the thread
 // view, move one message to Trash, open one, search.
-func session(br *browser, base string, cnt *counter, user, pass, term string) ([]result, error) {
-	tb, err := br.newTab()
+func session(br *roundcube.Browser, base string, cnt *roundcube.Counter, user, pass, term string) ([]result, error) {
+	tb, err := br.NewTab()
 	if err != nil {
 		return nil, err
 	}
 	defer tb.Close()
 	var res []result
 	measure := func(action string, f func() (time.Duration, error), keepRows bool) error {
-		b0, c0 := cnt.bytes(), cnt.conns.Load()
+		b0, c0 := cnt.Bytes(), cnt.Conns.Load()
 		d, err := f()
 		if err != nil {
 			return fmt.Errorf("%s: %w", action, err)
 		}
-		r := result{record: record{Action: action, Ms: float64(d.Microseconds()) / 1000, Bytes: cnt.bytes() - b0, Conns: cnt.conns.Load() - c0}}
-		ids, err := tb.rows()
+		r := result{record: record{Action: action, Ms: float64(d.Microseconds()) / 1000, Bytes: cnt.Bytes() - b0, Conns: cnt.Conns.Load() - c0}}
+		ids, err := tb.Rows()
 		if err != nil {
 			return fmt.Errorf("%s: rows: %w", action, err)
 		}
@@ -244,19 +245,19 @@ func session(br *browser, base string, cnt *counter, user, pass, term string) ([
 		res = append(res, r)
 		return nil
 	}
-	if err := measure("login to first page", func() (time.Duration, error) { return tb.login(base, user, pass) }, false); err != nil {
+	if err := measure("login to first page", func() (time.Duration, error) { return tb.Login(base, user, pass) }, false); err != nil {
 		return res, err
 	}
 	// No preview pane loads behind the list's back: a selected row would
 	// otherwise load the message into it and count in the next action.
-	if err := tb.eval(`rcmail.env.contentframe = null`, nil); err != nil {
+	if err := tb.Eval(`rcmail.env.contentframe = null`, nil); err != nil {
 		return res, err
 	}
 	// A list request even when the list is already so (set_list_options
 	// sends none then): a visit's first sort by date is not free.
 	list := func(col, order string, threads int) func() (time.Duration, error) {
 		return func() (time.Duration, error) {
-			return tb.ajax(fmt.Sprintf(`rcmail.set_list_sorting(%q, %q); rcmail.list_mailbox('', '', %q, {_threads: %d})`, col, order, col+"_"+order, threads), "list")
+			return tb.Ajax(fmt.Sprintf(`rcmail.set_list_sorting(%q, %q); rcmail.list_mailbox('', '', %q, {_threads: %d})`, col, order, col+"_"+order, threads), "list")
 		}
 	}
 	sortBy := func(col, order string) func() (time.Duration, error) { return list(col, order, 0) }
@@ -270,7 +271,7 @@ func session(br *browser, base string, cnt *counter, user, pass, term string) ([
 		}
 	}
 	var offered bool
-	if err := tb.eval(`!!rcmail.env.threads`, &offered); err != nil {
+	if err := tb.Eval(`!!rcmail.env.threads`, &offered); err != nil {
 		return res, err
 	}
 	if !offered {
@@ -284,15 +285,15 @@ func session(br *browser, base string, cnt *counter, user, pass, term string) ([
 	}
 	var uid string
 	if err := measure("move to Trash", func() (time.Duration, error) {
-		if err := tb.eval(`(() => { const r = rcmail.message_list.get_first_row(); rcmail.message_list.select(r); return String(r); })()`, &uid); err != nil {
+		if err := tb.Eval(`(() => { const r = rcmail.message_list.get_first_row(); rcmail.message_list.select(r); return String(r); })()`, &uid); err != nil {
 			return 0, err
 		}
-		return tb.ajax(`rcmail.command('delete')`, "move", "delete")
+		return tb.Ajax(`rcmail.command('delete')`, "move", "delete")
 	}, false); err != nil {
 		return res, err
 	}
 	var first string
-	if err := tb.eval(`String(rcmail.message_list.get_first_row())`, &first); err != nil {
+	if err := tb.Eval(`String(rcmail.message_list.get_first_row())`, &first); err != nil {
 		return res, err
 	}
 	if first == uid {
@@ -300,25 +301,25 @@ func session(br *browser, base string, cnt *counter, user, pass, term string) ([
 	}
 	if err := measure("open a message", func() (time.Duration, error) {
 		start := time.Now()
-		err := tb.do(30*time.Second, chromedp.Navigate(base+"/?_task=mail&_mbox=INBOX&_action=show&_uid="+first))
+		err := tb.Do(30*time.Second, chromedp.Navigate(base+"/?_task=mail&_mbox=INBOX&_action=show&_uid="+first))
 		return time.Since(start), err
 	}, false); err != nil {
 		return res, err
 	}
 	var body string
-	if err := tb.eval(`document.body.innerText`, &body); err != nil || !strings.Contains(body, "quick brown fox") {
+	if err := tb.Eval(`document.body.innerText`, &body); err != nil || !strings.Contains(body, "quick brown fox") {
 		return res, fmt.Errorf("open a message: body not shown (%v)", err)
 	}
 	// Back to the list, untimed.
-	if err := tb.do(30*time.Second, chromedp.Navigate(base+"/?_task=mail&_mbox=INBOX")); err != nil {
+	if err := tb.Do(30*time.Second, chromedp.Navigate(base+"/?_task=mail&_mbox=INBOX")); err != nil {
 		return res, err
 	}
-	if err := tb.until(`window.rcmail && rcmail.message_list && rcmail.message_list.rowcount > 0 && !rcmail.busy`, 60*time.Second); err != nil {
+	if err := tb.Until(`window.rcmail && rcmail.message_list && rcmail.message_list.rowcount > 0 && !rcmail.busy`, 60*time.Second); err != nil {
 		return res, err
 	}
-	tb.eval(`rcmail.env.contentframe = null`, nil)
+	tb.Eval(`rcmail.env.contentframe = null`, nil)
 	if err := measure("search", func() (time.Duration, error) {
-		return tb.ajax(fmt.Sprintf(`rcmail.gui_objects.qsearchbox.value = %q; rcmail.command('search')`, term), "search")
+		return tb.Ajax(fmt.Sprintf(`rcmail.gui_objects.qsearchbox.value = %q; rcmail.command('search')`, term), "search")
 	}, true); err != nil {
 		return res, err
 	}

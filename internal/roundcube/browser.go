@@ -1,4 +1,4 @@
-package main
+package roundcube
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 
 // browser is one headless Chromium, started as the console's browser test
 // starts it (no sandbox: the machines run tests as root).
-type browser struct {
+type Browser struct {
 	ctx     context.Context
 	cancels []context.CancelFunc
 	dataDir string
 }
 
-func newBrowser() (*browser, error) {
-	chrome := chromiumPath()
+func NewBrowser() (*Browser, error) {
+	chrome := ChromiumPath()
 	if chrome == "" {
 		return nil, fmt.Errorf("no chromium on PATH")
 	}
@@ -28,7 +28,7 @@ func newBrowser() (*browser, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &browser{dataDir: dir}
+	b := &Browser{dataDir: dir}
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chrome),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
@@ -62,7 +62,7 @@ func newBrowser() (*browser, error) {
 	return b, nil
 }
 
-func (b *browser) Close() {
+func (b *Browser) Close() {
 	for i := len(b.cancels) - 1; i >= 0; i-- {
 		b.cancels[i]()
 	}
@@ -70,29 +70,29 @@ func (b *browser) Close() {
 }
 
 // tab is a fresh browsing context (its own cookies) of the browser.
-type tab struct {
+type Tab struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 }
 
-func (b *browser) newTab() (*tab, error) {
+func (b *Browser) NewTab() (*Tab, error) {
 	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
 	if err := chromedp.Do(ctx); err != nil {
 		cancel()
 		return nil, fmt.Errorf("new tab: %w", err)
 	}
-	return &tab{ctx: ctx, cancel: cancel}, nil
+	return &Tab{ctx: ctx, cancel: cancel}, nil
 }
 
-func (t *tab) Close() { t.cancel() }
+func (t *Tab) Close() { t.cancel() }
 
-func (t *tab) do(timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) error {
+func (t *Tab) Do(timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) error {
 	ctx, cancel := context.WithTimeout(t.ctx, timeout)
 	defer cancel()
 	return chromedp.Do(ctx, actions...)
 }
 
-func (t *tab) eval(expr string, out any) error {
+func (t *Tab) Eval(expr string, out any) error {
 	ctx, cancel := context.WithTimeout(t.ctx, 60*time.Second)
 	defer cancel()
 	switch p := out.(type) {
@@ -120,7 +120,7 @@ func (t *tab) eval(expr string, out any) error {
 
 // until waits for a JavaScript condition; across a page load, whose
 // navigation ends a poll, it polls again in the new page.
-func (t *tab) until(cond string, timeout time.Duration) error {
+func (t *Tab) Until(cond string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		left := time.Until(deadline)
@@ -141,8 +141,8 @@ func (t *tab) until(cond string, timeout time.Duration) error {
 // login signs in on Roundcube's login page and waits for the message
 // list's first page; it returns the time from submitting the form to the
 // rows shown.
-func (t *tab) login(base, user, pass string) (time.Duration, error) {
-	if err := t.do(30*time.Second,
+func (t *Tab) Login(base, user, pass string) (time.Duration, error) {
+	if err := t.Do(30*time.Second,
 		chromedp.Navigate(base+"/?_task=login"),
 		chromedp.WaitVisible(chromedp.ID("rcmloginuser")),
 		chromedp.SetValue(chromedp.ID("rcmloginuser"), user),
@@ -151,10 +151,10 @@ func (t *tab) login(base, user, pass string) (time.Duration, error) {
 		return 0, fmt.Errorf("login page: %w", err)
 	}
 	start := time.Now()
-	if err := t.do(5*time.Second, chromedp.Click(chromedp.ID("rcmloginsubmit"))); err != nil {
+	if err := t.Do(5*time.Second, chromedp.Click(chromedp.ID("rcmloginsubmit"))); err != nil {
 		return 0, fmt.Errorf("submit login: %w", err)
 	}
-	if err := t.until(`window.rcmail && rcmail.env.task == "mail" && rcmail.message_list && rcmail.message_list.rowcount > 0 && !rcmail.busy`, 60*time.Second); err != nil {
+	if err := t.Until(`window.rcmail && rcmail.env.task == "mail" && rcmail.message_list && rcmail.message_list.rowcount > 0 && !rcmail.busy`, 60*time.Second); err != nil {
 		return 0, fmt.Errorf("after login: %w", err)
 	}
 	return time.Since(start), nil
@@ -163,7 +163,7 @@ func (t *tab) login(base, user, pass string) (time.Duration, error) {
 // ajax runs a Roundcube client call that sends one request and waits for
 // the response of the named action to be processed (its rows shown); it
 // returns the time the page measured from the call to then.
-func (t *tab) ajax(call string, actions ...string) (time.Duration, error) {
+func (t *Tab) Ajax(call string, actions ...string) (time.Duration, error) {
 	js := `new Promise((resolve, reject) => {
 		const want = ` + jsList(actions) + `;
 		const t0 = performance.now();
@@ -178,12 +178,12 @@ func (t *tab) ajax(call string, actions ...string) (time.Duration, error) {
 		` + call + `;
 	})`
 	var ms float64
-	if err := t.eval(js, &ms); err != nil {
+	if err := t.Eval(js, &ms); err != nil {
 		return 0, fmt.Errorf("%s: %w", call, err)
 	}
 	// Let the requests the response starts (unread counts) finish, so the
 	// next action's bytes are its own.
-	if err := t.until(`!rcmail.busy`, 30*time.Second); err != nil {
+	if err := t.Until(`!rcmail.busy`, 30*time.Second); err != nil {
 		return 0, err
 	}
 	return time.Duration(ms * float64(time.Millisecond)), nil
@@ -201,8 +201,8 @@ func jsList(ss []string) string {
 }
 
 // rows are the UIDs of the message list's rows in their order.
-func (t *tab) rows() ([]string, error) {
+func (t *Tab) Rows() ([]string, error) {
 	var ids []string
-	err := t.eval(`Array.from(document.querySelectorAll('#messagelist tbody tr')).map(r => r.id.replace(/^rcmrow/, ''))`, &ids)
+	err := t.Eval(`Array.from(document.querySelectorAll('#messagelist tbody tr')).map(r => r.id.replace(/^rcmrow/, ''))`, &ids)
 	return ids, err
 }

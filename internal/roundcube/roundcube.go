@@ -1,4 +1,7 @@
-package main
+// Package roundcube runs Debian's Roundcube for tests and benchmarks:
+// served by PHP's built-in server on loopback with a configuration of its
+// own, driven in headless Chromium, its IMAP traffic counted by a proxy.
+package roundcube
 
 import (
 	"errors"
@@ -24,8 +27,8 @@ const (
 	rcEtc    = "/etc/roundcube"
 )
 
-// haveRoundcube says what is missing to run Roundcube, or "".
-func haveRoundcube() string {
+// Missing says what is missing to run Roundcube, or "".
+func Missing() string {
 	var missing []string
 	if _, err := exec.LookPath("php"); err != nil {
 		missing = append(missing, "php (php-cli)")
@@ -36,13 +39,13 @@ func haveRoundcube() string {
 	if _, err := os.Stat("/usr/share/roundcube/plugins/managesieve/managesieve.php"); err != nil {
 		missing = append(missing, "roundcube-plugins")
 	}
-	if chromiumPath() == "" {
+	if ChromiumPath() == "" {
 		missing = append(missing, "chromium")
 	}
 	return strings.Join(missing, ", ")
 }
 
-func chromiumPath() string {
+func ChromiumPath() string {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
@@ -54,41 +57,41 @@ func chromiumPath() string {
 // counter is a TCP proxy in front of an IMAP (or other) server that counts
 // the bytes both ways: Roundcube opens a connection per HTTP request, so
 // what one action costs is what crossed the proxy while it ran.
-type counter struct {
+type Counter struct {
 	ln      net.Listener
 	backend string
 	up      atomic.Int64 // client to server
 	down    atomic.Int64 // server to client
-	conns   atomic.Int64
+	Conns   atomic.Int64
 	wg      sync.WaitGroup
 }
 
-func newCounter(backend string) (*counter, error) {
+func NewCounter(backend string) (*Counter, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("proxy listen: %w", err)
 	}
-	c := &counter{ln: ln, backend: backend}
+	c := &Counter{ln: ln, backend: backend}
 	c.wg.Add(1)
 	go c.accept()
 	return c, nil
 }
 
-func (c *counter) Addr() string { return c.ln.Addr().String() }
+func (c *Counter) Addr() string { return c.ln.Addr().String() }
 
-func (c *counter) accept() {
+func (c *Counter) accept() {
 	defer c.wg.Done()
 	for {
 		conn, err := c.ln.Accept()
 		if err != nil {
 			return
 		}
-		c.conns.Add(1)
+		c.Conns.Add(1)
 		go c.serve(conn)
 	}
 }
 
-func (c *counter) serve(conn net.Conn) {
+func (c *Counter) serve(conn net.Conn) {
 	defer conn.Close()
 	back, err := net.DialTimeout("tcp", c.backend, 5*time.Second)
 	if err != nil {
@@ -124,12 +127,12 @@ func (c *counter) serve(conn net.Conn) {
 }
 
 // bytes is the total both ways so far.
-func (c *counter) bytes() int64 { return c.up.Load() + c.down.Load() }
+func (c *Counter) Bytes() int64 { return c.up.Load() + c.down.Load() }
 
-func (c *counter) Close() { c.ln.Close(); c.wg.Wait() }
+func (c *Counter) Close() { c.ln.Close(); c.wg.Wait() }
 
-// rcOptions are what a Roundcube instance is pointed at.
-type rcOptions struct {
+// Options are what a Roundcube instance is pointed at.
+type Options struct {
 	Dir         string // its state: configuration, SQLite database, logs, temp
 	IMAP        string // host:port
 	SMTP        string // host:port, or "" (no sending)
@@ -138,16 +141,16 @@ type rcOptions struct {
 }
 
 // roundcube is Debian's Roundcube served by PHP's built-in server.
-type roundcube struct {
+type Server struct {
 	URL string
 	cmd *exec.Cmd
 	log *os.File
 }
 
-// startRoundcube writes a configuration directory of its own (nothing
+// Start writes a configuration directory of its own (nothing
 // under /etc is touched) and serves Debian's Roundcube with php -S on a
 // free loopback port.
-func startRoundcube(o rcOptions) (*roundcube, error) {
+func Start(o Options) (*Server, error) {
 	cfgDir := filepath.Join(o.Dir, "config")
 	for _, d := range []string{cfgDir, filepath.Join(o.Dir, "logs"), filepath.Join(o.Dir, "temp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -211,7 +214,7 @@ func startRoundcube(o rcOptions) (*roundcube, error) {
 		logf.Close()
 		return nil, fmt.Errorf("start php -S: %w", err)
 	}
-	rc := &roundcube{URL: "http://" + addr, cmd: cmd, log: logf}
+	rc := &Server{URL: "http://" + addr, cmd: cmd, log: logf}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		resp, err := http.Get(rc.URL + "/?_task=login")
@@ -232,7 +235,7 @@ func startRoundcube(o rcOptions) (*roundcube, error) {
 }
 
 // Stop ends the PHP server and its workers (one process group).
-func (rc *roundcube) Stop() {
+func (rc *Server) Stop() {
 	if rc.cmd.Process != nil {
 		syscall.Kill(-rc.cmd.Process.Pid, syscall.SIGTERM)
 		done := make(chan error, 1)
@@ -248,7 +251,7 @@ func (rc *roundcube) Stop() {
 }
 
 // errorsLog is Roundcube's own error log, for a failure's message.
-func (rc *roundcube) errorsLog(dir string) string {
+func (rc *Server) ErrorsLog(dir string) string {
 	b, err := os.ReadFile(filepath.Join(dir, "logs", "errors.log"))
 	if errors.Is(err, os.ErrNotExist) {
 		return ""
