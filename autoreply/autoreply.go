@@ -21,8 +21,10 @@
 //     as the store remembers (mailstore.AutoReplies.TakeAutoReply), so
 //     that nodes and restarts agree.
 //
-// The reply (RFC 3834 section 3) is from the mailbox's address, envelope
-// and From:, to the envelope sender, with Auto-Submitted: auto-replied,
+// The reply (RFC 3834 section 3) is from the mailbox's address in From:,
+// with the null envelope sender (RFC 5230 section 5.1, RFC 3834 section
+// 3.3: nothing answers or bounces it, so no loop of responders can
+// start), to the envelope sender, with Auto-Submitted: auto-replied,
 // In-Reply-To and References, DKIM-signed for the mailbox's domain, and
 // queued with one Store.Deliver charged to that domain as a submission
 // is: counted in its transfer, and not sent at all once the domain has
@@ -306,7 +308,10 @@ func (r *Responder) send(ctx context.Context, mb mailstore.Mailbox, ar mailstore
 	}
 	_, err = r.cfg.Store.Deliver(ctx, mailstore.Delivery{
 		Body: msg, ReceivedAt: now, SenderDomainID: d.ID,
-		Relay: []mailstore.Relay{{Kind: mailstore.KindSubmission, DomainID: d.ID, From: mb.Email, To: []string{to}}},
+		// The null sender: a reply that fails is dropped, not bounced to
+		// the mailbox (RFC 5230 section 5.1); DMARC at the recipient
+		// passes on the DKIM signature of the mailbox's domain.
+		Relay: []mailstore.Relay{{Kind: mailstore.KindSubmission, DomainID: d.ID, From: "", To: []string{to}}},
 	})
 	if err != nil {
 		return fmt.Errorf("queue: %w", err)
