@@ -16,6 +16,7 @@
 #   REPS    warm repetitions of the whole visit [3]
 #   MAXLOAD wait before measuring until the 1-minute load average is below this [1.5]
 #   MAXWAIT ...but no longer than this many seconds [600]
+#   DEBUG   1: Roundcube's IMAP debug log in $OUT/rc/NAME/logs/imap.log [0]
 #
 # Installs what is missing from Debian (roundcube, roundcube-plugins,
 # roundcube-sqlite3, php-cli, chromium, dovecot-imapd) with a policy-rc.d
@@ -173,7 +174,7 @@ done
 RES=$OUT/results.jsonl
 visit() { # PHASE REPS
 	"$RB" run -server mailhost=$MH_IMAP -server dovecot=$DC_IMAP -user $USER_EMAIL -pass $PASSWORD \
-		-dir "$OUT/rc" -phase "$1" -reps "$2" >>"$RES" 2>>"$OUT/roundcube.log"
+		-dir "$OUT/rc" -phase "$1" -reps "$2" -debug="$([ "${DEBUG:-0}" = 1 ] && echo true || echo false)" >>"$RES" 2>>"$OUT/roundcube.log"
 }
 log "first visits"
 visit first 1
