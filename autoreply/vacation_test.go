@@ -72,6 +72,17 @@ func TestVacation(t *testing.T) {
 	if n := queued(); n != 2 {
 		t.Errorf("%d replies queued, want 2", n)
 	}
+	// The null envelope sender (RFC 5230 section 5.1): nothing bounces
+	// or answers a reply.
+	entries, _, err := st.OutboundEntries(ctx, mailstore.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.From != "" {
+			t.Errorf("reply queued with envelope sender %q, want <>", e.From)
+		}
+	}
 	// The memory is the API auto-reply's: it takes no turn that the
 	// vacation took.
 	if ok, err := st.TakeAutoReply(ctx, mb.ID, "x@sender.test", clock, DefaultInterval); err != nil || ok {

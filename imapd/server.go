@@ -254,6 +254,7 @@ func New(cfg Config) *Server {
 			imap.CapESort:       {},
 			"THREAD=" + imap.Cap(imap.ThreadOrderedSubject): {},
 			"THREAD=" + imap.Cap(imap.ThreadReferences):     {},
+			"THREAD=" + imap.Cap(threadAlgRefs):             {},
 		},
 		Logger: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		// The command layer (cmdlayer.go) does TLS, above which it must
