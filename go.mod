@@ -37,10 +37,11 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-// go-smtp with three fixes its options cannot make (issue 11): see
+// go-smtp with the fixes its options cannot make: see
 // third_party/go-smtp/PATCHES.md.
 replace github.com/emersion/go-smtp => ./third_party/go-smtp
 
-// go-imap's imapserver with the hooks CONDSTORE and QRESYNC need: see
+// go-imap's imapserver with the hooks imapd needs (CONDSTORE, QRESYNC, SORT,
+// THREAD and more): see
 // third_party/go-imap/PATCHES.md.
 replace github.com/emersion/go-imap/v2 => ./third_party/go-imap

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/policy"
 )
 
@@ -745,7 +746,7 @@ func TestRestart(t *testing.T) {
 	if err := e.store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := mailstore.Open(context.Background(), e.dir, mailstore.Options{})
+	st, err := boltstore.Open(context.Background(), e.dir, boltstore.Options{})
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}

@@ -12,9 +12,8 @@ import (
 	"github.com/mailhost/mailhost/mailstore"
 )
 
-// autoReplyStore is the part of the store the auto-reply routes use; the
-// stores have it (mailstore.AutoReplies) apart from Store, as they have
-// Certs, so that Store and its other implementations stay as they are.
+// autoReplyStore is the part of mailstore.AutoReplies the auto-reply
+// routes use.
 type autoReplyStore interface {
 	AutoReply(ctx context.Context, mailboxID int64) (mailstore.AutoReply, error)
 	SetAutoReply(ctx context.Context, a mailstore.AutoReply) error
@@ -58,15 +57,11 @@ func (a *API) autoReplyTarget(r *http.Request, c call) (mailstore.Mailbox, autoR
 	if err != nil {
 		return mailstore.Mailbox{}, nil, err
 	}
-	st, ok := a.store.(autoReplyStore)
-	if !ok {
-		return mailstore.Mailbox{}, nil, newError(http.StatusNotImplemented, "Auto-replies are not supported by this store")
-	}
 	m, err := a.store.Mailbox(r.Context(), c.partnerID, email)
 	if err != nil {
 		return mailstore.Mailbox{}, nil, err
 	}
-	return m, st, nil
+	return m, a.store, nil
 }
 
 // getAutoReply answers GET /users/{email}/autoreply: a mailbox that never

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/policy"
 )
 
@@ -45,7 +46,7 @@ func loadBenchStore(b *testing.B, dir string) (partnerID int64, key string) {
 			defer os.RemoveAll(d)
 		}
 	}
-	st, err := mailstore.Open(ctx, loadDir, mailstore.Options{})
+	st, err := boltstore.Open(ctx, loadDir, boltstore.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func loadBenchStore(b *testing.B, dir string) (partnerID int64, key string) {
 		b.Fatal(err)
 	}
 	if loadDir != dir {
-		if err := copyFile(filepath.Join(loadDir, mailstore.FileName), filepath.Join(dir, mailstore.FileName)); err != nil {
+		if err := copyFile(filepath.Join(loadDir, boltstore.FileName), filepath.Join(dir, boltstore.FileName)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -134,7 +135,7 @@ func BenchmarkAPI(b *testing.B) {
 	dir := b.TempDir()
 	_, key := loadBenchStore(b, dir)
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, dir, mailstore.Options{})
+	st, err := boltstore.Open(ctx, dir, boltstore.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

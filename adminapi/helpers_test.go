@@ -15,6 +15,7 @@ import (
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/policy"
 )
 
@@ -25,7 +26,7 @@ var testNow = time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 type env struct {
 	t     testing.TB
 	dir   string
-	store *mailstore.Bolt
+	store *boltstore.Store
 	srv   *httptest.Server
 	api   *API
 	keyA  string // partner "alpha"
@@ -70,7 +71,7 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), logs: &logBuffer{}}
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, e.dir, mailstore.Options{})
+	st, err := boltstore.Open(ctx, e.dir, boltstore.Options{})
 	if err != nil {
 		t.Fatalf("Open() = %v", err)
 	}

@@ -26,15 +26,11 @@ func (a *API) sieveTarget(r *http.Request, c call) (mailstore.Mailbox, mailstore
 	if err != nil {
 		return mailstore.Mailbox{}, nil, err
 	}
-	st, ok := a.store.(mailstore.SieveScripts)
-	if !ok {
-		return mailstore.Mailbox{}, nil, newError(http.StatusNotImplemented, "Sieve scripts are not supported by this store")
-	}
 	m, err := a.store.Mailbox(r.Context(), c.partnerID, email)
 	if err != nil {
 		return mailstore.Mailbox{}, nil, err
 	}
-	return m, st, nil
+	return m, a.store, nil
 }
 
 var errSieveNotFound = newError(http.StatusNotFound, "Sieve script not found")

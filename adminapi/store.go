@@ -10,7 +10,7 @@ import (
 // Store is what the API reads and changes: the control plane it manages,
 // the lookups across partners that answer a taken address or domain name
 // before a password is hashed or a key made, and the DKIM keys its DNS
-// listing shows. *mailstore.Bolt satisfies it; the methods keep the
+// listing shows. *boltstore.Store satisfies it; the methods keep the
 // contract of mailstore.Store.
 type Store interface {
 	APIKeyByLookup(ctx context.Context, lookup string) (mailstore.APIKey, error)
@@ -57,4 +57,9 @@ type Store interface {
 
 	DKIMKeys(ctx context.Context, domainID int64) ([]mailstore.DKIMKey, error)
 	EnsureDKIMKeys(ctx context.Context, domainID int64, keys []mailstore.DKIMKey) ([]mailstore.DKIMKey, error)
+
+	// A mailbox's Sieve scripts (those ManageSieve edits too) and its
+	// auto-reply.
+	mailstore.SieveScripts
+	autoReplyStore
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // node is any XML element, for reading answers without the types that
@@ -211,7 +212,7 @@ type env struct {
 func newEnv(t *testing.T, s Servers) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	st, err := boltstore.Open(ctx, t.TempDir(), boltstore.Options{})
 	if err != nil {
 		t.Fatalf("Open() = %v", err)
 	}

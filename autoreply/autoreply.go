@@ -21,8 +21,9 @@
 //     as the store remembers (mailstore.AutoReplies.TakeAutoReply), so
 //     that nodes and restarts agree.
 //
-// The reply (RFC 3834 section 3) is from the mailbox's address, envelope
-// and From:, to the envelope sender, with Auto-Submitted: auto-replied,
+// The reply (RFC 3834 section 3) is from the mailbox's address (From:;
+// the envelope sender is null, section 3.3), to the envelope sender,
+// with Auto-Submitted: auto-replied,
 // In-Reply-To and References, DKIM-signed for the mailbox's domain, and
 // queued with one Store.Deliver charged to that domain as a submission
 // is: counted in its transfer, and not sent at all once the domain has
@@ -53,7 +54,7 @@ import (
 	"github.com/mailhost/mailhost/policy"
 )
 
-// Store is what a Responder reads and writes; *mailstore.Bolt and
+// Store is what a Responder reads and writes; *boltstore.Store and
 // *pgstore.Store satisfy it.
 type Store interface {
 	policy.Directory
@@ -181,7 +182,7 @@ func (r *Responder) Delivered(ctx context.Context, from string, msg []byte, mail
 		if !ok {
 			continue
 		}
-		if err := r.send(ctx, mb, ar, sender, h, now); err != nil {
+		if err := r.send(ctx, mb, reply{subject: ar.Subject, text: ar.Body}, sender, h, now); err != nil {
 			level := slog.LevelError
 			if errors.Is(err, mailstore.ErrTransferCapReached) || errors.Is(err, policy.ErrSenderNotVerified) {
 				level = slog.LevelInfo
@@ -282,8 +283,23 @@ func (r *Responder) addressed(ctx context.Context, h textproto.MIMEHeader, mb ma
 	return false, nil
 }
 
-// send composes, signs and queues one reply.
-func (r *Responder) send(ctx context.Context, mb mailstore.Mailbox, ar mailstore.AutoReply, to string, orig textproto.MIMEHeader, now time.Time) error {
+// reply is what an answer says.
+type reply struct {
+	// from is the From: field; zero: the mailbox's address.
+	from mail.Address
+	// subject, in UTF-8 (encoded as RFC 2047 asks).
+	subject string
+	// text is the body as plain text; or, with mime, a MIME entity
+	// (header and body) that is the reply's content (RFC 5230 section
+	// 4.4).
+	text string
+	mime bool
+}
+
+// send composes, signs and queues one reply. Its envelope sender is null
+// (RFC 3834 section 3.3, RFC 5230 section 5.1): a reply must not be
+// answered, by a responder or with a bounce.
+func (r *Responder) send(ctx context.Context, mb mailstore.Mailbox, rp reply, to string, orig textproto.MIMEHeader, now time.Time) error {
 	d, err := r.cfg.Store.DomainWithID(ctx, mb.DomainID)
 	if err != nil {
 		return fmt.Errorf("domain of %s: %w", mb.Email, err)
@@ -298,15 +314,19 @@ func (r *Responder) send(ctx context.Context, mb mailstore.Mailbox, ar mailstore
 	if err := policy.MayReach(d, mb.PartnerID, nil, []string{to}); err != nil {
 		return err
 	}
-	msg := r.compose(mb.Email, ar, to, orig, now)
+	if rp.from.Address == "" {
+		rp.from.Address = mb.Email
+	}
+	msg := r.compose(rp, to, orig, now)
 	if r.cfg.Signer != nil {
 		if msg, err = r.cfg.Signer.Sign(ctx, d, msg); err != nil {
 			return fmt.Errorf("DKIM signing for %s: %w", d.Name, err)
 		}
 	}
+	// Charged to the mailbox's domain as its submissions are.
 	_, err = r.cfg.Store.Deliver(ctx, mailstore.Delivery{
 		Body: msg, ReceivedAt: now, SenderDomainID: d.ID,
-		Relay: []mailstore.Relay{{Kind: mailstore.KindSubmission, DomainID: d.ID, From: mb.Email, To: []string{to}}},
+		Relay: []mailstore.Relay{{Kind: mailstore.KindSubmission, DomainID: d.ID, From: "", To: []string{to}}},
 	})
 	if err != nil {
 		return fmt.Errorf("queue: %w", err)
@@ -315,13 +335,14 @@ func (r *Responder) send(ctx context.Context, mb mailstore.Mailbox, ar mailstore
 }
 
 // compose writes the reply (RFC 3834 section 3.1): a plain text message
-// in UTF-8, quoted-printable so that it needs no 8BITMIME on the way.
-func (r *Responder) compose(from string, ar mailstore.AutoReply, to string, orig textproto.MIMEHeader, now time.Time) []byte {
+// in UTF-8, quoted-printable so that it needs no 8BITMIME on the way, or
+// the MIME entity rp.text with rp.mime.
+func (r *Responder) compose(rp reply, to string, orig textproto.MIMEHeader, now time.Time) []byte {
 	var b bytes.Buffer
 	field := func(name, value string) { fmt.Fprintf(&b, "%s: %s\r\n", name, value) }
-	field("From", (&mail.Address{Address: from}).String())
+	field("From", rp.from.String())
 	field("To", (&mail.Address{Address: to}).String())
-	field("Subject", mime.QEncoding.Encode("utf-8", oneLine(ar.Subject)))
+	field("Subject", mime.QEncoding.Encode("utf-8", oneLine(rp.subject)))
 	field("Date", now.Format(time.RFC1123Z))
 	field("Message-ID", "<"+randomID()+"@"+r.cfg.Hostname+">")
 	if id := msgID(orig.Get("Message-Id")); id != "" {
@@ -341,17 +362,98 @@ func (r *Responder) compose(from string, ar mailstore.AutoReply, to string, orig
 	}
 	field("Auto-Submitted", "auto-replied")
 	field("MIME-Version", "1.0")
+	text := strings.ReplaceAll(strings.ReplaceAll(rp.text, "\r\n", "\n"), "\n", "\r\n")
+	if rp.mime {
+		if h, body, ok := mimeEntity(text); ok {
+			// The entity's own Content-* fields are the reply's, and
+			// its body.
+			for _, f := range h {
+				b.WriteString(f)
+			}
+			b.WriteString("\r\n")
+			b.WriteString(body)
+			if !strings.HasSuffix(body, "\r\n") {
+				b.WriteString("\r\n")
+			}
+			return b.Bytes()
+		}
+		// Not an entity this can send as it is: its body, as text.
+		if _, body, found := strings.Cut(text, "\r\n\r\n"); found {
+			text = body
+		}
+	}
 	field("Content-Type", "text/plain; charset=utf-8")
 	field("Content-Transfer-Encoding", "quoted-printable")
 	b.WriteString("\r\n")
 	qp := quotedprintable.NewWriter(&b)
-	body := strings.ReplaceAll(strings.ReplaceAll(ar.Body, "\r\n", "\n"), "\n", "\r\n")
-	qp.Write([]byte(body))
+	qp.Write([]byte(text))
 	qp.Close()
 	if !bytes.HasSuffix(b.Bytes(), []byte("\r\n")) {
 		b.WriteString("\r\n")
 	}
 	return b.Bytes()
+}
+
+// mimeEntity splits a :mime reason (CRLF line ends) into its Content-*
+// header fields, each with its continuation lines and CRLF, and its body.
+// A single part with 8-bit octets and no Content-Transfer-Encoding is
+// made quoted-printable, so that it needs no 8BITMIME on the way. ok is
+// false when it has no Content-Type, a field that is not a Content-*
+// one (a From: or Subject: there would override the reply's), or it is
+// a multipart one with 8-bit octets and no Content-Transfer-Encoding.
+func mimeEntity(text string) (fields []string, body string, ok bool) {
+	head, body, found := strings.Cut(text, "\r\n\r\n")
+	if !found {
+		return nil, "", false
+	}
+	var hasType, hasCTE, multipart bool
+	for _, l := range strings.SplitAfter(head+"\r\n", "\r\n") {
+		if l == "" {
+			continue
+		}
+		if l[0] == ' ' || l[0] == '\t' {
+			if len(fields) == 0 {
+				return nil, "", false
+			}
+			fields[len(fields)-1] += l
+			continue
+		}
+		name, value, colon := strings.Cut(l, ":")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if !colon || !strings.HasPrefix(name, "content-") {
+			return nil, "", false
+		}
+		if name == "content-type" {
+			hasType = true
+			multipart = strings.HasPrefix(strings.ToLower(strings.TrimSpace(value)), "multipart/")
+		}
+		hasCTE = hasCTE || name == "content-transfer-encoding"
+		fields = append(fields, l)
+	}
+	if !hasType {
+		return nil, "", false
+	}
+	if !hasCTE && !isASCII(body) {
+		if multipart {
+			return nil, "", false
+		}
+		var qp strings.Builder
+		w := quotedprintable.NewWriter(&qp)
+		w.Write([]byte(body))
+		w.Close()
+		fields = append(fields, "Content-Transfer-Encoding: quoted-printable\r\n")
+		body = qp.String()
+	}
+	return fields, body, true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // msgID is the first <...> of a Message-ID or In-Reply-To field, "" if

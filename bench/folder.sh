@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# folder.sh: issue 15's rows, mailhost against Dovecot side by side in one
+# folder.sh: the folder-open rows, mailhost against Dovecot side by side in one
 # run: opening a folder (UID FETCH 1:* (UID FLAGS RFC822.SIZE INTERNALDATE
 # ENVELOPE)) and SEARCH BODY over 2,000, 10,000 and 100,000 messages, a
 # listing by BODY.PEEK[HEADER.FIELDS (...)] and SEARCH SUBJECT / FROM over

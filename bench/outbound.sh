@@ -1,6 +1,6 @@
 #!/bin/sh
 # outbound.sh: submission into mailhost's queue and the queue's drain to
-# mailhost-load's loopback sink (issue 4). Per repetition: a fresh data
+# mailhost-load's loopback sink. Per repetition: a fresh data
 # directory, `mailhost serve` with MAILHOST_RELAY pointing at the sink,
 # provisioning (then a restart, so that the password hashes of
 # provisioning do not count in the server's memory), then the timed run.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # pg-writers.sh: what a second concurrent writer costs PostgreSQL itself on
-# this machine, with no mailhost in the loop (issue 10's "two nodes not
-# slower than one"). Two nodes on one database are, by construction, two
+# this machine, with no mailhost in the loop (the old target "two nodes
+# not slower than one"). Two nodes on one database are, by construction, two
 # sessions committing at once; this measures that with pgbench alone.
 #
 # Each transaction is a small delivery batch: five 4 KB rows into a table

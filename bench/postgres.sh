@@ -1,6 +1,6 @@
 #!/bin/bash
 # postgres.sh: the store on PostgreSQL against the store on bbolt, side by
-# side in one run (issue 10). Per repetition and backend, a fresh store:
+# side in one run. Per repetition and backend, a fresh store:
 #
 #   bbolt  one node, the bbolt file in its data directory
 #   pg     one node on PostgreSQL (schema mhbench in database test)

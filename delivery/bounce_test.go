@@ -8,17 +8,18 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // recorder is the fixture's store, keeping the deliveries it is asked for.
 type recorder struct {
-	*mailstore.Bolt
+	*boltstore.Store
 	got []mailstore.Delivery
 }
 
 func (r *recorder) Deliver(ctx context.Context, d mailstore.Delivery) (mailstore.DeliveryResult, error) {
 	r.got = append(r.got, d)
-	return r.Bolt.Deliver(ctx, d)
+	return r.Store.Deliver(ctx, d)
 }
 
 // TestBounce: where Agent.Bounce takes a queue's delivery status
@@ -47,7 +48,7 @@ func TestBounce(t *testing.T) {
 		{to: "loop1@a.test", partner: f.partner, err: ErrBounceUndeliverable},
 	} {
 		t.Run(c.to, func(t *testing.T) {
-			r := &recorder{Bolt: f.st}
+			r := &recorder{Store: f.st}
 			a := New(Config{Store: r, SRS: testSRS, Now: func() time.Time { return testNow }})
 			err := a.Bounce(context.Background(), c.to, c.partner, []byte("Subject: bounce\r\n\r\nfailed\r\n"), testNow)
 			if c.err != nil {

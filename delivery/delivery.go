@@ -93,7 +93,8 @@
 // the copy may go to another folder with flags (Delivery.Placements),
 // be discarded, redirected (a forward of the mailbox's domain, as an
 // alias's), or refused (ErrSieveReject, only for a message of one
-// recipient mailbox that is not the queue's); vacation replies go to the
+// recipient mailbox that is not the queue's; otherwise a rejection DSN
+// to the sender, reject.go); vacation replies go to the
 // auto-reply responder once the message is stored. A script that fails
 // keeps the message. Recipients are resolved with subaddresses
 // (Config.RecipientDelimiter, policy.ResolveWith).
@@ -117,7 +118,7 @@ import (
 
 // Store is what delivery reads and writes: address lookups
 // (policy.Directory), the month's transfer of a domain, and Deliver.
-// *mailstore.Bolt satisfies it; the methods keep the contract of
+// *boltstore.Store satisfies it; the methods keep the contract of
 // mailstore.Store.
 type Store interface {
 	policy.Directory

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // testNow is the clock of every test: the month of transfer checks and
@@ -46,7 +47,7 @@ func srsFrom(sender, domain string) string {
 // Mailboxes of a.test have a 1 MB quota, so a SIZE= of 2 MB is too much.
 type fixture struct {
 	t       testing.TB
-	st      *mailstore.Bolt
+	st      *boltstore.Store
 	partner int64
 	domains map[string]mailstore.Domain
 	boxes   map[string]mailstore.Mailbox
@@ -55,7 +56,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	st, err := boltstore.Open(ctx, t.TempDir(), boltstore.Options{})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

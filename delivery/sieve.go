@@ -45,6 +45,12 @@ type SieveConfig struct {
 	Delimiter string
 	// Logger: one line per script that failed or refused. nil: discard.
 	Logger *slog.Logger
+	// Hostname names this server in rejection DSNs (Reporting-MTA,
+	// MAILER-DAEMON@). "": "localhost".
+	Hostname string
+	// OnQueued, when not nil, is called after a rejection DSN was
+	// queued, to wake the outbound workers; it must not block.
+	OnQueued func()
 	// MaxCachedBytes bounds the text of the parsed scripts kept in
 	// memory (their parsed form is a few times as much); 0 means
 	// DefaultMaxCachedBytes. Over it the cache starts again empty.
@@ -58,10 +64,11 @@ const DefaultMaxCachedBytes = 16 << 20
 // Sieve runs the local recipients' active Sieve scripts at Commit: see
 // the package comment of sieve and docs/mail.md, "Sieve at delivery".
 // Only mailboxes whose look-up said they have an active script
-// (Mailbox.HasSieve) are read; parsed scripts are kept per mailbox,
-// valid while the stored script's text is the same, so that a delivery
-// to a mailbox with a script costs the read of the script and the run,
-// not a parse. Safe for concurrent use.
+// (Mailbox.HasSieve) are considered; parsed scripts are kept per
+// mailbox with the stamp of the stored script (Mailbox.SieveVersion,
+// which the look-up reads anyway), so that a delivery to a mailbox with
+// a script costs its run: no read of the script, no parse. Safe for
+// concurrent use.
 type Sieve struct {
 	cfg    SieveConfig
 	log    *slog.Logger
@@ -71,9 +78,10 @@ type Sieve struct {
 }
 
 type parsedScript struct {
-	text   string
-	script *sieve.Script
-	err    error
+	text    string
+	version int64 // the stored script's stamp (SieveScript.Version)
+	script  *sieve.Script
+	err     error
 }
 
 // NewSieve makes a Sieve; nothing can fail.
@@ -116,8 +124,19 @@ func (e *SieveRejectError) Unwrap() error { return ErrSieveReject }
 
 // script answers the mailbox's parsed active script, nil when none, and
 // the error of a stored script that does not parse (parseErr); err is a
-// failed read.
-func (s *Sieve) script(ctx context.Context, id int64) (sc *sieve.Script, parseErr, err error) {
+// failed read. mb is as the recipient's look-up read it: while its
+// SieveVersion is the stamp of the script in the cache, the cache
+// answers and the store is not read. Otherwise (a new stamp, or none,
+// for a script stored before stamps) the script is read, and parsed
+// again only when its text changed.
+func (s *Sieve) script(ctx context.Context, mb mailstore.Mailbox) (sc *sieve.Script, parseErr, err error) {
+	id := mb.ID
+	s.mu.Lock()
+	p, ok := s.cache[id]
+	s.mu.Unlock()
+	if ok && mb.SieveVersion != 0 && p.version == mb.SieveVersion {
+		return p.script, p.err, nil
+	}
 	stored, err := s.cfg.Store.ActiveSieveScript(ctx, id)
 	if errors.Is(err, mailstore.ErrNotFound) {
 		s.mu.Lock()
@@ -129,26 +148,26 @@ func (s *Sieve) script(ctx context.Context, id int64) (sc *sieve.Script, parseEr
 	if err != nil {
 		return nil, nil, fmt.Errorf("active sieve script of mailbox %d: %w", id, err)
 	}
-	sc2 := stored
-	s.mu.Lock()
-	p, ok := s.cache[id]
-	s.mu.Unlock()
-	if !ok || p.text != sc2.Script {
-		p.text = sc2.Script
-		p.script, p.err = sieve.Parse([]byte(sc2.Script), policy.SieveOptions)
-		s.mu.Lock()
-		s.cached -= len(s.cache[id].text)
-		delete(s.cache, id)
-		if s.cached+len(p.text) > s.cfg.MaxCachedBytes {
-			clear(s.cache)
-			s.cached = 0
-		}
-		if len(p.text) <= s.cfg.MaxCachedBytes {
-			s.cache[id] = p
-			s.cached += len(p.text)
-		}
-		s.mu.Unlock()
+	if !ok || p.text != stored.Script {
+		p.text = stored.Script
+		p.script, p.err = sieve.Parse([]byte(stored.Script), policy.SieveOptions)
 	}
+	// The stamp read with the text, which may be newer than mb's (a
+	// recipient look-up answered from a cache): the next delivery with
+	// mb's stamp reads again, and finds the same text.
+	p.version = stored.Version
+	s.mu.Lock()
+	s.cached -= len(s.cache[id].text)
+	delete(s.cache, id)
+	if s.cached+len(p.text) > s.cfg.MaxCachedBytes {
+		clear(s.cache)
+		s.cached = 0
+	}
+	if len(p.text) <= s.cfg.MaxCachedBytes {
+		s.cache[id] = p
+		s.cached += len(p.text)
+	}
+	s.mu.Unlock()
 	return p.script, p.err, nil
 }
 
@@ -165,6 +184,9 @@ type sieveOutcome struct {
 	marks     []string // RedirectHeader values to add
 	vacations []vacation
 	reject    *SieveRejectError
+	// rejected are the rejections answered with a DSN (their mailboxes
+	// are in discarded too).
+	rejected []rejection
 }
 
 type vacation struct {
@@ -195,7 +217,7 @@ func (t *Transaction) runSieve(ctx context.Context, body []byte) (sieveOutcome, 
 			// no script, and they cost no read more.
 			continue
 		}
-		sc, parseErr, err := s.script(ctx, mb.ID)
+		sc, parseErr, err := s.script(ctx, mb)
 		if err != nil {
 			// The store could not be read: the message waits (a
 			// temporary refusal) rather than be filed against the
@@ -296,10 +318,20 @@ func (t *Transaction) applySieve(ctx context.Context, out *sieveOutcome, mb mail
 				out.reject = &SieveRejectError{Mailbox: mb.Email, Reason: a.Reason}
 				return
 			}
-			// Other recipients take it, or the sender had its 250
-			// (the queue): this copy is kept rather than refused.
-			s.log.Info("sieve reject with other recipients: message kept", "mailbox", mb.Email, "reason", a.Reason)
-			keep(res.Flags)
+			// Other recipients take the message, or the sender had its
+			// 250 (the queue): a rejection DSN instead (RFC 5429
+			// section 2.1.2). None to the null sender, and none for a
+			// message the spam filter judged junk for this mailbox: its
+			// sender is likely forged, and a DSN would be backscatter;
+			// that copy is kept in Junk rather than lost.
+			if t.from == "" || slices.Contains(t.junk, mb.ID) {
+				s.log.Info("sieve reject: no DSN for a null sender or junk, message kept", "mailbox", mb.Email, "from", t.from, "reason", a.Reason)
+				keep(res.Flags)
+				continue
+			}
+			out.rejected = append(out.rejected, rejection{mailbox: mb.Email, rcpt: env.To, reason: a.Reason})
+			out.discarded = append(out.discarded, mb.ID)
+			return
 		case sieve.Vacation:
 			out.vacations = append(out.vacations, vacation{mb, env, a})
 		}

@@ -9,50 +9,8 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/sieve"
 )
-
-// sieveRules is a script of n rules of the kind people write: a header
-// test filing into a folder each.
-func sieveRules(n int) string {
-	var b strings.Builder
-	b.WriteString(`require ["fileinto", "imap4flags"];` + "\n")
-	for i := range n {
-		fmt.Fprintf(&b, "if anyof (header :contains \"subject\" \"topic-%d\", address :is \"from\" \"list%d@lists.example\") { fileinto \"Junk\"; stop; }\n", i, i)
-	}
-	return b.String()
-}
-
-// BenchmarkSieveDelivery: one MX delivery to bob@a.test on a real bbolt
-// store, without a script and with a 200-rule one (none matching, the
-// worst case: every rule is evaluated). The mailbox has 1 MB of quota:
-// run it with -benchtime 2000x.
-func BenchmarkSieveDelivery(b *testing.B) {
-	msg := []byte("From: someone@sender.example\r\nTo: bob@a.test\r\nSubject: an ordinary message\r\nMessage-ID: <1@sender.example>\r\n\r\n" + strings.Repeat("Some text of the body.\r\n", 10))
-	for _, withScript := range []bool{false, true} {
-		b.Run(fmt.Sprintf("script=%v", withScript), func(b *testing.B) {
-			f := newFixture(b)
-			ctx := context.Background()
-			bob := f.mailbox("bob@a.test")
-			if withScript {
-				if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: bob.ID, Name: "rules", Script: sieveRules(200), Active: true}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			a := New(Config{Store: f.st, SRS: testSRS, Now: func() time.Time { return testNow }, Sieve: NewSieve(SieveConfig{Store: f.st})})
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				tx := a.StartMX("someone@sender.example", 0)
-				if err := tx.AddRecipient(ctx, "bob@a.test", ""); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := tx.Commit(ctx, msg, testNow); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
 
 // sieveTx delivers msg from someone@sender.example to rcpts, with
 // scripts (address -> script text) active, and answers the commit's
@@ -149,26 +107,86 @@ func TestSieveRedirectLimit(t *testing.T) {
 }
 
 // TestSieveRejectSeveralRecipients: reject alone is ErrSieveReject with
-// the reason, permanent; with another recipient the message is kept.
+// the reason, permanent; with another recipient the rejecting mailbox
+// stores nothing and the sender gets a rejection DSN (RFC 5429 section
+// 2.1.2) through the queue, from <>; a message the spam filter sent to
+// Junk, or from <>, gets none and is kept.
 func TestSieveRejectSeveralRecipients(t *testing.T) {
 	f := newFixture(t)
+	ctx := context.Background()
 	scripts := map[string]string{"bob@a.test": `require "reject"; reject "no thanks";`}
 	_, err := sieveTx(t, f, scripts, "Subject: r\r\n\r\nbody\r\n", "bob@a.test")
 	var rej *SieveRejectError
 	if !errors.Is(err, ErrSieveReject) || !errors.As(err, &rej) || rej.Reason != "no thanks" || Temporary(err) {
 		t.Errorf("alone: %v, want ErrSieveReject with the reason, permanent", err)
 	}
-	if _, err := sieveTx(t, f, nil, "Subject: r\r\n\r\nbody\r\n", "bob@a.test", "carol@a.test"); err != nil {
+	if _, err := sieveTx(t, f, nil, "Subject: r\r\nMessage-ID: <r1@sender.example>\r\n\r\nbody\r\n", "bob@a.test", "carol@a.test"); err != nil {
 		t.Errorf("with carol: %v, want delivered", err)
 	}
-	if f.inFolder("bob@a.test", "INBOX") != 1 {
-		t.Errorf("bob's INBOX %d, want 1 (kept beside carol)", f.inFolder("bob@a.test", "INBOX"))
+	if in, c := f.inFolder("bob@a.test", "INBOX"), f.inFolder("carol@a.test", "INBOX"); in != 0 || c != 1 {
+		t.Errorf("bob's INBOX %d, carol's %d; want 0 (rejected) and 1", in, c)
+	}
+	entries, _, err := f.st.OutboundEntries(ctx, mailstore.Page{})
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("queue: %v, %v; want one DSN", entries, err)
+	}
+	e := entries[0]
+	if e.Kind != mailstore.KindBounce || e.From != "" || len(e.Pending()) != 1 || e.Pending()[0] != "someone@sender.example" {
+		t.Errorf("queued %+v, want a bounce from <> to someone@sender.example", e)
+	}
+	dsn, err := f.st.OutboundBody(ctx, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"report-type=delivery-status", "Final-Recipient: rfc822; bob@a.test", "Action: failed",
+		"Status: 5.7.1", "no thanks", "Message-ID: <r1@sender.example>", "Auto-Submitted: auto-replied"} {
+		if !strings.Contains(string(dsn), want) {
+			t.Errorf("DSN lacks %q:\n%s", want, dsn)
+		}
+	}
+
+	// From <>: nothing to send a DSN to; kept.
+	a := New(Config{Store: f.st, SRS: testSRS, Now: func() time.Time { return testNow }, Sieve: NewSieve(SieveConfig{Store: f.st})})
+	tx := a.StartMX("", 0)
+	for _, r := range []string{"bob@a.test", "carol@a.test"} {
+		if err := tx.AddRecipient(ctx, r, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tx.Commit(ctx, []byte("Subject: bounce\r\n\r\nbody\r\n"), testNow); err != nil {
+		t.Fatal(err)
+	}
+	if in := f.inFolder("bob@a.test", "INBOX"); in != 1 {
+		t.Errorf("bob's INBOX %d after a reject of mail from <>, want 1 (kept)", in)
+	}
+	if entries, _, _ := f.st.OutboundEntries(ctx, mailstore.Page{}); len(entries) != 1 {
+		t.Errorf("%d queue entries, want still the one DSN", len(entries))
+	}
+
+	// Quarantined (the spam filter's or DMARC's Junk): no DSN to a
+	// likely forged sender; kept in Junk.
+	tx = a.StartMX("forged@sender.example", 0)
+	for _, r := range []string{"bob@a.test", "carol@a.test"} {
+		if err := tx.AddRecipient(ctx, r, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx.Quarantine()
+	if _, err := tx.Commit(ctx, []byte("Subject: spam\r\n\r\nbody\r\n"), testNow); err != nil {
+		t.Fatal(err)
+	}
+	if j := f.inFolder("bob@a.test", "Junk"); j != 1 {
+		t.Errorf("bob's Junk %d after a reject of junk, want 1 (kept)", j)
+	}
+	if entries, _, _ := f.st.OutboundEntries(ctx, mailstore.Page{}); len(entries) != 1 {
+		t.Errorf("%d queue entries after a reject of junk, want still the one DSN", len(entries))
 	}
 }
 
 // TestSieveEveryMode: the script runs for the MX, a submission to a
 // local mailbox and the queue's local delivery alike; a reject refuses
-// the first two and is kept from the queue, whose sender had its 250.
+// the first two and is a rejection DSN from the queue, whose sender had
+// its 250.
 func TestSieveEveryMode(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range []Mode{MX, Submission, Forward} {
@@ -201,8 +219,10 @@ func TestSieveEveryMode(t *testing.T) {
 			put(`require "reject"; reject "no";`)
 			err := send()
 			if mode == Forward {
-				if err != nil || f.inFolder("carol@a.test", "INBOX") != 1 {
-					t.Errorf("reject from the queue: %v, INBOX %d; want kept", err, f.inFolder("carol@a.test", "INBOX"))
+				// bob is hosted here: the DSN is in his INBOX.
+				if err != nil || f.inFolder("carol@a.test", "INBOX") != 0 || f.inFolder("bob@a.test", "INBOX") != 1 {
+					t.Errorf("reject from the queue: %v, carol's INBOX %d, bob's %d; want a DSN to bob",
+						err, f.inFolder("carol@a.test", "INBOX"), f.inFolder("bob@a.test", "INBOX"))
 				}
 			} else if !errors.Is(err, ErrSieveReject) {
 				t.Errorf("reject: %v, want ErrSieveReject", err)
@@ -237,35 +257,70 @@ func TestSieveRedirectNullSender(t *testing.T) {
 	}
 }
 
-// TestSieveCache: a script is parsed again when its text changes, and
-// the cache stays within its bytes.
+// readCounter counts the reads of active scripts of a real store.
+type readCounter struct {
+	SieveStore
+	reads int
+}
+
+func (r *readCounter) ActiveSieveScript(ctx context.Context, id int64) (mailstore.SieveScript, error) {
+	r.reads++
+	return r.SieveStore.ActiveSieveScript(ctx, id)
+}
+
+// TestSieveCache: while the recipient's look-up answers the stamp of the
+// cached script, the script is not read; a new stamp reads it and
+// parses it again when its text changed; a look-up without a stamp
+// reads it; the cache stays within its bytes.
 func TestSieveCache(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	s := NewSieve(SieveConfig{Store: f.st, MaxCachedBytes: 100})
-	bob, carol := f.mailbox("bob@a.test"), f.mailbox("carol@a.test")
-	put := func(id int64, text string) {
+	rc := &readCounter{SieveStore: f.st}
+	s := NewSieve(SieveConfig{Store: rc, MaxCachedBytes: 100})
+	put := func(addr, text string) mailstore.Mailbox {
 		t.Helper()
-		if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: id, Name: "s", Script: text, Active: true}); err != nil {
+		if err := f.st.PutSieveScript(ctx, mailstore.SieveScript{MailboxID: f.mailbox(addr).ID, Name: "s", Script: text, Active: true}); err != nil {
 			t.Fatal(err)
 		}
+		mb, _, err := f.st.MailboxByEmail(ctx, addr)
+		if err != nil || !mb.HasSieve || mb.SieveVersion == 0 {
+			t.Fatalf("look-up: %+v, %v; want a stamp", mb, err)
+		}
+		return mb
 	}
-	put(bob.ID, "keep;")
-	first, _, err := s.script(ctx, bob.ID)
-	if err != nil || first == nil {
-		t.Fatalf("script = %v, %v", first, err)
+	script := func(mb mailstore.Mailbox, reads int) *sieve.Script {
+		t.Helper()
+		sc, _, err := s.script(ctx, mb)
+		if err != nil || sc == nil {
+			t.Fatalf("script = %v, %v", sc, err)
+		}
+		if rc.reads != reads {
+			t.Errorf("%d reads of the store, want %d", rc.reads, reads)
+		}
+		return sc
 	}
-	if again, _, _ := s.script(ctx, bob.ID); again != first {
-		t.Error("same text parsed again")
+	bob := put("bob@a.test", "keep;")
+	first := script(bob, 1)
+	if again := script(bob, 1); again != first {
+		t.Error("same stamp: parsed again")
 	}
-	put(bob.ID, "discard;")
-	if changed, _, _ := s.script(ctx, bob.ID); changed == first {
+	stale := bob
+	bob = put("bob@a.test", "discard;")
+	changed := script(bob, 2)
+	if changed == first {
 		t.Error("changed text not parsed again")
 	}
-	put(carol.ID, "# "+strings.Repeat("x", 85)+"\nkeep;")
-	if _, _, err := s.script(ctx, carol.ID); err != nil {
-		t.Fatal(err)
+	// A look-up older than the cache (another node's cached answer):
+	// read, the same text, not parsed again.
+	if got := script(stale, 3); got != changed {
+		t.Error("stale stamp: parsed again, or the old script")
 	}
+	noStamp := bob
+	noStamp.SieveVersion = 0
+	script(noStamp, 4)
+	script(noStamp, 5)
+	carol := put("carol@a.test", "# "+strings.Repeat("x", 85)+"\nkeep;")
+	script(carol, 6)
 	if s.cached > 100 || len(s.cache) != 1 {
 		t.Errorf("cache of %d bytes, %d scripts; want at most 100 bytes, only the last", s.cached, len(s.cache))
 	}

@@ -398,6 +398,7 @@ func (t *Transaction) Commit(ctx context.Context, body []byte, at time.Time) (Re
 		// Every copy discarded by its script: the message was taken,
 		// and nothing is to be stored (RFC 5228 section 4.5).
 		t.a.cfg.Sieve.vacations(ctx, sv, body, nil)
+		t.sendRejections(ctx, sv.rejected, body, at)
 		return Result{}, nil
 	}
 	res, err := t.a.cfg.Store.Deliver(ctx, d)
@@ -424,6 +425,7 @@ func (t *Transaction) Commit(ctx context.Context, body []byte, at time.Time) (Re
 	}
 	if t.a.cfg.Sieve != nil {
 		t.a.cfg.Sieve.vacations(ctx, sv, body, res.Delivered)
+		t.sendRejections(ctx, sv.rejected, body, at)
 	}
 	return r, nil
 }

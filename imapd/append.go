@@ -6,48 +6,24 @@ import (
 	"slices"
 
 	"github.com/emersion/go-imap/v2"
-
-	"github.com/mailhost/mailhost/mailstore"
 )
 
-// Append answers APPEND with APPENDUID (RFC 4315). A message that would
-// put the account over quota is refused with NO [OVERQUOTA] before it is
-// read; INTERNALDATE defaults to now.
+// Append answers an APPEND of one message; imapserver hands APPEND to
+// BeginAppend (multiappend.go), which this goes through.
 func (s *session) Append(mailbox string, r imap.LiteralReader, options *imap.AppendOptions) (*imap.AppendData, error) {
-	if s.user == nil {
-		return nil, errNotLoggedIn
-	}
-	f, err := s.st.Folder(s.ctx, s.user.ID, mailbox)
-	if err != nil {
-		return nil, s.tryCreate("append", err)
-	}
-	size := r.Size()
-	if size > s.srv.cfg.MaxMessageBytes {
-		return nil, no(imap.ResponseCodeTooBig, fmt.Sprintf("Messages are limited to %d bytes", s.srv.cfg.MaxMessageBytes))
-	}
-	// The account's usage changes with every delivery: read it now.
-	mb, err := s.account()
-	if err != nil {
-		return nil, s.fail("append", err)
-	}
-	if !mb.Fits(size) {
-		return nil, s.fail("append", mailstore.ErrOverQuota)
-	}
-	body, release, err := s.readLiteral(r, size)
-	defer release()
+	tx, err := s.BeginAppend(mailbox)
 	if err != nil {
 		return nil, err
 	}
-	t := options.Time
-	if t.IsZero() {
-		t = s.srv.now()
+	defer tx.Abort()
+	if err := tx.Append(r, options, false); err != nil {
+		return nil, err
 	}
-	m, err := s.st.Append(s.ctx, s.user.ID, f.ID, body, storeFlags(options.Flags), t)
+	uidValidity, uids, err := tx.Commit()
 	if err != nil {
-		return nil, s.tryCreate("append", err)
+		return nil, err
 	}
-	s.srv.recent.added(f.ID, m.UID)
-	return &imap.AppendData{UID: imap.UID(m.UID), UIDValidity: f.UIDValidity}, nil
+	return &imap.AppendData{UID: uids[0], UIDValidity: uidValidity}, nil
 }
 
 // appendStep is how much of a literal APPEND reads, and takes room for in

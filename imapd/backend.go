@@ -9,7 +9,7 @@ import (
 
 // Store is what the IMAP server needs of the mail store: the account of a
 // session, its folders and messages, and the change log and Watch that
-// keep a selected folder up to date. mailstore.Bolt (any mailstore.Mail)
+// keep a selected folder up to date. boltstore.Store (any mailstore.Mail)
 // satisfies it; the methods' contracts are those of mailstore.Mail.
 type Store interface {
 	MailboxByEmail(ctx context.Context, email string) (mailstore.Mailbox, mailstore.Domain, error)
@@ -27,7 +27,7 @@ type Store interface {
 	Messages(ctx context.Context, mailboxID, folderID int64) ([]mailstore.Message, error)
 	Bodies(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, body []byte) error) error
 	Summaries(ctx context.Context, mailboxID, folderID int64, uids []uint32, fn func(uid uint32, header []byte) error) error
-	Append(ctx context.Context, mailboxID, folderID int64, body []byte, flags []string, receivedAt time.Time) (mailstore.Message, error)
+	AppendMany(ctx context.Context, mailboxID, folderID int64, msgs []mailstore.AppendMessage) ([]mailstore.Message, error)
 	SetFlags(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string) ([]mailstore.Message, error)
 	SetFlagsIf(ctx context.Context, mailboxID, folderID int64, uids []uint32, op mailstore.FlagOp, flags []string, unchangedSince uint64) ([]mailstore.Message, []uint32, error)
 	Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error)

@@ -19,8 +19,8 @@ import (
 )
 
 // This file is the command layer: a net.Conn that sits between the client
-// and imapserver, serves the commands imapserver has no hook for (ID,
-// GETQUOTA, GETQUOTAROOT, SETQUOTA) and STARTTLS, and passes everything
+// and imapserver, serves STARTTLS and COMPRESS (compress.go), which change
+// the bytes under imapserver, and passes everything
 // else through byte for byte. See the package doc for why, and for what
 // to remove once imapserver can be extended.
 //
@@ -38,16 +38,10 @@ import (
 //     the bytes of a literal ({n} and {n+}, RFC 9051 section 4.3 and RFC
 //     7888) are never taken for commands.
 //   - imapserver's output is passed on unchanged (but for the layer's
-//     capabilities and cmdfix.go's text), and at once, except during a
-//     batching command (FETCH, UID ..., SEARCH, STORE), whose output is
-//     gathered up to writeBatch bytes and written at its tagged response,
-//     a continuation request or a BYE; what is gathered goes out before
-//     any response of the layer (writeOwn) and at Close.
-//   - During a FETCH, the session may write whole FETCH responses of its
-//     own through Write (fetch_direct.go), between two of imapserver's:
-//     imapserver flushes at the end of each response, so nothing of its
-//     is left in its buffer then, and Write takes them as it takes
-//     imapserver's output.
+//     capabilities), each of its writes as one write, at once: imapserver
+//     gathers a FETCH, SEARCH or STORE's responses itself, up to its
+//     write buffer, and flushes at the status response, a continuation
+//     request and a BYE. A line is passed on once its end has come.
 //   - Lock order: wmu before mu.
 
 const (
@@ -128,10 +122,10 @@ type cmdConn struct {
 	// or timed out); the writer side reads it (noteStatus).
 	readFailed atomic.Bool
 	sess       *session
-	idLogged   int      // ID commands logged so far
 	cmd        cmdState // the command imapserver is reading (cmdlimits.go)
 
-	// wmu serialises writes to the client and guards out and wbuf.
+	// wmu serialises writes to the client and guards out and wbuf
+	// (Write's scratch buffer).
 	wmu  sync.Mutex
 	out  outState
 	wbuf []byte
@@ -186,19 +180,9 @@ func (c *cmdConn) conn() net.Conn {
 	return c.transport
 }
 
-// Close closes the connection, after writing what a batching command
-// left unsent (imapserver's BYE after a failure) if no write is under
-// way: one blocked on a client that does not read must not hold it up.
+// Close closes the connection.
 func (c *cmdConn) Close() error {
-	conn := c.conn()
-	if c.wmu.TryLock() {
-		if len(c.wbuf) > 0 {
-			conn.SetWriteDeadline(time.Now().Add(time.Second))
-			c.flushPending(conn)
-		}
-		c.wmu.Unlock()
-	}
-	return conn.Close()
+	return c.conn().Close()
 }
 
 func (c *cmdConn) LocalAddr() net.Addr                { return c.raw.LocalAddr() }
@@ -248,6 +232,11 @@ func (c *cmdConn) Read(p []byte) (n int, err error) {
 	c.lit -= int64(n)
 	if c.lit == 0 {
 		c.state, c.afterLiteral = inLineRest, true
+		if c.br.Buffered() == 0 {
+			// The client may hold the line's end back until the
+			// literal is acknowledged (quickack_linux.go).
+			quickAck(c.raw)
+		}
 	}
 	return n, err
 }
@@ -316,9 +305,6 @@ func (c *cmdConn) next() error {
 			// knows a command is in flight and, once imapserver has
 			// answered it, drops the literal it announced (dropAnswered).
 			name = imapserverName(line)
-		}
-		if ok && whole && (name == "LIST" || name == "LSUB") {
-			line = literalAmpersands(line)
 		}
 		if resp := refusal(name, line, long); resp != "" {
 			return c.refuse(tag, resp, line, long)
@@ -454,7 +440,7 @@ func isAlpha(ch byte) bool { return ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <=
 // serves reports whether the layer serves command name.
 func (c *cmdConn) serves(name string) bool {
 	switch name {
-	case "ID", "GETQUOTA", "GETQUOTAROOT", "SETQUOTA":
+	case "COMPRESS":
 		return true
 	case "STARTTLS":
 		return c.srv.cfg.TLS != nil
@@ -478,8 +464,10 @@ func (c *cmdConn) serve(tag, name string, line []byte) error {
 		if err := c.startTLS(tag, cmd); err != nil {
 			return err
 		}
-	default:
-		resp = c.sess.command(tag, name, cmd, c)
+	case name == "COMPRESS":
+		if err := c.compress(tag, cmd); err != nil {
+			return err
+		}
 	}
 	if len(resp) > 0 {
 		c.noteStatus(name, resp, false)
@@ -582,10 +570,7 @@ func (c *cmdConn) writeOwn(b []byte) error {
 	defer c.wmu.Unlock()
 	conn := c.conn()
 	conn.SetWriteDeadline(time.Now().Add(ownWriteTimeout))
-	err := c.flushPending(conn)
-	if err == nil {
-		_, err = conn.Write(b)
-	}
+	_, err := conn.Write(b)
 	conn.SetWriteDeadline(time.Time{})
 	if err != nil {
 		return fmt.Errorf("write response: %w", err)
@@ -645,7 +630,7 @@ func (c *cmdConn) Write(p []byte) (int, error) {
 	}
 	conn := c.conn()
 	o := &c.out
-	out := c.wbuf // what a batching command left unsent
+	out := c.wbuf[:0] // scratch, kept between calls
 	flush := func() error {
 		if len(out) == 0 {
 			return nil
@@ -655,18 +640,18 @@ func (c *cmdConn) Write(p []byte) (int, error) {
 		return err
 	}
 	rest := p
-	now := false // write out what is gathered, batching or not
 	for len(rest) > 0 {
 		switch {
 		case o.lit > 0:
 			k := int(min(int64(len(rest)), o.lit))
-			if len(out)+k > writeBatch {
+			if len(out)+k > writeBatch || k >= writeBatch/2 {
 				if err := flush(); err != nil {
 					return 0, err
 				}
 			}
 			if k >= writeBatch/2 {
-				// A large literal goes out as it is, not copied.
+				// A large literal goes out as it is, not copied, after
+				// what came before it.
 				if _, err := conn.Write(rest[:k]); err != nil {
 					return 0, err
 				}
@@ -704,9 +689,6 @@ func (c *cmdConn) Write(p []byte) (int, error) {
 			o.held = append(o.held, rest[:i+1]...)
 			rest = rest[i+1:]
 			line := c.noteLine(o.held)
-			// A continuation request waits for the client (a literal of
-			// any command); imapserver closes the connection after BYE.
-			now = now || line[0] == '+' || bytes.HasPrefix(line, []byte("* BYE "))
 			out = c.appendLine(out, line)
 			o.lit, _, _ = literalAtEnd(o.held)
 			if cap(o.held) > lineBuffer {
@@ -721,55 +703,22 @@ func (c *cmdConn) Write(p []byte) (int, error) {
 			}
 		}
 	}
-	if now || !c.batching() {
-		if err := flush(); err != nil {
-			return 0, err
-		}
+	if err := flush(); err != nil {
+		return 0, err
 	}
-	switch {
-	case len(out) > 0 || cap(out) <= 2*writeBatch:
+	if cap(out) <= 2*writeBatch {
 		c.wbuf = out
-	default:
+	} else {
 		c.wbuf = nil
 	}
 	return len(p), nil
 }
 
-// writeBatch is how much of a batching command's output (see batching)
-// the layer gathers before writing it: imapserver flushes after every
-// FETCH response, which made each message its own TLS record and write
-// system call (imapd/BENCHMARKS.md).
+// writeBatch bounds what Write copies before writing it. imapserver
+// (mailhost's copy) writes a FETCH, SEARCH or STORE's responses together,
+// up to its 32 KiB write buffer, rather than one write (and one TLS
+// record) per message; Write passes each of its writes on as one.
 const writeBatch = 32 << 10
-
-// batching reports whether the command in flight is one whose output the
-// layer gathers (up to writeBatch) until its tagged response: one that
-// does not wait for the client in its course (unlike IDLE, AUTHENTICATE
-// or APPEND; a continuation request for a literal is written at once all
-// the same) nor lasts long between two writes, so that holding its
-// responses delays no one. UID is UID FETCH, SEARCH,
-// STORE, COPY, MOVE and EXPUNGE, all of that kind. Outside such a command
-// every write goes out at once (untagged updates of IDLE, greetings,
-// continuation requests).
-func (c *cmdConn) batching() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch c.inFlightName {
-	case "FETCH", "UID", "SEARCH", "STORE":
-		return c.inFlight != ""
-	}
-	return false
-}
-
-// flushPending writes what a batching command's output left unsent; wmu
-// is held.
-func (c *cmdConn) flushPending(conn net.Conn) error {
-	if len(c.wbuf) == 0 {
-		return nil
-	}
-	_, err := conn.Write(c.wbuf)
-	c.wbuf = c.wbuf[:0]
-	return err
-}
 
 // noteLine records what a line of imapserver's output tells the read
 // side: a continuation request, or the tagged response that ends the
@@ -800,7 +749,7 @@ func (c *cmdConn) noteLine(line []byte) []byte {
 func (c *cmdConn) appendLine(out, line []byte) []byte {
 	start, end, ok := capabilityList(line)
 	if !ok {
-		return append(out, moveText(line)...)
+		return append(out, line...)
 	}
 	out = append(out, line[:start]...)
 	out = c.appendCaps(out, bytes.Fields(line[start:end]))
@@ -836,7 +785,7 @@ func capabilityList(line []byte) (start, end int, ok bool) {
 // TLS), so it lists AUTH=PLAIN exactly before login, and never STARTTLS or
 // LOGINDISABLED: the layer puts those right for the connection's TLS
 // (RFC 9051 sections 6.2.1 and 7.2.2), and adds ID and, once logged in,
-// QUOTA, which imapserver would not list (it lists only the capabilities
+// QUOTA and COMPRESS=DEFLATE, which imapserver would not list (it lists only the capabilities
 // it knows of its Options.Caps).
 func (c *cmdConn) appendCaps(out []byte, caps [][]byte) []byte {
 	secure := c.secure()
@@ -882,6 +831,7 @@ func (c *cmdConn) appendCaps(out []byte, caps [][]byte) []byte {
 	if loggedIn {
 		add([]byte(capQuota))
 		add([]byte(capQuotaStorage))
+		add([]byte(capCompress))
 	}
 	return out
 }

@@ -136,7 +136,11 @@ func refusal(name string, line []byte, long bool) string {
 		// waiting for an answer, would send none.
 		return "BAD [CLIENTBUG] Syntax error: quoted string not closed before the end of the line"
 	}
-	if n, _, ok := literalAtEnd(line); ok && n > maxBufferedLiteral && name != "APPEND" {
+	// imapserver answers a synchronizing literal too big for a command
+	// of the session (commands.go) NO [TOOBIG] itself, as RFC 9208's
+	// and RFC 2971's clients expect; a non-synchronizing one must be
+	// dropped here, its bytes being on their way.
+	if n, sync, ok := literalAtEnd(line); ok && n > maxBufferedLiteral && name != "APPEND" && !(sync && sessionCommand(name)) {
 		return fmt.Sprintf("BAD [TOOBIG] Literal too big: at most %d bytes outside APPEND", maxBufferedLiteral)
 	}
 	if name == "CREATE" || name == "RENAME" {

@@ -8,25 +8,38 @@ import (
 	"strings"
 
 	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapserver"
 )
 
-// This file holds what the commands the layer serves (cmdlayer.go) share:
-// the dispatch to the session, a parser for their arguments and the
-// writing of their responses.
+// This file holds the commands imapd adds to imapserver's through its
+// SessionCommands hook (ID, GETQUOTA, GETQUOTAROOT, SETQUOTA: imapserver
+// reads each whole and hands over its arguments as sent), a parser for
+// their arguments and the writing of their responses.
 
-// command answers a command of the layer other than STARTTLS: cmd is the
-// whole command as it came, literals included. It runs on imapserver's
-// connection goroutine, between two of imapserver's commands, so the
-// session's fields may be used as in any other command.
-func (s *session) command(tag, name string, cmd []byte, c *cmdConn) []byte {
-	p := newArgParser(cmd)
+// ServesCommand reports whether the session serves command name
+// (imapserver.SessionCommands).
+func (s *session) ServesCommand(name string) bool { return sessionCommand(name) }
+
+func sessionCommand(name string) bool {
+	switch name {
+	case "ID", "GETQUOTA", "GETQUOTAROOT", "SETQUOTA":
+		return true
+	}
+	return false
+}
+
+// Command answers a command of ServesCommand: args is the rest of the
+// command as it came, from the space after the name, literals included.
+// It runs on imapserver's connection goroutine like any other command.
+func (s *session) Command(w *imapserver.CommandWriter, name string, args []byte) error {
+	p := &argParser{b: args}
 	var (
 		data []byte
 		err  error
 	)
 	switch name {
 	case "ID":
-		data, err = s.id(p, c)
+		data, err = s.id(p)
 	case "GETQUOTAROOT":
 		data, err = s.getQuotaRoot(p)
 	case "GETQUOTA":
@@ -41,12 +54,14 @@ func (s *session) command(tag, name string, cmd []byte, c *cmdConn) []byte {
 	}
 	var imapErr *imap.Error
 	if err != nil && !errors.As(err, &imapErr) {
-		errors.As(s.fail(strings.ToLower(name), err), &imapErr)
+		err = s.fail(strings.ToLower(name), err)
 	}
-	if imapErr != nil {
-		return appendStatus(data, tag, imapErr)
+	if len(data) > 0 {
+		if werr := w.WriteRaw(data); werr != nil {
+			return werr
+		}
 	}
-	return appendStatus(data, tag, &imap.Error{Type: imap.StatusResponseTypeOK, Text: name + " completed"})
+	return err
 }
 
 // appendStatus appends a status response (RFC 9051 section 7.1).

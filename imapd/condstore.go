@@ -329,3 +329,13 @@ func searchModSeq(c *imap.SearchCriteria) bool {
 	}
 	return false
 }
+
+// HighestModSeq answers the HIGHESTMODSEQ of EXPUNGE's tagged OK once
+// QRESYNC is enabled (imapserver.SessionHighestModSeq): that of the
+// view, which the poll after the command has brought up to date.
+func (s *session) HighestModSeq() uint64 {
+	if s.sel == nil {
+		return 0
+	}
+	return s.sel.highestModSeq()
+}

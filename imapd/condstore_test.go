@@ -285,3 +285,44 @@ func TestCondStoreImapclient(t *testing.T) {
 		t.Errorf("SEARCH MODSEQ 4 = %+v, %v; want message 1, MODSEQ 4", res, err)
 	}
 }
+
+// TestQResyncExpungeModSeq: once QRESYNC is enabled, EXPUNGE, UID
+// EXPUNGE and MOVE answer the folder's HIGHESTMODSEQ in their tagged OK
+// (RFC 7162 sections 3.2.7 and 3.2.9; MOVE as Dovecot answers it);
+// before, they do not.
+func TestQResyncExpungeModSeq(t *testing.T) {
+	_, rc := condEnv(t, envOptions{})
+	rc.ok("SELECT INBOX")
+	rc.ok(`STORE 1 +FLAGS (\Deleted)`)
+	if _, tagged := rc.cmd("EXPUNGE"); tagged != "OK EXPUNGE completed" {
+		t.Errorf("EXPUNGE without QRESYNC = %q, want a plain OK", tagged)
+	}
+	rc.ok("ENABLE QRESYNC")
+	rc.ok("SELECT INBOX")
+	highest := func() string {
+		t.Helper()
+		for _, l := range rc.ok("STATUS INBOX (HIGHESTMODSEQ)") {
+			if m := regexp.MustCompile(`HIGHESTMODSEQ (\d+)`).FindStringSubmatch(l); m != nil {
+				return m[1]
+			}
+		}
+		t.Fatal("no HIGHESTMODSEQ in STATUS")
+		return ""
+	}
+	rc.ok(`STORE 1 +FLAGS (\Deleted)`)
+	untagged, tagged := rc.cmd("EXPUNGE")
+	if want := "OK [HIGHESTMODSEQ " + highest() + "] EXPUNGE completed"; tagged != want || !slices.Contains(untagged, "* VANISHED 2") {
+		t.Errorf("EXPUNGE with QRESYNC = %q %q, want VANISHED 2 and %q", untagged, tagged, want)
+	}
+	rc.ok(`UID STORE 3 +FLAGS (\Deleted)`)
+	untagged, tagged = rc.cmd("UID EXPUNGE 1:*")
+	if want := "OK [HIGHESTMODSEQ " + highest() + "] UID EXPUNGE completed"; tagged != want || !slices.Contains(untagged, "* VANISHED 3") {
+		t.Errorf("UID EXPUNGE with QRESYNC = %q %q, want VANISHED 3 and %q", untagged, tagged, want)
+	}
+	rc.ok("APPEND INBOX {2+}\r\nhi")
+	rc.ok("NOOP")
+	untagged, tagged = rc.cmd("MOVE 1 Trash")
+	if want := "OK [HIGHESTMODSEQ " + highest() + "] MOVE completed"; tagged != want || !slices.Contains(untagged, "* VANISHED 4") {
+		t.Errorf("MOVE with QRESYNC = %q %q, want VANISHED 4 and %q", untagged, tagged, want)
+	}
+}

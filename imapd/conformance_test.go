@@ -1,7 +1,10 @@
 package imapd
 
 import (
+	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -218,6 +221,37 @@ func TestListBareAmpersand(t *testing.T) {
 	}
 }
 
+// TestAtomCharacterNames: a mailbox name or LIST pattern made of every
+// atom character (Dovecot's conformance scripts use it) is a name like
+// any other: SELECT, EXAMINE and STATUS of a folder that does not exist
+// answer NO (RFC 9051 section 6.3.2), not BAD, LIST and LSUB answer OK
+// with nothing, and the session goes on. Its "&" begins no modified
+// UTF-7 sequence, so it stands for itself.
+func TestAtomCharacterNames(t *testing.T) {
+	const name = "!#$&'+,-.0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ^_`abcdefghijklmnopqrstuvwxyz|}~"
+	e := newEnv(t, envOptions{insecureAuth: true})
+	rc := rawLogin(t, e)
+	for _, tt := range []struct{ cmd, want string }{
+		{"SELECT " + name, "NO [NONEXISTENT]"},
+		{"EXAMINE " + name, "NO [NONEXISTENT]"},
+		{`SELECT "` + name + `"`, "NO [NONEXISTENT]"},
+		{"STATUS " + name + " (MESSAGES)", "NO [NONEXISTENT]"},
+		{`LIST "" ` + name, "OK"},
+		{`LIST "" ` + name + "*", "OK"},
+		{"LIST " + name + " " + name, "OK"},
+		{`LSUB "" ` + name, "OK"},
+		{"NOOP", "OK"},
+	} {
+		untagged, tagged := rc.cmd("%s", tt.cmd)
+		if !strings.HasPrefix(tagged, tt.want+" ") {
+			t.Errorf("%s = %q, want %s", tt.cmd, tagged, tt.want)
+		}
+		if strings.HasPrefix(tt.cmd, "L") && len(untagged) != 0 {
+			t.Errorf("%s: untagged %q, want none", tt.cmd, untagged)
+		}
+	}
+}
+
 // TestStoreNewKeyword: a STORE that brings a keyword new to the folder
 // sends FLAGS and PERMANENTFLAGS with it before the FETCH.
 func TestStoreNewKeyword(t *testing.T) {
@@ -393,5 +427,144 @@ func TestRecentFirstSight(t *testing.T) {
 	mustOK(t, a, "COPY 1:2 Dst")
 	if u := mustOK(t, b, "SELECT Dst"); !slices.Contains(u, "* 2 RECENT") {
 		t.Errorf("SELECT Dst after COPY: %q, want 2 RECENT", u)
+	}
+}
+
+// TestSearchSave: SEARCH RETURN (SAVE) alone answers no ESEARCH, and SAVE
+// with MIN or MAX alone saves those messages only (RFC 5182 section
+// 2.4).
+func TestSearchSave(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	for _, at := range []time.Time{t1, t2, t3} {
+		e.deliver(msgPlain, at)
+	}
+	rc := rawLogin(t, e)
+	mustOK(t, rc, "SELECT INBOX")
+	for _, tt := range []struct {
+		search   string
+		untagged []string
+		saved    string
+	}{
+		{"SEARCH RETURN (SAVE) ALL", nil, "* SEARCH 1 2 3"},
+		{"UID SEARCH RETURN (SAVE) 2:3", nil, "* SEARCH 2 3"},
+		{"SEARCH RETURN (SAVE MIN) ALL", []string{`* ESEARCH (TAG "r7") MIN 1`}, "* SEARCH 1"},
+		{"SEARCH RETURN (MAX SAVE) 1:2", []string{`* ESEARCH (TAG "r9") MAX 2`}, "* SEARCH 2"},
+		{"SEARCH RETURN (MIN MAX SAVE) ALL", []string{`* ESEARCH (TAG "r11") MIN 1 MAX 3`}, "* SEARCH 1 3"},
+		{"SEARCH RETURN (SAVE COUNT MIN) ALL", []string{`* ESEARCH (TAG "r13") MIN 1 COUNT 3`}, "* SEARCH 1 2 3"},
+	} {
+		if u := mustOK(t, rc, tt.search); !slices.Equal(u, tt.untagged) {
+			t.Errorf("%s = %q, want %q", tt.search, u, tt.untagged)
+		}
+		if u := mustOK(t, rc, "SEARCH $"); !slices.Equal(u, []string{tt.saved}) {
+			t.Errorf("after %s: SEARCH $ = %q, want %s", tt.search, u, tt.saved)
+		}
+	}
+}
+
+// TestNewKeywordOtherSession: a keyword new to the folder reaches another
+// session with the folder selected as untagged FLAGS and PERMANENTFLAGS
+// before any FETCH FLAGS names it (RFC 9051 section 7.3.5), as Dovecot
+// sends it; IDLE gets it the same way.
+func TestNewKeywordOtherSession(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.deliver(msgPlain, t1)
+	a, b := rawLogin(t, e), rawLogin(t, e)
+	mustOK(t, a, "SELECT INBOX")
+	mustOK(t, b, "SELECT INBOX")
+	mustOK(t, b, "STORE 1 +FLAGS ($NewKw)")
+	want := []string{
+		`* FLAGS (\Seen \Answered \Flagged \Deleted \Draft $NewKw)`,
+		`* OK [PERMANENTFLAGS (\Seen \Answered \Flagged \Deleted \Draft $NewKw \*)] Permanent flags`,
+		`* 1 FETCH (UID 1 FLAGS ($NewKw))`,
+	}
+	if u := mustOK(t, a, "NOOP"); !slices.Equal(u, want) {
+		t.Errorf("other session's NOOP = %q, want %q", u, want)
+	}
+	// Through IDLE.
+	a.tag++
+	tag := "r" + strconv.Itoa(a.tag)
+	fmt.Fprintf(a.c, "%s IDLE\r\n", tag)
+	if l := a.line(); !strings.HasPrefix(l, "+") {
+		t.Fatalf("IDLE: %q", l)
+	}
+	mustOK(t, b, "STORE 1 +FLAGS ($Other)")
+	var got []string
+	for len(got) < 3 {
+		got = append(got, a.line())
+	}
+	fmt.Fprintf(a.c, "DONE\r\n")
+	a.until(tag)
+	want = []string{
+		`* FLAGS (\Seen \Answered \Flagged \Deleted \Draft $NewKw $Other)`,
+		`* OK [PERMANENTFLAGS (\Seen \Answered \Flagged \Deleted \Draft $NewKw $Other \*)] Permanent flags`,
+		`* 1 FETCH (UID 1 FLAGS ($NewKw $Other))`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("during IDLE: %q, want %q", got, want)
+	}
+}
+
+// TestCapabilitiesDocumented: every capability the server lists after
+// login is in docs/mail.md's capability table, so the table stays true.
+func TestCapabilitiesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/mail.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOptions{insecureAuth: true})
+	rc := rawLogin(t, e)
+	var caps []string
+	for _, l := range mustOK(t, rc, "CAPABILITY") {
+		if rest, ok := strings.CutPrefix(l, "* CAPABILITY "); ok {
+			caps = strings.Fields(rest)
+		}
+	}
+	if len(caps) < 10 {
+		t.Fatalf("CAPABILITY = %q", caps)
+	}
+	for _, c := range caps {
+		name := c
+		if strings.HasPrefix(c, "APPENDLIMIT=") {
+			name = "APPENDLIMIT=<n>"
+		}
+		if !strings.Contains(string(doc), "| `"+name+"`") && !strings.Contains(string(doc), ", `"+name+"`") {
+			t.Errorf("capability %s is not in docs/mail.md's table", c)
+		}
+	}
+}
+
+// TestRecentAfterExpunge: an IMAP4rev1 session is sent RECENT again when
+// an expunge, its own or another session's, takes recent messages away
+// (RFC 3501 section 7.3.2: RECENT follows a change of the mailbox's
+// size), as Dovecot sends it; an expunge of no recent message, and an
+// IMAP4rev2 session, get none.
+func TestRecentAfterExpunge(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	e.deliver(msgPlain, t1) // before the process started: not recent
+	a := rawLogin(t, e)
+	mustOK(t, a, "SELECT INBOX")
+	e.deliver(msgPlain, t2)
+	e.deliver(msgPlain, t3)
+	if u := mustOK(t, a, "NOOP"); !slices.Equal(u, []string{"* 3 EXISTS", "* 2 RECENT"}) {
+		t.Fatalf("NOOP = %q", u)
+	}
+	mustOK(t, a, `STORE 1:2 +FLAGS.SILENT (\Deleted)`)
+	if u := mustOK(t, a, "EXPUNGE"); !slices.Equal(u, []string{"* 2 EXPUNGE", "* 1 EXPUNGE", "* 1 RECENT"}) {
+		t.Errorf("EXPUNGE of a recent message = %q, want RECENT 1 after the EXPUNGEs", u)
+	}
+	b := rawLogin(t, e)
+	mustOK(t, b, "SELECT INBOX")
+	mustOK(t, b, `STORE 1 +FLAGS.SILENT (\Deleted)`)
+	mustOK(t, b, "EXPUNGE")
+	if u := mustOK(t, a, "NOOP"); !slices.Equal(u, []string{"* 1 EXPUNGE", "* 0 RECENT"}) {
+		t.Errorf("NOOP after b's EXPUNGE = %q, want EXPUNGE and RECENT 0", u)
+	}
+	e.deliver(msgPlain, t3)
+	c := rawLogin(t, e)
+	mustOK(t, c, "ENABLE IMAP4rev2")
+	mustOK(t, c, "SELECT INBOX")
+	mustOK(t, c, `STORE 1 +FLAGS.SILENT (\Deleted)`)
+	if u := mustOK(t, c, "EXPUNGE"); !slices.Equal(u, []string{"* 1 EXPUNGE"}) {
+		t.Errorf("IMAP4rev2 EXPUNGE = %q, want no RECENT", u)
 	}
 }

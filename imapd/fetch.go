@@ -64,8 +64,10 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 		}
 	}
 
-	if d := s.newDirectFetch(w, options); d != nil && !needsWholeBody(options) {
-		return s.fetchDirect(d, v, idx, seen)
+	if !objectItems(options) {
+		if d := s.newDirectFetch(w, options); d != nil && !needsWholeBody(options) {
+			return s.fetchDirect(d, v, idx, seen)
+		}
 	}
 
 	if !needsBody(options) {
@@ -94,6 +96,9 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 
 	return s.eachBody(v, idx, "fetch", func(i int, body []byte) error {
 		m := v.msgs[i]
+		if err := unknownCTE(body, options); err != nil {
+			return err
+		}
 		// writeMessage is done with body when it returns, as it must be.
 		return writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), body, options, seen[m.UID])
 	})
@@ -239,7 +244,7 @@ func (s *session) eachRead(read func(ctx context.Context, mailboxID, folderID in
 // HEADER.FIELDS stop at that line, as imapserver's parser does, and the
 // summary, which leaves such lines out, goes on: as for ENVELOPE.)
 func inSummaryFetch(o *imap.FetchOptions) bool {
-	if o.BodyStructure != nil || len(o.BinarySection) > 0 || len(o.BinarySectionSize) > 0 {
+	if o.BodyStructure != nil || len(o.BinarySection) > 0 || len(o.BinarySectionSize) > 0 || o.Preview != nil {
 		return false
 	}
 	for _, bs := range o.BodySection {
@@ -269,6 +274,12 @@ func marksSeen(o *imap.FetchOptions) bool {
 	return false
 }
 
+// objectItems reports whether o asks for an item of OBJECTID or PREVIEW,
+// which only writeMessage writes.
+func objectItems(o *imap.FetchOptions) bool {
+	return o.EmailID || o.ThreadID || o.Preview != nil
+}
+
 // needsBody reports whether a FETCH reads anything of the message beyond
 // its record: a summary at least.
 func needsBody(o *imap.FetchOptions) bool {
@@ -279,7 +290,7 @@ func needsBody(o *imap.FetchOptions) bool {
 // content beyond ENVELOPE (inSummaryFetch says which of those its
 // summary answers).
 func needsWholeBody(o *imap.FetchOptions) bool {
-	return o.BodyStructure != nil || len(o.BodySection) > 0 ||
+	return o.BodyStructure != nil || len(o.BodySection) > 0 || o.Preview != nil ||
 		len(o.BinarySection) > 0 || len(o.BinarySectionSize) > 0
 }
 
@@ -310,6 +321,15 @@ func writeMessage(w *imapserver.FetchResponseWriter, m mailstore.Message, body [
 	}
 	if o.BodyStructure != nil {
 		w.WriteBodyStructure(mime().bodyStructure(body))
+	}
+	if o.EmailID {
+		w.WriteEmailID(emailObjectID(m.BlobID))
+	}
+	if o.ThreadID {
+		w.WriteThreadID("")
+	}
+	if o.Preview != nil {
+		w.WritePreview(preview(mime(), body), true)
 	}
 	var err error
 	for _, bs := range o.BodySection {

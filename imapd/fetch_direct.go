@@ -1,7 +1,6 @@
 package imapd
 
 import (
-	"net"
 	"slices"
 	"strconv"
 	"time"
@@ -18,21 +17,15 @@ import (
 // server's time (imapd/BENCHMARKS.md): a strings.Builder for every quoted
 // string, the write deadline set twice and the output flushed once per
 // response, both dates through time.Format. directFetch writes the same
-// bytes itself, into a batch that goes to the command layer's connection
-// (cmdlayer.go), where it joins the command's gathered output as
-// imapserver's would. It is possible because imapserver flushes its
-// buffer at the end of every response: between two of them, nothing of
-// its own is waiting to be written.
+// bytes itself, into a batch that it hands to imapserver's FetchWriter.
+// WriteRaw (a hook of the patched copy), which writes it through the
+// connection's writer, in order with imapserver's own responses.
 //
 // directFetch writes only what it can write exactly as imapserver does:
 // a message whose summary is not a plain header (fastEnvelopeFields), or
 // with a value imapserver would send as a literal or Q-encode, or a flag
 // outside the usual characters, goes through imapserver's writer after
 // what is batched (TestDirectFetch, FuzzDirectFetch compare the two).
-
-// fetchWriteTimeout bounds the writing of a batch, as imapserver bounds
-// the writing of each of its responses (respWriteTimeout).
-const fetchWriteTimeout = 30 * time.Second
 
 // directFetchable reports whether o asks only for what directFetch writes.
 func directFetchable(o *imap.FetchOptions) bool {
@@ -42,25 +35,20 @@ func directFetchable(o *imap.FetchOptions) bool {
 
 // directFetch writes FETCH responses past imapserver's encoder.
 type directFetch struct {
-	conn net.Conn // the command layer's connection
-	w    *imapserver.FetchWriter
-	o    *imap.FetchOptions
-	buf  []byte
+	w   *imapserver.FetchWriter
+	o   *imap.FetchOptions
+	buf []byte
 	// addrs is reused for every address list.
 	addrs []imap.Address
 }
 
-// newDirectFetch is a directFetch for s's connection, or nil when the
-// connection is not the command layer's or o asks for more than it writes.
+// newDirectFetch is a directFetch for w, or nil when o asks for more than
+// it writes.
 func (s *session) newDirectFetch(w *imapserver.FetchWriter, o *imap.FetchOptions) *directFetch {
-	if s.srv.noDirectFetch.Load() || !directFetchable(o) || s.conn == nil {
+	if s.srv.noDirectFetch.Load() || !directFetchable(o) {
 		return nil
 	}
-	cc, ok := s.conn.NetConn().(*cmdConn)
-	if !ok {
-		return nil
-	}
-	return &directFetch{conn: cc, w: w, o: o}
+	return &directFetch{w: w, o: o}
 }
 
 // message writes the response for message seq, m, with header its
@@ -86,9 +74,7 @@ func (d *directFetch) flush() error {
 	if len(d.buf) == 0 {
 		return nil
 	}
-	d.conn.SetWriteDeadline(time.Now().Add(fetchWriteTimeout))
-	_, err := d.conn.Write(d.buf)
-	d.conn.SetWriteDeadline(time.Time{})
+	err := d.w.WriteRaw(d.buf)
 	d.buf = d.buf[:0]
 	return err
 }

@@ -71,14 +71,16 @@ func TestFetchMany(t *testing.T) {
 	}
 }
 
-// TestFetchGathered: the command layer gathers FETCH output into writes
-// of up to writeBatch bytes; bodies on either side of that size, and
+// TestFetchGathered: imapserver gathers FETCH output into writes of up to
+// its write buffer (writeBatch); bodies on either side of that size, and
 // across its boundaries, come back whole and in order, and the command
 // after it is answered at once.
 func TestFetchGathered(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	at := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
-	sizes := []int{100, writeBatch/2 - 1, writeBatch / 2, writeBatch - 7, writeBatch + 1, 3*writeBatch + 5, 10, 200}
+	// 22,000 to 27,000 bytes after a small message: a literal written
+	// straight through must not overtake what came before it.
+	sizes := []int{100, 25000, 22000, 27000, writeBatch/2 - 1, writeBatch / 2, writeBatch - 7, writeBatch + 1, 3*writeBatch + 5, 10, 200}
 	var bodies []string
 	for i, n := range sizes {
 		h := fmt.Sprintf("From: a@example.org\r\nSubject: %d\r\n\r\n", i)

@@ -10,8 +10,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 )
 
-// This file answers ID (RFC 2971), which the layer (cmdlayer.go) serves
-// for imapserver, in any state.
+// This file answers ID (RFC 2971), in any state (commands.go).
 
 // capID is the capability of the ID extension (RFC 2971 section 3).
 const capID imap.Cap = "ID"
@@ -31,7 +30,7 @@ const (
 // and logs the client's, which tells operators which clients their
 // customers use. Nothing else depends on it (section 3.1: a server must
 // not change its behaviour on a client's ID).
-func (s *session) id(p *argParser, c *cmdConn) ([]byte, error) {
+func (s *session) id(p *argParser) ([]byte, error) {
 	if !p.sp() {
 		return nil, errSyntax
 	}
@@ -63,8 +62,8 @@ func (s *session) id(p *argParser, c *cmdConn) ([]byte, error) {
 	if !p.end() {
 		return nil, errSyntax
 	}
-	if c.idLogged < idMaxLogged {
-		c.idLogged++
+	if s.idLogged < idMaxLogged {
+		s.idLogged++
 		s.log.Info("client id", slog.Group("client", attrs...))
 	}
 	b := []byte("* ID (")

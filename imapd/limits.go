@@ -95,6 +95,9 @@ type trackedConn struct {
 	once sync.Once
 }
 
+// NetConn is the connection as accepted (quickAck needs its socket).
+func (tc *trackedConn) NetConn() net.Conn { return tc.Conn }
+
 func (tc *trackedConn) Close() error {
 	err := tc.Conn.Close()
 	tc.once.Do(func() { tc.l.release(tc.ip) })

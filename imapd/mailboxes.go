@@ -135,7 +135,7 @@ func (s *session) Status(name string, options *imap.StatusOptions) (*imap.Status
 }
 
 func (s *session) status(f mailstore.Folder, o *imap.StatusOptions) (*imap.StatusData, error) {
-	d := &imap.StatusData{Mailbox: f.Name, UIDNext: imap.UID(f.UIDNext), UIDValidity: f.UIDValidity, HighestModSeq: imapModSeq(f.HighestModSeq)}
+	d := &imap.StatusData{Mailbox: f.Name, UIDNext: imap.UID(f.UIDNext), UIDValidity: f.UIDValidity, HighestModSeq: imapModSeq(f.HighestModSeq), MailboxID: mailboxObjectID(f.ID)}
 	num, unseen, zero := uint32(f.Messages), uint32(f.Unseen), uint32(0)
 	size := f.Size
 	d.NumMessages, d.NumUnseen, d.NumRecent, d.Size = &num, &unseen, &zero, &size

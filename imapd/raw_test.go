@@ -77,7 +77,7 @@ func TestRawProtocol(t *testing.T) {
 		{`SEARCH RETURN (SAVE) FLAGGED`, nil, "OK"},
 		{`FETCH $ (UID)`, []string{`* 2 FETCH (UID 2)`}, "OK"},
 		{`UID SEARCH SUBJECT "hello"`, []string{`* SEARCH 1`}, "OK"},
-		{`FETCH 1 (BODY.PEEK[HEADER.FIELDS (SUBJECT)])`, []string{`* 1 FETCH (UID 1 BODY[HEADER.FIELDS ("SUBJECT")] {24}`, `Subject: Hello Alice`}, "OK"},
+		{`FETCH 1 (BODY.PEEK[HEADER.FIELDS (SUBJECT)])`, []string{`* 1 FETCH (UID 1 BODY[HEADER.FIELDS (SUBJECT)] {24}`, `Subject: Hello Alice`}, "OK"},
 		{`FETCH 3 (BODY.PEEK[]<0.10>)`, []string{`* 3 FETCH (UID 3 BODY[]<0> {10}`}, "OK"},
 		{`FETCH 1 (RFC822.SIZE INTERNALDATE)`, []string{fmt.Sprintf(`* 1 FETCH (UID 1 INTERNALDATE " 2-Nov-2026 10:00:00 +0000" RFC822.SIZE %d)`, len(msgPlain))}, "OK"},
 		{`NAMESPACE`, []string{`* NAMESPACE (("" "/")) NIL NIL`}, "OK"},

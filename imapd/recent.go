@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapserver"
 
 	"github.com/mailhost/mailhost/mailstore"
 )
@@ -195,4 +196,27 @@ func (v *view) numRecent() uint32 {
 		}
 	}
 	return n
+}
+
+// dropRecent forgets uid, expunged, as recent, and notes the count
+// changed if it was.
+func (v *view) dropRecent(uid uint32) {
+	if _, ok := v.recent[uid]; ok {
+		delete(v.recent, uid)
+		v.recentDropped = true
+	}
+}
+
+// tellRecent sends RECENT to an IMAP4rev1 session when expunges took
+// recent messages away: RFC 3501 section 7.3.2 has RECENT sent when the
+// mailbox's size changes, and Dovecot sends it after EXPUNGE.
+func (v *view) tellRecent(w *imapserver.UpdateWriter) error {
+	if !v.recentDropped {
+		return nil
+	}
+	v.recentDropped = false
+	if !v.rev1 {
+		return nil
+	}
+	return w.WriteNumRecent(v.numRecent())
 }

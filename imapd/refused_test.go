@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/mailstore/storetest"
 )
 
@@ -77,6 +79,30 @@ func TestFramingCommandNameOddEnd(t *testing.T) {
 	} {
 		rc := rawLogin(t, e)
 		answeredThenNoop(t, rc, send, "t1 BAD")
+	}
+}
+
+// TestFramingOddNameBeforeLogin: the same before login, with the literal
+// sent after a pause: the command is answered BAD, and the connection,
+// which imapserver ends at an unknown command before login (against
+// cross-protocol attacks), ends with a BYE, never without a word.
+func TestFramingOddNameBeforeLogin(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	rc := dialRaw(t, e.addr)
+	fmt.Fprint(rc.c, "a20 E) {1+}\r\n")
+	time.Sleep(50 * time.Millisecond)
+	fmt.Fprint(rc.c, "x\r\n")
+	var got []string
+	for {
+		rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		l, err := rc.r.ReadString('\n')
+		if err != nil {
+			break
+		}
+		got = append(got, l)
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0], "a20 BAD ") || !strings.HasPrefix(got[1], "* BYE ") {
+		t.Errorf("a20 E) {1+} before login: %q, want a20 BAD then * BYE", got)
 	}
 }
 
@@ -163,7 +189,7 @@ func TestKeywordLimit(t *testing.T) {
 func TestDeleteOnFullDisk(t *testing.T) {
 	dir := storetest.SmallFS(t, 8<<20)
 	ctx := context.Background()
-	e := newEnv(t, envOptions{insecureAuth: true, dataDir: dir, prepare: func(st *mailstore.Bolt, mb mailstore.Mailbox) *mailstore.Bolt {
+	e := newEnv(t, envOptions{insecureAuth: true, dataDir: dir, prepare: func(st *boltstore.Store, mb mailstore.Mailbox) *boltstore.Store {
 		for i := range 20 {
 			b := []byte(fmt.Sprintf("Subject: %d\r\n\r\n%s", i, strings.Repeat("x", 32<<10)))
 			if _, err := st.Deliver(ctx, mailstore.Delivery{Body: b, ReceivedAt: t1, MailboxIDs: []int64{mb.ID}}); err != nil {
@@ -184,10 +210,10 @@ func TestDeleteOnFullDisk(t *testing.T) {
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := mailstore.Compact(ctx, dir, mailstore.Options{}); err != nil {
+		if _, err := boltstore.Compact(ctx, dir, boltstore.Options{}); err != nil {
 			t.Fatal(err)
 		}
-		st, err = mailstore.Open(ctx, dir, mailstore.Options{SpaceReserve: 1 << 20})
+		st, err = boltstore.Open(ctx, dir, boltstore.Options{SpaceReserve: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,9 +38,10 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 		return nil, err
 	}
 	v.staticCriteria(criteria)
+	now := s.srv.now()
 	add := func(i int, body []byte) error {
 		m := v.msgs[i]
-		c := &candidate{v: v, seq: uint32(i + 1), msg: v.withRecent(m.Message), body: body}
+		c := &candidate{v: v, seq: uint32(i + 1), msg: v.withRecent(m.Message), body: body, now: now}
 		if !c.match(criteria) {
 			return nil
 		}
@@ -92,6 +93,20 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 	}
 	if options.ReturnSave {
 		v.searchRes = uids
+		if !options.ReturnAll && !options.ReturnCount && (options.ReturnMin || options.ReturnMax) {
+			// SAVE with MIN and/or MAX alone saves those (RFC 5182
+			// section 2.4); sequence numbers and UIDs ascend together.
+			// uids was built in ascending order, one range after another.
+			v.searchRes = nil
+			if len(uids) > 0 {
+				if options.ReturnMin {
+					v.searchRes.AddNum(uids[0].Start)
+				}
+				if options.ReturnMax {
+					v.searchRes.AddNum(uids[len(uids)-1].Stop)
+				}
+			}
+		}
 	}
 	return &data, nil
 }
@@ -188,6 +203,8 @@ type candidate struct {
 	// BODY and TEXT criteria (searchcost.go).
 	texts     [][]byte
 	textsMade bool
+	// now is when the search started, for OLDER and YOUNGER.
+	now time.Time
 }
 
 func (c *candidate) match(cr *imap.SearchCriteria) bool {
@@ -215,6 +232,9 @@ func (c *candidate) match(cr *imap.SearchCriteria) bool {
 		}
 	}
 	if cr.ModSeq != nil && imapModSeq(c.msg.ModSeq) < cr.ModSeq.ModSeq {
+		return false
+	}
+	if !c.matchObjectWithin(cr) {
 		return false
 	}
 	if cr.Larger > 0 && c.msg.Size <= cr.Larger {

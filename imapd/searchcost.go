@@ -46,8 +46,8 @@ func checkSearchCost(c *imap.SearchCriteria) error {
 // stops counting past the limits, so that its own cost is bounded too.
 func countCriteria(c *imap.SearchCriteria) (all, text int) {
 	text = len(c.Header) + len(c.Body) + len(c.Text)
-	all = text + len(c.SeqNum) + len(c.UID) + len(c.Flag) + len(c.NotFlag)
-	for _, t := range []bool{!c.Since.IsZero(), !c.Before.IsZero(), !c.SentSince.IsZero(), !c.SentBefore.IsZero(), c.Larger > 0, c.Smaller > 0} {
+	all = text + len(c.SeqNum) + len(c.UID) + len(c.Flag) + len(c.NotFlag) + len(c.EmailID) + len(c.ThreadID)
+	for _, t := range []bool{!c.Since.IsZero(), !c.Before.IsZero(), !c.SentSince.IsZero(), !c.SentBefore.IsZero(), c.Larger > 0, c.Smaller > 0, c.Older > 0, c.Younger > 0} {
 		if t {
 			all++
 		}

@@ -31,6 +31,9 @@ type view struct {
 	recent   map[uint32]struct{}
 	claimNew func(uids []uint32)
 	rev1     bool
+	// recentDropped is set when a recent message left the view since
+	// RECENT was last sent (recent.go's tellRecent).
+	recentDropped bool
 	// flagList is the folder's flags as FLAGS lists them: the system
 	// flags, then every other flag a message of the view has held since
 	// SELECT, in the order seen; flagKeys holds their mailstore.FoldFlag
@@ -107,6 +110,7 @@ func (s *session) Select(name string, options *imap.SelectOptions) (*imap.Select
 		FirstUnseenSeqNum: firstUnseen,
 		NumRecent:         v.numRecent(),
 		HighestModSeq:     v.highestModSeq(),
+		MailboxID:         mailboxObjectID(f.ID),
 	}, nil
 }
 
@@ -164,7 +168,7 @@ func (s *session) Poll(w *imapserver.UpdateWriter, allowExpunge bool) error {
 		return nil
 	}
 	if !s.changed && !(allowExpunge && s.sel.hasGone()) {
-		return nil
+		return s.sel.tellRecent(w) // after this session's own EXPUNGE
 	}
 	return s.refresh(w, allowExpunge)
 }
@@ -340,12 +344,17 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 		if m.gone {
 			v.nGone--
 		}
+		v.dropRecent(m.UID)
 		v.msgs = slices.Delete(v.msgs, i, i+1)
 	}
 	if len(vanished) > 0 {
 		if err := w.WriteVanished(uidSet(vanished)); err != nil {
 			return err
 		}
+	}
+
+	if err := v.announceNewFlags(w, d); err != nil {
+		return err
 	}
 
 	uids := make([]uint32, 0, len(d.flags))
@@ -394,7 +403,7 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 		}
 	}
 	if len(added) == 0 {
-		return nil
+		return v.tellRecent(w)
 	}
 	if v.claimNew != nil {
 		v.claimNew(added)
@@ -404,12 +413,45 @@ func (v *view) apply(w *imapserver.UpdateWriter, allowExpunge bool, d delta) err
 	}
 	if v.rev1 {
 		// RFC 3501 section 7.3.2: RECENT goes with EXISTS when it changes.
+		v.recentDropped = false
 		return w.WriteNumRecent(v.numRecent())
 	}
 	return nil
 }
 
 func (v *view) hasGone() bool { return v.nGone > 0 }
+
+// announceNewFlags sends FLAGS and PERMANENTFLAGS again when the changes
+// d bring a keyword the view's folder did not have (set by another
+// session, or on a message delivered with it), before any FETCH FLAGS
+// names it: RFC 9051 section 7.3.5 has FLAGS sent when the list
+// changes, and a client that keeps the list would otherwise meet an
+// unknown keyword, as Dovecot's conformance tests check. (This
+// session's own STORE announces its keywords itself, store.go.)
+func (v *view) announceNewFlags(w *imapserver.UpdateWriter, d delta) error {
+	grew := false
+	for uid, flags := range d.flags {
+		if i, ok := v.find(uid); ok && !v.msgs[i].gone && v.noteFlags(flags) {
+			grew = true
+		}
+	}
+	for _, m := range d.added {
+		if m.UID > v.maxUID && v.noteFlags(m.Flags) {
+			grew = true
+		}
+	}
+	if !grew {
+		return nil
+	}
+	flags := v.flags()
+	if err := w.WriteMailboxFlags(flags); err != nil {
+		return err
+	}
+	if v.readOnly {
+		return nil // EXAMINE: PERMANENTFLAGS stays ()
+	}
+	return w.WritePermanentFlags(append(slices.Clone(flags), imap.FlagWildcard))
+}
 
 // indices resolves a sequence or UID set, "*" and "$" included, to
 // positions in msgs, in order. Numbers that name no message are ignored.
@@ -530,6 +572,7 @@ func (v *view) remove(uids []uint32) []uint32 {
 			if v.msgs[i].gone {
 				v.nGone--
 			}
+			v.dropRecent(v.msgs[i].UID)
 			v.msgs = slices.Delete(v.msgs, i, i+1)
 		}
 	}

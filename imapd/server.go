@@ -22,25 +22,20 @@
 // [UNAVAILABLE]), and ended with BYE after any other command or during
 // IDLE once it finds out, which it looks up every AccountRecheck.
 //
-// QUOTA (RFC 9208) and ID (RFC 2971) are served by a command layer
-// (cmdlayer.go), because imapserver has no way to add a command: it
-// answers one it does not know BAD, and BYE before login. The layer is
-// the net.Conn imapserver serves; it reads the client's input a line or
-// a literal at a time, answers ID, GETQUOTA, GETQUOTAROOT and SETQUOTA
-// itself when no command of imapserver's is in flight (so responses keep
-// their order, and IDLE's DONE, SASL responses and literal data are
-// never taken for commands), and passes everything else through. It
-// adds ID and QUOTA to the capability lists imapserver writes (Options.
-// Caps cannot: imapserver lists only the capabilities it knows). It must
-// see the commands in the clear, so it also does STARTTLS (imapserver
-// runs without TLSConfig and with InsecureAuth) and puts STARTTLS,
-// LOGINDISABLED and AUTH= right in those lists; Login refuses a login in
-// the clear. When imapserver gains a hook for commands and capabilities,
-// remove cmdlayer.go and commands.go, give imapserver back TLSConfig and
-// InsecureAuth, and serve quota.go's and id.go's commands through it.
-// The layer also tells List whether it answers LSUB, which imapserver
-// hands over as LIST (SUBSCRIBED) though the two answer differently
-// (list.go); that goes too once imapserver tells them apart.
+// QUOTA (RFC 9208) and ID (RFC 2971) are commands of the session
+// (commands.go), through the SessionCommands hook of mailhost's copy of
+// go-imap (third_party/go-imap/PATCHES.md). A command layer (cmdlayer.go)
+// is still the net.Conn imapserver serves: it reads the client's input a
+// line or a literal at a time and checks each command's first line
+// against the limits before imapserver reads it (cmdlimits.go); it does
+// STARTTLS and COMPRESS=DEFLATE (compress.go), which replace the
+// transport under imapserver (imapserver runs without TLSConfig and with
+// InsecureAuth; Login refuses a login in the clear), and adds ID, QUOTA and
+// COMPRESS=DEFLATE to the capability lists imapserver writes and puts
+// STARTTLS, LOGINDISABLED and AUTH= right in them (docs/architecture.md
+// says what moving the rest into the copy takes). The layer also tells
+// List whether it answers LSUB, which imapserver hands over as LIST
+// (SUBSCRIBED) though the two answer differently (list.go).
 //
 // Where servers and clients have read mail differently, imapd answers
 // as RFC 3501 and Dovecot do: IMAP4rev1 sessions get \Recent, with a
@@ -51,7 +46,9 @@
 //
 // CONDSTORE and QRESYNC (RFC 7162) are served on the change log and the
 // messages' ModSeqs (condstore.go), through hooks of mailhost's copy of
-// go-imap (third_party/go-imap/PATCHES.md). Not offered: BINARY APPEND. EXAMINE is enforced here
+// go-imap (third_party/go-imap/PATCHES.md); so are MULTIAPPEND
+// (multiappend.go), BINARY (binary.go), WITHIN, OBJECTID (objectid.go)
+// and PREVIEW (preview.go). EXAMINE is enforced here
 // (STORE and MOVE are refused, FETCH sets no \Seen, EXPUNGE and CLOSE
 // remove nothing), as imapserver leaves it to the backend.
 package imapd
@@ -246,12 +243,18 @@ func New(cfg Config) *Server {
 			imap.CapUnauthenticate: {},
 			imap.CapCondStore:      {},
 			imap.CapQResync:        {},
+			imap.CapMultiAppend:    {},
+			imap.CapBinary:         {},
+			imap.CapWithin:         {},
+			imap.CapObjectID:       {},
+			imap.CapPreview:        {},
 			// sortcmd.go: RFC 5256, RFC 5957, RFC 5267.
 			imap.CapSort:        {},
 			imap.CapSortDisplay: {},
 			imap.CapESort:       {},
 			"THREAD=" + imap.Cap(imap.ThreadOrderedSubject): {},
 			"THREAD=" + imap.Cap(imap.ThreadReferences):     {},
+			"THREAD=" + imap.Cap(threadAlgRefs):             {},
 		},
 		Logger: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		// The command layer (cmdlayer.go) does TLS, above which it must

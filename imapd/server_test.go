@@ -21,6 +21,7 @@ import (
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/internal/testcert"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 const (
@@ -31,7 +32,7 @@ const (
 // env is a running server on a fresh bbolt store with one mailbox.
 type env struct {
 	t         testing.TB
-	st        *mailstore.Bolt
+	st        *boltstore.Store
 	srv       *Server
 	addr      string // plain, with STARTTLS
 	tlsAddr   string // implicit TLS
@@ -65,13 +66,13 @@ type envOptions struct {
 	// server starts, and answers the store to serve (it may close st
 	// and open it again).
 	dataDir string
-	prepare func(st *mailstore.Bolt, mb mailstore.Mailbox) *mailstore.Bolt
+	prepare func(st *boltstore.Store, mb mailstore.Mailbox) *boltstore.Store
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, cmp.Or(o.dataDir, t.TempDir()), mailstore.Options{ChangeLogKeep: o.changeLogKeep})
+	st, err := boltstore.Open(ctx, cmp.Or(o.dataDir, t.TempDir()), boltstore.Options{ChangeLogKeep: o.changeLogKeep})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,9 @@ type session struct {
 
 	sel *view // the selected folder, nil if none
 
+	// idLogged is how many ID commands of the connection were logged.
+	idLogged int
+
 	// bug is the error behind the last NO [SERVERBUG] (errors.go), for
 	// the command layer to log with the command; atomic because Idle's
 	// goroutine may fail too.

@@ -60,6 +60,8 @@ func (s *session) Thread(kind imapserver.NumKind, algorithm imap.ThreadAlgorithm
 		threads = threadOrderedSubject(msgs)
 	case imap.ThreadReferences:
 		threads = threadReferences(msgs)
+	case threadAlgRefs:
+		threads = threadRefs(msgs)
 	default:
 		return nil, &imap.Error{Type: imap.StatusResponseTypeBad, Code: imap.ResponseCodeClientBug, Text: "Unknown threading algorithm"}
 	}

@@ -100,6 +100,9 @@ func TestThreadCommand(t *testing.T) {
 		{"THREAD ORDEREDSUBJECT UTF-8 ALL", "* THREAD (5)(1 2)(3 4)"},
 		{"UID THREAD ORDEREDSUBJECT UTF-8 NOT FROM eve", "* THREAD (2 3)(4 5)"},
 		{"THREAD REFERENCES UTF-8 FROM nobody", "* THREAD"},
+		// REFS: the threads by their latest message, 1's by 4's date.
+		{"THREAD REFS UTF-8 ALL", "* THREAD (5)(3)(1 (2)(4))"},
+		{"UID THREAD REFS UTF-8 NOT FROM eve", "* THREAD (4)(2 (3)(5))"},
 	} {
 		untagged := rc.ok("%s", tc.cmd)
 		wantLines(t, tc.cmd, untagged, tc.want)
@@ -109,7 +112,7 @@ func TestThreadCommand(t *testing.T) {
 func TestSortCapabilities(t *testing.T) {
 	rc := sortEnv(t)
 	caps := strings.Join(rc.ok("CAPABILITY"), " ")
-	for _, c := range []string{"SORT", "SORT=DISPLAY", "ESORT", "THREAD=ORDEREDSUBJECT", "THREAD=REFERENCES"} {
+	for _, c := range []string{"SORT", "SORT=DISPLAY", "ESORT", "THREAD=ORDEREDSUBJECT", "THREAD=REFERENCES", "THREAD=REFS"} {
 		if !strings.Contains(caps+" ", " "+c+" ") {
 			t.Errorf("CAPABILITY lacks %s: %s", c, caps)
 		}

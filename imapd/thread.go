@@ -7,9 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/emersion/go-imap/v2"
 )
 
-// THREAD (RFC 5256 section 3): ORDEREDSUBJECT and REFERENCES, as pure
+// THREAD (RFC 5256 section 3): ORDEREDSUBJECT and REFERENCES, and REFS
+// (draft-ietf-morg-inthread), as pure
 // functions of the messages' summaries, like sortMessages (sort.go), and
 // the wire form of their answer.
 
@@ -160,6 +163,87 @@ func link(p, c *container) bool {
 // threadReferences is THREAD=REFERENCES (RFC 5256 section 3, steps 1 to
 // 6).
 func threadReferences(msgs []sortMsg) []*threadNode {
+	top := threadLinks(msgs)
+
+	// Step 4: sort the top level by sent date (a dummy by its first
+	// child, once its children are sorted).
+	for _, c := range top {
+		if c.info == nil {
+			sortSiblings(c.children)
+		}
+	}
+	sortSiblings(top)
+
+	// Step 5: gather threads of the same base subject.
+	top = mergeSubjects(top)
+
+	// Step 6: sort every set of siblings, the deepest first (sortTree
+	// sorts children before their parents' siblings).
+	for _, c := range top {
+		sortTree(c)
+	}
+	sortSiblings(top)
+	return nodes(top)
+}
+
+// threadRefs is THREAD=REFS (draft-ietf-morg-inthread section 3.1):
+// REFERENCES' steps 1 to 3, no gathering by subject, siblings sorted by
+// sent date as in step 6, and the threads in the order of their latest
+// message, so that a thread a reply just came to sorts last. Webmail
+// (Roundcube) asks for it before REFERENCES: with it, the thread view
+// needs no SORT of its own to order the threads by their latest message.
+func threadRefs(msgs []sortMsg) []*threadNode {
+	top := threadLinks(msgs)
+	for _, c := range top {
+		sortTree(c)
+	}
+	type keyed struct {
+		c      *container
+		latest time.Time
+		seq    uint32
+	}
+	ks := make([]keyed, len(top))
+	for i, c := range top {
+		ks[i] = keyed{c: c, latest: c.latest()}
+		if c.info != nil {
+			ks[i].seq = c.info.msg.Seq
+		}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		return cmp.Or(a.latest.Compare(b.latest), cmp.Compare(a.seq, b.seq))
+	})
+	for i := range ks {
+		top[i] = ks[i].c
+	}
+	return nodes(top)
+}
+
+// latest is the latest sent date in the tree under c, c's included.
+func (c *container) latest() time.Time {
+	var t time.Time
+	if c.info != nil {
+		t = c.info.sent
+	}
+	for _, k := range c.children {
+		if kt := k.latest(); kt.After(t) {
+			t = kt
+		}
+	}
+	return t
+}
+
+func nodes(top []*container) []*threadNode {
+	out := make([]*threadNode, len(top))
+	for i, c := range top {
+		out[i] = c.node()
+	}
+	return out
+}
+
+// threadLinks is steps 1 to 3 of REFERENCES, which REFS shares: the
+// top-level containers, linked by Message-ID, In-Reply-To and
+// References, dummies pruned.
+func threadLinks(msgs []sortMsg) []*container {
 	infos := threadInfosRefs(msgs)
 	ids := make(map[string]*container, len(msgs))
 	get := func(id []byte) *container {
@@ -226,31 +310,7 @@ func threadReferences(msgs []sortMsg) []*threadNode {
 	for _, r := range roots {
 		top = append(top, prune(r, true)...)
 	}
-
-	// Step 4: sort the top level by sent date (a dummy by its first
-	// child, once its children are sorted).
-	for _, c := range top {
-		if c.info == nil {
-			sortSiblings(c.children)
-		}
-	}
-	sortSiblings(top)
-
-	// Step 5: gather threads of the same base subject.
-	top = mergeSubjects(top)
-
-	// Step 6: sort every set of siblings, the deepest first (sortTree
-	// sorts children before their parents' siblings).
-	for _, c := range top {
-		sortTree(c)
-	}
-	sortSiblings(top)
-
-	out := make([]*threadNode, len(top))
-	for i, c := range top {
-		out[i] = c.node()
-	}
-	return out
+	return top
 }
 
 // refInfo is threadInfo with the message-ids threading reads, slices of
@@ -453,3 +513,6 @@ func (c *container) node() *threadNode {
 	}
 	return n
 }
+
+// threadAlgRefs is THREAD=REFS, which go-imap does not name.
+const threadAlgRefs imap.ThreadAlgorithm = "REFS"

@@ -137,6 +137,53 @@ func TestThreadReferences(t *testing.T) {
 	}
 }
 
+// TestThreadRefs: THREAD=REFS (draft-ietf-morg-inthread) links as
+// REFERENCES does, gathers nothing by subject, and orders the threads by
+// their latest message.
+func TestThreadRefs(t *testing.T) {
+	day := func(n int) time.Time { return time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, n) }
+	for _, tt := range []struct {
+		name string
+		msgs []sortMsg
+		want string
+	}{
+		{"no ids", []sortMsg{mboxMsg(1, day(1), 1), mboxMsg(2, day(0), 1)}, "(2)(1)"},
+		// A late reply moves its thread after a newer one.
+		{"latest reply", []sortMsg{
+			mboxMsg(1, day(0), 1, "Message-ID: <1@x>", "Subject: old"),
+			mboxMsg(2, day(1), 1, "Message-ID: <2@x>", "Subject: new"),
+			mboxMsg(3, day(2), 1, "Message-ID: <3@x>", "References: <1@x>", "Subject: Re: old"),
+		}, "(2)(1 3)"},
+		// Children stay in sent-date order within the thread.
+		{"siblings by date", []sortMsg{
+			mboxMsg(1, day(0), 1, "Message-ID: <1@x>"),
+			mboxMsg(2, day(3), 1, "Message-ID: <2@x>", "In-Reply-To: <1@x>"),
+			mboxMsg(3, day(2), 1, "Message-ID: <3@x>", "In-Reply-To: <1@x>"),
+			mboxMsg(4, day(1), 1, "Message-ID: <4@x>"),
+		}, "(4)(1 (3)(2))"},
+		// No gathering by base subject, unlike REFERENCES' step 5.
+		{"no subject merge", []sortMsg{
+			mboxMsg(1, day(0), 1, "Message-ID: <1@x>", "Subject: lunch"),
+			mboxMsg(2, day(1), 1, "Message-ID: <2@x>", "Subject: Re: lunch"),
+		}, "(1)(2)"},
+		// A dummy keeps its children; it sorts by the latest of them.
+		{"dummy", []sortMsg{
+			mboxMsg(1, day(0), 1, "Message-ID: <1@x>", "References: <gone@x>"),
+			mboxMsg(2, day(4), 1, "Message-ID: <2@x>", "References: <gone@x>"),
+			mboxMsg(3, day(2), 1, "Message-ID: <3@x>"),
+		}, "(3)((1)(2))"},
+		// Equal latest dates: the thread of the lower message first.
+		{"tie", []sortMsg{
+			mboxMsg(1, day(1), 1, "Message-ID: <1@x>"),
+			mboxMsg(2, day(1), 1, "Message-ID: <2@x>"),
+		}, "(1)(2)"},
+	} {
+		if got := threadWire(threadRefs(tt.msgs), false); got != tt.want {
+			t.Errorf("%s: THREAD REFS = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestThreadOrderedSubject(t *testing.T) {
 	day := func(n int) time.Time { return time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, n) }
 	msgs := []sortMsg{

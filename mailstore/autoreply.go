@@ -42,7 +42,9 @@ type AutoReplies interface {
 	// TakeAutoReply reports whether the mailbox may reply to sender at
 	// now: true when it has not within interval before now, and then it
 	// records now in the same transaction, so that of two deliveries at
-	// once, on one node or two, one gets true. An empty sender is
+	// once, on one node or two, one gets true. sender is the memory's
+	// key, kept as it is: an address, or the responder's key of an
+	// address and a Sieve vacation's handle. An empty sender is
 	// ErrInvalidArgument.
 	TakeAutoReply(ctx context.Context, mailboxID int64, sender string, now time.Time, interval time.Duration) (bool, error)
 }

@@ -162,7 +162,7 @@ type Audit interface {
 
 func newEvent(typ string, partnerID int64, now time.Time, data any) Event {
 	raw, _ := json.Marshal(data) // maps and strings only: cannot fail
-	return Event{Type: typ, PartnerID: partnerID, CreatedAt: utc(now), Data: raw}
+	return Event{Type: typ, PartnerID: partnerID, CreatedAt: UTC(now), Data: raw}
 }
 
 // NewQuotaEvent is mailbox.quota_warning or mailbox.quota_full for a
@@ -193,7 +193,7 @@ func NewDomainEvent(typ string, d Domain, now time.Time) Event {
 // mailboxes and aliases no longer get mail.
 func NewClaimEndedEvent(d Domain, now time.Time) Event {
 	return newEvent(EventDomainClaimEnded, d.PartnerID, now, map[string]any{
-		"domain_id": d.ID, "domain": d.Name, "claim_ended_at": utc(d.ClaimEndedAt).Format("2006-01-02T15:04:05"),
+		"domain_id": d.ID, "domain": d.Name, "claim_ended_at": UTC(d.ClaimEndedAt).Format("2006-01-02T15:04:05"),
 	})
 }
 
@@ -210,7 +210,7 @@ const AuditClaimEnded = "domain claim ended"
 // route AuditClaimEnded, the name as object, status 200 (done, as the
 // command line's entries say). Which partner verified is not told.
 func NewClaimEndedAudit(d Domain, now time.Time) AuditEntry {
-	return AuditEntry{Time: utc(now), PartnerID: d.PartnerID, Method: AuditServer, Route: AuditClaimEnded, Object: d.Name, Status: 200}
+	return AuditEntry{Time: UTC(now), PartnerID: d.PartnerID, Method: AuditServer, Route: AuditClaimEnded, Object: d.Name, Status: 200}
 }
 
 // NewBounceEvent is message.bounced: a mailbox's outgoing message failed

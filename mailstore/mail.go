@@ -107,6 +107,13 @@ type Message struct {
 	ModSeq uint64 `json:"modseq,omitempty"`
 }
 
+// AppendMessage is one message of Mail.AppendMany.
+type AppendMessage struct {
+	Body       []byte
+	Flags      []string
+	ReceivedAt time.Time
+}
+
 // Delivery is one inbound message for one or more local mailboxes. Body is
 // the whole message as it is to be stored, trace headers included.
 type Delivery struct {
@@ -331,6 +338,11 @@ type Mail interface {
 	// Append adds a message to a folder (IMAP APPEND). ErrOverQuota when the
 	// account is at or over quota, or would be with this message.
 	Append(ctx context.Context, mailboxID, folderID int64, body []byte, flags []string, receivedAt time.Time) (Message, error)
+	// AppendMany is Append of several messages in one transaction (IMAP
+	// MULTIAPPEND, RFC 3502): all are added, under consecutive UIDs in
+	// their order, or none. ErrOverQuota when the account would be over
+	// quota with all of them.
+	AppendMany(ctx context.Context, mailboxID, folderID int64, msgs []AppendMessage) ([]Message, error)
 	// SetFlags changes the flags of the given messages: op is FlagsAdd,
 	// FlagsRemove or FlagsReplace. It returns the changed messages.
 	// Flags compare without case; system flags are stored in canonical

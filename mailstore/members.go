@@ -15,11 +15,3 @@ type Members interface {
 	// (at least 1).
 	Heartbeat(ctx context.Context, node string, now time.Time, ttl time.Duration) (int, error)
 }
-
-// Heartbeat implements Members: a bbolt file has one process, so one node.
-func (s *Bolt) Heartbeat(ctx context.Context, node string, now time.Time, ttl time.Duration) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	return 1, nil
-}

@@ -14,6 +14,14 @@ import (
 	"unicode/utf8"
 )
 
+// The system flags (RFC 3501 2.3.2) a store's counters and expunge look at.
+const (
+	FlagSeen    = `\Seen`
+	FlagDeleted = `\Deleted`
+	// FlagRecent is a session's property, never stored (NormFlags drops it).
+	FlagRecent = `\Recent`
+)
+
 var systemFlags = []string{`\Answered`, `\Flagged`, `\Deleted`, `\Seen`, `\Draft`}
 
 // NormFlags returns flags as stored: system flags in canonical case, no
@@ -26,7 +34,7 @@ func NormFlags(flags []string) []string {
 	seen := make(map[string]struct{}, len(flags))
 	for _, f := range flags {
 		if strings.HasPrefix(f, `\`) {
-			if strings.EqualFold(f, flagRecent) {
+			if strings.EqualFold(f, FlagRecent) {
 				continue
 			}
 			for _, sf := range systemFlags {

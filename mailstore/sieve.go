@@ -19,6 +19,12 @@ type SieveScript struct {
 	Script    string
 	Active    bool
 	UpdatedAt time.Time
+	// Version is the active script's stamp, as ActiveSieveScript and
+	// MailboxByEmail (Mailbox.SieveVersion) read it; other reads leave
+	// it 0. Every write that changes which script is active or the
+	// active script's text gives a new one, never used before in the
+	// store.
+	Version int64 `json:"-"`
 }
 
 // The limits on a mailbox's scripts, the same on every store: what
@@ -84,8 +90,8 @@ type SieveScripts interface {
 	SieveScripts(ctx context.Context, mailboxID int64) ([]SieveScript, error)
 	// SieveScript answers one script, or ErrNotFound.
 	SieveScript(ctx context.Context, mailboxID int64, name string) (SieveScript, error)
-	// ActiveSieveScript answers the mailbox's active script, or
-	// ErrNotFound when none is active.
+	// ActiveSieveScript answers the mailbox's active script, with its
+	// Version, or ErrNotFound when none is active.
 	ActiveSieveScript(ctx context.Context, mailboxID int64) (SieveScript, error)
 	// PutSieveScript stores s, replacing the mailbox's script of that
 	// name (which stays active if it was); when s.Active, s becomes the

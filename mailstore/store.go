@@ -1,5 +1,9 @@
-// Package mailstore holds mailhost's domain types, the Store interface with
-// its contract, its sentinel errors, and the bbolt implementation.
+// Package mailstore is the store's contract: mailhost's domain types, the
+// role interfaces and the Store interface with their contract, the
+// sentinel errors, and the rules both stores apply, as plain functions.
+// It imports no storage: the implementations are mailstore/boltstore
+// (bbolt) and mailstore/pgstore (PostgreSQL), as database/sql is apart
+// from its drivers.
 //
 // Contract, for every implementation (mailstore/storetest checks it):
 //
@@ -58,6 +62,9 @@ var (
 // answer it as such: 452 4.3.1 in SMTP, NO [UNAVAILABLE] in IMAP, 503 in
 // the API.
 var ErrNoSpace = errors.New("no space left for the store")
+
+// UTC is a time as every store keeps it: in UTC, to the second.
+func UTC(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
 
 type notFoundError struct{ msg string }
 

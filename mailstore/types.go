@@ -115,6 +115,13 @@ type Mailbox struct {
 	// HasSieve says the mailbox has an active Sieve script, read as
 	// HasAutoReply is: delivery reads the script only then.
 	HasSieve bool `json:"-"`
+	// SieveVersion is the stamp of the active script, read with
+	// HasSieve: it changes whenever which script is active or its text
+	// changes (SieveScript.Version), so that delivery can keep a parsed
+	// script and use it while the stamp is the same, without reading
+	// the script. 0 is no stamp (a script stored before stamps, on
+	// bbolt): the script must be read.
+	SieveVersion int64 `json:"-"`
 }
 
 // MailboxEntry is a mailbox as a list shows it: the fields that never
@@ -233,6 +240,15 @@ type DKIMKey struct {
 func (d Domain) TransferCapReached(t Transfer) bool {
 	return t.InBytes+t.OutBytes >= d.TransferMonthlyMB*MB
 }
+
+// LimitReached is the rule of the count limits (a domain's mailboxes and
+// aliases, a partner's domains): a create is refused when count has
+// reached max; a max of 0 (or less) is no limit, unlike a quota or a
+// cap. bbolt decides it with this function; PostgreSQL in the statement
+// that takes the row's lock and counts (max <= 0 OR count < max), so
+// that racing creates on several nodes cannot pass it:
+// storetest.RuleCountLimits checks both.
+func LimitReached(max, count int64) bool { return max > 0 && count >= max }
 
 // Ended reports whether another partner's verification ended the claim.
 func (d Domain) Ended() bool { return !d.ClaimEndedAt.IsZero() }

@@ -58,7 +58,31 @@ type Config struct {
 	MaxConns, MaxConnsPerIP int
 	// Logger gets a line per connection error; nil means slog.Default.
 	Logger *slog.Logger
+	// Metrics observes connections, commands and logins; nil: none.
+	Metrics Metrics
 }
+
+// Metrics is what the server reports; *metrics.ManageSieve is one.
+type Metrics interface {
+	// Session counts a connection, refused over the limits or accepted;
+	// an accepted one is open until SessionClosed.
+	Session(refused bool)
+	SessionClosed()
+	// Command counts a command by its name in upper case and result:
+	// "ok", "no" or "bye".
+	Command(name, result string)
+	// Login counts an AUTHENTICATE: "success", "invalid", "throttled",
+	// "refused" (no TLS) or "error".
+	Login(outcome string)
+}
+
+// noMetrics is Config.Metrics when none is given.
+type noMetrics struct{}
+
+func (noMetrics) Session(bool)           {}
+func (noMetrics) SessionClosed()         {}
+func (noMetrics) Command(string, string) {}
+func (noMetrics) Login(string)           {}
 
 // Server is a ManageSieve server.
 type Server struct {
@@ -99,6 +123,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Parse.MaxSize <= 0 {
 		cfg.Parse.MaxSize = sieve.DefaultMaxScriptSize
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -150,6 +177,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		key := clientKey(c)
 		if len(s.conns) >= s.cfg.MaxConns || s.perIP[key] >= s.cfg.MaxConnsPerIP {
 			s.mu.Unlock()
+			s.cfg.Metrics.Session(true)
 			s.log.Info("managesieve connection refused: too many", "remote", c.RemoteAddr().String())
 			// The answer is a few octets into an empty socket buffer: the
 			// short deadline only guards against a peer that reads nothing.
@@ -162,8 +190,10 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.perIP[key]++
 		s.wg.Add(1)
 		s.mu.Unlock()
+		s.cfg.Metrics.Session(false)
 		go func() {
 			defer s.wg.Done()
+			defer s.cfg.Metrics.SessionClosed()
 			defer func() {
 				s.mu.Lock()
 				delete(s.conns, c)

@@ -471,3 +471,65 @@ func TestMaxConns(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// recorder is a Metrics that keeps counts by key.
+type recorder struct {
+	mu sync.Mutex // guards n
+	n  map[string]int
+}
+
+func (r *recorder) add(k string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n[k]++
+}
+func (r *recorder) get(k string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[k]
+}
+func (r *recorder) Session(refused bool) { r.add(fmt.Sprintf("session refused=%v", refused)) }
+func (r *recorder) SessionClosed()       { r.add("closed") }
+func (r *recorder) Command(name, result string) {
+	r.add(name + " " + result)
+}
+func (r *recorder) Login(outcome string) { r.add("login " + outcome) }
+
+// TestMetrics: connections, commands by name and result, and logins
+// reach Config.Metrics.
+func TestMetrics(t *testing.T) {
+	rec := &recorder{n: map[string]int{}}
+	cfg := insecureConfig(newMemStore())
+	cfg.Metrics, cfg.MaxConnsPerIP = rec, 1
+	_, addr := start(t, cfg)
+	c, _ := dial(t, addr)
+	refused, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused.SetReadDeadline(time.Now().Add(5 * time.Second))
+	bufio.NewReader(refused).ReadString('\n')
+	refused.Close()
+	for _, l := range []string{
+		`AUTHENTICATE "PLAIN" "` + plainResp("alice", "wrong") + `"`,
+		`AUTHENTICATE "PLAIN" "` + plainResp("alice", "secret") + `"`,
+		`PUTSCRIPT "s" "keep;"`, `PUTSCRIPT "t" "filein;"`, `CAPABILITY`, `FROB`,
+	} {
+		c.do(l)
+	}
+	c.do("LOGOUT")
+	deadline := time.Now().Add(5 * time.Second)
+	for rec.get("closed") < 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for k, want := range map[string]int{
+		"session refused=false": 1, "session refused=true": 1, "closed": 1,
+		"login invalid": 1, "login success": 1,
+		"AUTHENTICATE no": 1, "AUTHENTICATE ok": 1, "PUTSCRIPT ok": 1, "PUTSCRIPT no": 1,
+		"CAPABILITY ok": 1, "FROB no": 1, "LOGOUT ok": 1,
+	} {
+		if got := rec.get(k); got != want {
+			t.Errorf("%s = %d, want %d", k, got, want)
+		}
+	}
+}

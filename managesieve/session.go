@@ -132,6 +132,7 @@ func (s *session) serve() {
 		}
 		name := strings.ToUpper(toks[0].s)
 		r, end := s.command(name, toks[1:])
+		s.srv.cfg.Metrics.Command(name, result(r, end))
 		if r.status != "" {
 			if err := s.send(r); err != nil {
 				return
@@ -141,6 +142,19 @@ func (s *session) serve() {
 			return
 		}
 	}
+}
+
+// result is a command's result for Metrics.Command: its reply's status,
+// or, for one that answered itself (CAPABILITY, STARTTLS), "ok", or
+// "bye" when the connection ends.
+func result(r reply, end bool) string {
+	switch {
+	case r.status != "":
+		return strings.ToLower(r.status)
+	case end:
+		return "bye"
+	}
+	return "ok"
 }
 
 // command runs one command; end closes the connection after the reply.
@@ -394,6 +408,7 @@ func (s *session) authenticate(args []token) (reply, bool) {
 		return no("", "already logged in"), false
 	}
 	if !s.tls && !s.srv.cfg.AllowInsecureAuth {
+		s.srv.cfg.Metrics.Login("refused")
 		return no("ENCRYPT-NEEDED", "use STARTTLS first"), false
 	}
 	if len(args) < 1 || len(args) > 2 || args[0].kind != tString {
@@ -436,14 +451,17 @@ func (s *session) authenticate(args []token) (reply, bool) {
 	user, err := s.srv.cfg.Auth.Authenticate(s.ctx, authc, pass, s.ip())
 	if err != nil {
 		if errors.Is(err, ErrThrottled) {
+			s.srv.cfg.Metrics.Login("throttled")
 			s.authFails++
 			s.srv.log.Info("managesieve login throttled", "remote", s.conn.RemoteAddr().String(), "user", authc)
 			return no("TRYLATER", "too many failed logins, try again later"), s.authFails >= maxAuthFailures
 		}
 		if !errors.Is(err, ErrAuth) {
+			s.srv.cfg.Metrics.Login("error")
 			s.srv.log.Error("managesieve authenticate", "err", err)
 			return no("TRYLATER", "temporary failure, try again later"), false
 		}
+		s.srv.cfg.Metrics.Login("invalid")
 		s.srv.log.Info("managesieve login failed", "remote", s.conn.RemoteAddr().String(), "user", authc)
 		s.authFails++
 		if s.authFails >= maxAuthFailures {
@@ -451,6 +469,7 @@ func (s *session) authenticate(args []token) (reply, bool) {
 		}
 		return no("", "authentication failed"), false
 	}
+	s.srv.cfg.Metrics.Login("success")
 	s.user = user
 	return ok("Logged in"), false
 }

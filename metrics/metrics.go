@@ -5,7 +5,7 @@
 //
 // A Set is made once by the wiring and handed to each server through
 // that server's Config as a narrow observer (Set.SMTP, Set.IMAP, Set.API,
-// Set.Outbound); each server declares the interface it calls, and a nil
+// Set.Outbound, Set.ManageSieve); each server declares the interface it calls, and a nil
 // one means no metrics. There is no package-level state: every Set has a
 // registry of its own, so tests can make as many as they like.
 //
@@ -44,6 +44,9 @@ type Set struct {
 	outboundDuration prometheus.Histogram
 	retentionMsgs    prometheus.Counter
 	retentionBytes   prometheus.Counter
+	sieveSessions    *prometheus.CounterVec
+	sieveOpen        prometheus.Gauge
+	sieveCommands    *prometheus.CounterVec
 }
 
 // latencyBuckets are the buckets of the latency histograms, in seconds:
@@ -79,7 +82,7 @@ func New() *Set {
 	}, []string{"listener"})
 	s.logins = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mailhost_logins_total",
-		Help: "Mailbox logins by protocol (imap, submission) and outcome: success, invalid (wrong address or password), throttled (over the failed-login budget), refused (TLS required, too many connections of the user), error.",
+		Help: "Mailbox logins by protocol (imap, submission, managesieve) and outcome: success, invalid (wrong address or password), throttled (over the failed-login budget), refused (TLS required, too many connections of the user), error.",
 	}, []string{"protocol", "outcome"})
 	s.imapSessions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mailhost_imap_sessions_total",
@@ -119,7 +122,20 @@ func New() *Set {
 		Name: "mailhost_retention_deleted_bytes_total",
 		Help: "Bytes of the messages deleted by retention passes.",
 	})
+	s.sieveSessions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mailhost_managesieve_sessions_total",
+		Help: "ManageSieve connections by outcome: accepted, or refused (over the connection limits).",
+	}, []string{"outcome"})
+	s.sieveOpen = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "mailhost_managesieve_sessions_open",
+		Help: "ManageSieve sessions open now.",
+	})
+	s.sieveCommands = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mailhost_managesieve_commands_total",
+		Help: `ManageSieve commands by name (RFC 5804's, "unknown" for others) and result: ok, no, bye.`,
+	}, []string{"command", "result"})
 	for _, c := range []prometheus.Collector{
+		s.sieveSessions, s.sieveOpen, s.sieveCommands,
 		s.smtpSessions, s.smtpOpen, s.smtpMessages, s.smtpRecipients, s.smtpDelivery,
 		s.logins, s.imapSessions, s.imapOpen, s.apiRequests, s.apiDuration,
 		s.outboundAttempts, s.outboundRcpts, s.outboundDuration, s.retentionMsgs, s.retentionBytes,
@@ -133,6 +149,10 @@ func New() *Set {
 	for _, o := range []string{"success", "invalid", "throttled", "refused", "error"} {
 		s.logins.WithLabelValues("imap", o)
 		s.logins.WithLabelValues("submission", o)
+		s.logins.WithLabelValues("managesieve", o)
+	}
+	for _, o := range []string{"accepted", "refused"} {
+		s.sieveSessions.WithLabelValues(o)
 	}
 	for _, o := range []string{"accepted", "refused"} {
 		s.imapSessions.WithLabelValues(o)
@@ -174,6 +194,9 @@ func (s *Set) API() *API { return &API{s} }
 
 // Outbound is the observer outbound's Config.Metrics takes.
 func (s *Set) Outbound() *Outbound { return &Outbound{s} }
+
+// ManageSieve is the observer managesieve's Config.Metrics takes.
+func (s *Set) ManageSieve() *ManageSieve { return &ManageSieve{s} }
 
 // SMTP counts what the SMTP servers (MX and submission) do.
 type SMTP struct{ s *Set }
@@ -256,3 +279,41 @@ func (m *Outbound) Attempt(outcome string, delivered, failed, deferred int, d ti
 	m.s.outboundRcpts.WithLabelValues("deferred").Add(float64(deferred))
 	m.s.outboundDuration.Observe(d.Seconds())
 }
+
+// ManageSieve counts what the ManageSieve server does.
+type ManageSieve struct{ s *Set }
+
+// sieveCommands are the command label's values: RFC 5804's commands;
+// any other name counts as "unknown", so that a client cannot make
+// series.
+var sieveCommands = map[string]bool{
+	"AUTHENTICATE": true, "STARTTLS": true, "LOGOUT": true, "CAPABILITY": true, "HAVESPACE": true,
+	"PUTSCRIPT": true, "LISTSCRIPTS": true, "SETACTIVE": true, "GETSCRIPT": true, "DELETESCRIPT": true,
+	"RENAMESCRIPT": true, "CHECKSCRIPT": true, "NOOP": true, "UNAUTHENTICATE": true,
+}
+
+// Session counts a connection; an accepted one is open until
+// SessionClosed.
+func (m *ManageSieve) Session(refused bool) {
+	if refused {
+		m.s.sieveSessions.WithLabelValues("refused").Inc()
+		return
+	}
+	m.s.sieveSessions.WithLabelValues("accepted").Inc()
+	m.s.sieveOpen.Inc()
+}
+
+// SessionClosed ends a session Session accepted.
+func (m *ManageSieve) SessionClosed() { m.s.sieveOpen.Dec() }
+
+// Command counts a command (its name in upper case) and its result:
+// "ok", "no" or "bye".
+func (m *ManageSieve) Command(name, result string) {
+	if !sieveCommands[name] {
+		name = "unknown"
+	}
+	m.s.sieveCommands.WithLabelValues(name, result).Inc()
+}
+
+// Login counts an AUTHENTICATE's outcome (see mailhost_logins_total).
+func (m *ManageSieve) Login(outcome string) { m.s.logins.WithLabelValues("managesieve", outcome).Inc() }

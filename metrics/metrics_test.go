@@ -45,6 +45,11 @@ func TestObservers(t *testing.T) {
 	s.API().Request("", 404, time.Millisecond)
 	s.Outbound().Attempt("partial", 1, 1, 2, time.Second)
 	s.RetentionDeleted(7, 7000)
+	s.ManageSieve().Session(false)
+	s.ManageSieve().Session(true)
+	s.ManageSieve().Command("PUTSCRIPT", "ok")
+	s.ManageSieve().Command("X-MADE-UP", "no")
+	s.ManageSieve().Login("invalid")
 
 	for _, tc := range []struct {
 		name string
@@ -66,6 +71,12 @@ func TestObservers(t *testing.T) {
 		{"rcpts deferred", testutil.ToFloat64(s.outboundRcpts.WithLabelValues("deferred")), 2},
 		{"retention messages", testutil.ToFloat64(s.retentionMsgs), 7},
 		{"retention bytes", testutil.ToFloat64(s.retentionBytes), 7000},
+		{"managesieve accepted", testutil.ToFloat64(s.sieveSessions.WithLabelValues("accepted")), 1},
+		{"managesieve refused", testutil.ToFloat64(s.sieveSessions.WithLabelValues("refused")), 1},
+		{"managesieve open", testutil.ToFloat64(s.sieveOpen), 1},
+		{"managesieve putscript", testutil.ToFloat64(s.sieveCommands.WithLabelValues("PUTSCRIPT", "ok")), 1},
+		{"managesieve unknown command", testutil.ToFloat64(s.sieveCommands.WithLabelValues("unknown", "no")), 1},
+		{"managesieve login invalid", testutil.ToFloat64(s.logins.WithLabelValues("managesieve", "invalid")), 1},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)

@@ -15,6 +15,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // BenchmarkQueueThroughput measures the queue end to end: 8 submitters
@@ -145,7 +146,7 @@ func benchThroughput(b *testing.B, mode string, backlog bool) {
 func benchFixture(b *testing.B) *fixture {
 	b.Helper()
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, b.TempDir(), mailstore.Options{})
+	st, err := boltstore.Open(ctx, b.TempDir(), boltstore.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

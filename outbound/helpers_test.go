@@ -18,6 +18,7 @@ import (
 	"github.com/mailhost/mailhost/internal/testcert"
 	"github.com/mailhost/mailhost/internal/testclock"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // testNow is where every test clock starts.
@@ -33,7 +34,7 @@ func newClock() *clock { return testclock.New(testNow) }
 type fixture struct {
 	t       *testing.T
 	dir     string
-	st      *mailstore.Bolt
+	st      *boltstore.Store
 	partner mailstore.Partner
 	domain  mailstore.Domain
 }
@@ -65,7 +66,7 @@ func newFixture(t *testing.T) *fixture {
 // open opens the fixture's store, closed at the end of the test.
 func (f *fixture) open() {
 	f.t.Helper()
-	st, err := mailstore.Open(context.Background(), f.dir, mailstore.Options{})
+	st, err := boltstore.Open(context.Background(), f.dir, boltstore.Options{})
 	if err != nil {
 		f.t.Fatalf("open store: %v", err)
 	}

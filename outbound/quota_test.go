@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // fullCopy fills carol@a.test (quota 1 MB) and delivers the message
@@ -85,7 +86,7 @@ func TestLocalRetryExpires(t *testing.T) {
 // fill: another delivery committing between a local delivery's
 // recipient check and its own write.
 type fillingStore struct {
-	*mailstore.Bolt
+	*boltstore.Store
 	fill func()
 }
 
@@ -94,7 +95,7 @@ func (s *fillingStore) Deliver(ctx context.Context, d mailstore.Delivery) (mails
 		s.fill = nil
 		f()
 	}
-	return s.Bolt.Deliver(ctx, d)
+	return s.Store.Deliver(ctx, d)
 }
 
 // A local delivery whose only mailbox fills up between its recipient
@@ -109,7 +110,7 @@ func TestLocalDeliveryMailboxFilledMeanwhile(t *testing.T) {
 	}
 	clk := newClock()
 	f.queue(clk.Now(), f.submission("carol@a.test"), message("late"))
-	st := &fillingStore{Bolt: f.st, fill: func() {
+	st := &fillingStore{Store: f.st, fill: func() {
 		if _, err := f.st.Deliver(ctx, mailstore.Delivery{Body: make([]byte, mailstore.MB), ReceivedAt: clk.Now(), MailboxIDs: []int64{carol.ID}}); err != nil {
 			t.Errorf("fill: %v", err)
 		}

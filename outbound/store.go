@@ -12,7 +12,7 @@ import (
 // package delivery needs for local delivery (address lookups, transfer,
 // Deliver, which bounces use too), the domains entries name, and the
 // MTA-STS policies they keep.
-// *mailstore.Bolt satisfies it; the methods keep the contract of
+// *boltstore.Store satisfies it; the methods keep the contract of
 // mailstore.Store.
 type Store interface {
 	ClaimOutbound(ctx context.Context, now time.Time, lease time.Duration, limit int, opt mailstore.ClaimOptions) ([]mailstore.Outbound, error)

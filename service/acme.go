@@ -244,6 +244,13 @@ func (s *certSource) run(ctx context.Context) {
 	}
 }
 
+// newACMERenewal obtains the ACME certificate in the background. It
+// starts after the listeners: the HTTP-01 handler is set up, and the CA
+// can reach https.
+func newACMERenewal(p *parts) component {
+	return &worker{name: "acme", run: func(ctx context.Context) { p.certs.run(ctx) }}
+}
+
 // certCache is autocert.Cache on the store.
 type certCache struct{ st mailstore.Certs }
 
@@ -266,11 +273,7 @@ func (c certCache) Delete(ctx context.Context, name string) error {
 // acmeSource makes the certificate source of acme = true, with the
 // self-signed certificate of fallback as the one served until the first
 // ACME certificate arrives.
-func acmeSource(cfg *config.Config, st mailstore.Store, hostname string, fallback *tls.Config, o Options, log *slog.Logger) (*certSource, error) {
-	cs, ok := st.(certStore)
-	if !ok {
-		return nil, fmt.Errorf("acme: the %T store keeps no certificates", st)
-	}
+func acmeSource(cfg *config.Config, cs certStore, hostname string, fallback *tls.Config, o Options, log *slog.Logger) (*certSource, error) {
 	if !strings.Contains(strings.Trim(hostname, "."), ".") {
 		return nil, fmt.Errorf("acme: hostname %q is not a fully qualified name a CA can issue for: set hostname", hostname)
 	}

@@ -30,6 +30,10 @@ type backuper interface {
 
 // withBackup adds "GET /backup" to the control socket's handler when the
 // store can make one (bbolt).
+//
+// This capability stays a check at run time: only the bbolt store has
+// it, since a copy of a PostgreSQL database is pg_dump's (see
+// docs/operations.md), so it is no role both stores implement.
 func withBackup(control http.Handler, st any) http.Handler {
 	b, ok := st.(backuper)
 	if !ok {
@@ -106,7 +110,7 @@ func backupTo(ctx context.Context, dataDir string, w io.Writer) (int64, bool, er
 			n, err := op.backup(ctx, w)
 			return n, true, err
 		}
-		st, err := mailstore.Open(ctx, dataDir, mailstore.Options{LockTimeout: time.Second})
+		st, err := openBolt(ctx, dataDir, time.Second, 0)
 		if errors.Is(err, mailstore.ErrLocked) && attempt < 5 {
 			// A server is starting and has not opened its socket yet.
 			time.Sleep(500 * time.Millisecond)

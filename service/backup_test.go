@@ -12,7 +12,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/mailhost/mailhost/config"
-	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/storecopy"
 )
 
@@ -127,14 +127,14 @@ func restoredMessages(t *testing.T, file string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, mailstore.FileName), raw, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, boltstore.FileName), raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	drift, err := storecopy.Verify(context.Background(), dir)
 	if err != nil || len(drift) > 0 {
 		t.Fatalf("store verify of the restored copy = %v, %v; want no drift", drift, err)
 	}
-	st, err := mailstore.Open(context.Background(), dir, mailstore.Options{})
+	st, err := boltstore.Open(context.Background(), dir, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

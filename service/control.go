@@ -269,7 +269,7 @@ func WithOperator(ctx context.Context, cfg *config.Config, fn func(Operator) err
 		if op, err := dialControl(dataDir); err == nil {
 			return fn(op)
 		}
-		st, err := mailstore.Open(ctx, dataDir, mailstore.Options{LockTimeout: time.Second})
+		st, err := openBolt(ctx, dataDir, time.Second, 0)
 		if errors.Is(err, mailstore.ErrLocked) && attempt < 5 {
 			// A server is starting and has not opened its socket yet.
 			time.Sleep(500 * time.Millisecond)

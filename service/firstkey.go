@@ -107,3 +107,33 @@ func (w *keyFileWatch) Used(keyID int64) {
 		}
 	})
 }
+
+// firstStart creates the partner "default" on an empty store and hands
+// its key out once (the partner contract): into DATA/initial-api-key, and on
+// stdout when show is set.
+func firstStart(ctx context.Context, st mailstore.Store, ops Operator, stdout io.Writer, show bool, dataDir string, log *slog.Logger) error {
+	ps, err := st.Partners(ctx)
+	if err != nil {
+		return err
+	}
+	if len(ps) > 0 {
+		return nil
+	}
+	k, err := ops.CreatePartner(ctx, "default")
+	if errors.Is(err, mailstore.ErrPartnerExists) {
+		// Another node sharing the database made it first and printed
+		// its key: the key is shown once, by one node.
+		log.Info("default partner made by another node")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create default partner: %w", err)
+	}
+	path, err := writeKeyFile(dataDir, k.APIKey)
+	if err != nil {
+		return err
+	}
+	printFirstKey(stdout, show, k.Name, k.ID, k.APIKey, path)
+	log.Info("created default partner", "partner_id", k.ID, "key_prefix", k.KeyPrefix)
+	return nil
+}

@@ -10,7 +10,24 @@ import (
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
 	"github.com/mailhost/mailhost/managesieve"
+	"github.com/mailhost/mailhost/policy"
 )
+
+// newManageSieve serves ManageSieve (RFC 5804), where mail clients edit
+// the mailboxes' Sieve scripts.
+func newManageSieve(p *parts) component {
+	return &listening{name: "managesieve", p: p, make: func() ([]endpoint, func(context.Context) error) {
+		cfg := p.cfg
+		s := managesieve.New(managesieve.Config{
+			Store: sieveStore{p.st}, Auth: sieveLogins{p.logins}, TLS: p.tls, AllowInsecureAuth: cfg.AllowInsecureAuth,
+			Parse: policy.SieveOptions, Logger: p.log, Metrics: p.mset.ManageSieve(),
+			// A webmail's ManageSieve connections all come from its one
+			// address: the IMAP limit, which allows for an office's.
+			MaxConnsPerIP: int(cfg.MaxConnsPerIP),
+		})
+		return []endpoint{{name: "managesieve", addr: cfg.ManageSieve, bound: &p.addrs.ManageSieve, serve: s.Serve}}, s.Shutdown
+	}}
+}
 
 // sieveLogins checks ManageSieve logins with the mailbox's own password
 // through the logins IMAP and submission share, so that their throttle

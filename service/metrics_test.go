@@ -135,6 +135,13 @@ func TestMetricsScrape(t *testing.T) {
 		ic.Close()
 	}
 
+	// ManageSieve: a wrong password, then LOGOUT.
+	sc := dialSieve(t, addrs.ManageSieve, nil)
+	if got := sc.login("a@example.com", "wrong password"); !strings.HasPrefix(got, "NO") {
+		t.Fatalf("ManageSieve login with a wrong password = %q", got)
+	}
+	sc.do("LOGOUT")
+
 	// The queue's attempt is recorded by a worker: wait for it.
 	var m map[string]float64
 	var text string
@@ -164,6 +171,10 @@ func TestMetricsScrape(t *testing.T) {
 		`mailhost_logins_total{outcome="success",protocol="submission"}`:                1,
 		`mailhost_imap_sessions_total{outcome="accepted"}`:                              2,
 		`mailhost_imap_sessions_open`:                                                   1,
+		`mailhost_logins_total{outcome="invalid",protocol="managesieve"}`:               1,
+		`mailhost_managesieve_sessions_total{outcome="accepted"}`:                       1,
+		`mailhost_managesieve_commands_total{command="AUTHENTICATE",result="no"}`:       1,
+		`mailhost_managesieve_commands_total{command="LOGOUT",result="ok"}`:             1,
 		`mailhost_api_requests_total{route="POST /domains/{$}",status="201"}`:           1,
 		`mailhost_api_requests_total{route="POST /users/{$}",status="201"}`:             2,
 		`mailhost_api_requests_total{route="GET /domains/{domain_name}",status="404"}`:  1,

@@ -111,9 +111,16 @@ func keyInfo(k mailstore.APIKey) KeyInfo {
 	return ki
 }
 
+// operatorStore is what the Operator acts on: the store, and its audit
+// log, where each command's write to a partner is recorded.
+type operatorStore interface {
+	mailstore.Store
+	mailstore.Audit
+}
+
 // storeOps is the Operator on an open store.
 type storeOps struct {
-	store mailstore.Store
+	store operatorStore
 	now   func() time.Time
 	// wake, if set, tells the outbound workers that mail is due.
 	wake func()
@@ -122,7 +129,11 @@ type storeOps struct {
 }
 
 // NewStoreOperator returns the Operator that acts on st directly.
-func NewStoreOperator(st mailstore.Store, now func() time.Time) Operator {
+func NewStoreOperator(st operatorStore, now func() time.Time) Operator {
+	return newStoreOps(st, now)
+}
+
+func newStoreOps(st operatorStore, now func() time.Time) *storeOps {
 	if now == nil {
 		now = time.Now
 	}
@@ -266,12 +277,8 @@ func (o *storeOps) SetPartnerLimits(ctx context.Context, partner string, l mails
 // (GET /audit/): method "CLI", the command as route, no key. A failure
 // is logged: the write is done.
 func (o *storeOps) audit(ctx context.Context, partnerID int64, command, object string) {
-	a, ok := o.store.(mailstore.Audit)
-	if !ok {
-		return
-	}
 	e := mailstore.AuditEntry{Time: o.now(), PartnerID: partnerID, Method: "CLI", Route: command, Object: object, Status: 200}
-	if _, err := a.AddAudit(ctx, e); err != nil {
+	if _, err := o.store.AddAudit(ctx, e); err != nil {
 		slog.Default().Error("audit entry", "command", command, "partner_id", partnerID, "err", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mailhost/mailhost/config"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // passwordRE finds the operator mailbox's password in what the first
@@ -69,7 +70,7 @@ func TestOperatorPostmaster(t *testing.T) {
 
 	// A data directory of a server without the mailbox (as one started
 	// before it existed): the next start makes it.
-	st, err := mailstore.Open(context.Background(), dir, mailstore.Options{})
+	st, err := boltstore.Open(context.Background(), dir, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

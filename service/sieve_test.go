@@ -14,6 +14,7 @@ import (
 
 	"github.com/mailhost/mailhost/internal/dnstest"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // TestSieveAtDelivery: each mailbox's active script runs on mail the MX
@@ -52,7 +53,7 @@ if header :contains "subject" "flagme" { addflag ["\\Flagged", "$important"]; }`
 		"carol": `require "reject"; reject "Carol takes no mail.";`,
 		"dave":  `require "vacation"; vacation :days 1 :subject "away" "I am away until Monday.";`,
 	}
-	st, err := mailstore.Open(context.Background(), dir, mailstore.Options{})
+	st, err := boltstore.Open(context.Background(), dir, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +140,7 @@ if header :contains "subject" "flagme" { addflag ["\\Flagged", "$important"]; }`
 		t.Errorf("bob's INBOX holds %d after a redirect, want 0", n)
 	}
 
-	// reject: 550 5.7.1 with the reason for the only recipient; kept
-	// when the transaction has another.
+	// reject: 550 5.7.1 with the reason for the only recipient.
 	err = send("x@sender.test", []string{"carol@example.com"}, "for carol")
 	var se *smtp.SMTPError
 	if !errorsAs(err, &se) || se.Code != 550 || se.EnhancedCode != (smtp.EnhancedCode{5, 7, 1}) || !strings.Contains(se.Message, "Carol takes no mail.") {
@@ -149,8 +149,15 @@ if header :contains "subject" "flagme" { addflag ["\\Flagged", "$important"]; }`
 	if err := send("x@sender.test", []string{"carol@example.com", "ann@example.com"}, "for both"); err != nil {
 		t.Errorf("reject with two recipients: %v, want 250", err)
 	}
-	if n := count("carol", "INBOX"); n != 1 {
-		t.Errorf("carol's INBOX holds %d, want 1 (kept beside ann)", n)
+	// With two recipients: a rejection DSN to the sender, from <>,
+	// through the queue; carol stores nothing.
+	dsn := relay.wait(t, "x@sender.test")
+	if dsn.From != "" || !strings.Contains(string(dsn.Data), "Status: 5.7.1") ||
+		!strings.Contains(string(dsn.Data), "Carol takes no mail.") || !strings.Contains(string(dsn.Data), "Final-Recipient: rfc822; carol@example.com") {
+		t.Errorf("rejection DSN: MAIL FROM %q, data %q", dsn.From, dsn.Data)
+	}
+	if n := count("carol", "INBOX"); n != 0 {
+		t.Errorf("carol's INBOX holds %d, want 0 (rejected with a DSN)", n)
 	}
 
 	// vacation: one reply per sender within :days.
@@ -160,8 +167,8 @@ if header :contains "subject" "flagme" { addflag ["\\Flagged", "$important"]; }`
 		}
 	}
 	reply := relay.wait(t, "y@sender.test")
-	if !strings.Contains(string(reply.Data), "Subject: away") || !strings.Contains(string(reply.Data), "Auto-Submitted: auto-replied") {
-		t.Errorf("vacation reply %q", reply.Data)
+	if !strings.Contains(string(reply.Data), "Subject: away") || !strings.Contains(string(reply.Data), "Auto-Submitted: auto-replied") || reply.From != "" {
+		t.Errorf("vacation reply: MAIL FROM %q (want <>, RFC 5230 section 5.1), data %q", reply.From, reply.Data)
 	}
 	time.Sleep(300 * time.Millisecond)
 	if n := relay.count("y@sender.test"); n != 1 {

@@ -37,9 +37,9 @@ func withSpam(c smtpd.Config, cfg *config.Config, client *spam.Client) smtpd.Con
 	return c
 }
 
-// newLearner is the background learner of the IMAP moves into and out of
+// spamLearner is the background learner of the IMAP moves into and out of
 // Junk, when rspamd_controller_url is set; nil otherwise.
-func newLearner(cfg *config.Config, client *spam.Client, bodies spam.Bodies, log *slog.Logger) *spam.Learner {
+func spamLearner(cfg *config.Config, client *spam.Client, bodies spam.Bodies, log *slog.Logger) *spam.Learner {
 	if client == nil || cfg.RspamdControllerURL == "" {
 		return nil
 	}

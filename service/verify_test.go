@@ -13,6 +13,7 @@ import (
 	"github.com/mailhost/mailhost/internal/dnstest"
 	"github.com/mailhost/mailhost/mailauth"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // TestRecheckVerifiedDomains runs the daily pass over a bbolt store with
@@ -21,7 +22,7 @@ import (
 // stay verified.
 func TestRecheckVerifiedDomains(t *testing.T) {
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	st, err := boltstore.Open(ctx, t.TempDir(), boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,3 +74,21 @@ func pruneRecords(ctx context.Context, st interface {
 		log.Info("events pruned", "events", n)
 	}
 }
+
+// newWebhooks starts the webhook worker, and the recording of the events
+// detected outside a store transaction (quota_full at RCPT, bounces),
+// which wakes it right after their cause.
+func newWebhooks(p *parts) component {
+	var w *webhook.Worker
+	return &worker{
+		name: "webhooks",
+		start: func(context.Context) error {
+			w = webhook.New(webhook.Config{
+				Store: p.st, Logger: p.log, Now: p.o.Now, AllowPrivate: p.cfg.WebhookAllowPrivate, Retry: p.o.WebhookRetry,
+			})
+			p.events = &hooks{store: p.st, worker: w, now: p.o.Now, log: p.log}
+			return nil
+		},
+		run: func(ctx context.Context) { w.Run(ctx) },
+	}
+}

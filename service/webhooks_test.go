@@ -19,6 +19,7 @@ import (
 
 	"github.com/mailhost/mailhost/internal/dnstest"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/webhook"
 )
 
@@ -259,7 +260,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 // of entries.
 func TestAuditRetention(t *testing.T) {
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	st, err := boltstore.Open(ctx, t.TempDir(), boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -343,6 +343,11 @@ func (c *checker) command(r *rawCommand) (*command, error) {
 		if err == nil {
 			cmd.arg, err = c.value(pos[0].strs[0], pos[0].pos)
 		}
+		// A name known when the script is stored is checked then, as
+		// redirect's address is, rather than found wrong at each delivery.
+		if err == nil && cmd.arg.parts == nil && !folderName(cmd.arg.lit) {
+			err = errAt(pos[0].pos, "fileinto %q: not a folder name", cmd.arg.lit)
+		}
 	case "reject", "ereject":
 		cmd.kind = cmdReject
 		if r.name == "ereject" {

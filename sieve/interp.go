@@ -202,7 +202,7 @@ func (r *run) command(c *command) error {
 		return nil
 	case cmdFileInto:
 		folder := r.expand(c.arg)
-		if folder == "" || !utf8.ValidString(folder) || strings.ContainsAny(folder, "\r\n\x00") {
+		if !folderName(folder) {
 			return r.errAt(c.pos, "fileinto %q: not a folder name", folder)
 		}
 		flags := r.flags
@@ -755,3 +755,9 @@ func (r *run) regex(pat string, cmp comparator) (*regexp.Regexp, error) {
 // workPerStep is how many octets compared, decoded or backtracked over
 // count as one step.
 const workPerStep = 256
+
+// folderName reports whether fileinto may name folder: not empty, UTF-8,
+// no line breaks or NUL.
+func folderName(folder string) bool {
+	return folder != "" && utf8.ValidString(folder) && !strings.ContainsAny(folder, "\r\n\x00")
+}

@@ -38,6 +38,7 @@ func TestParseErrors(t *testing.T) {
 		{"positional count", `if header :is "a" { keep; }`, `line 1, column 4: test "header" takes 2 positional arguments, not 1`, nil},
 		{"number for string", `redirect 5;`, `line 1, column 10: command "redirect": argument 1 must be a string`, nil},
 		{"bad redirect", `redirect "not an address";`, `line 1, column 10: redirect to "not an address", which is not an address`, nil},
+		{"empty fileinto", `require "fileinto"; fileinto "";`, `line 1, column 30: fileinto "": not a folder name`, nil},
 		{"unknown comparator", `if header :comparator "i;foo" "a" "b" { keep; }`, `line 1, column 23: unknown comparator "i;foo"`, nil},
 		{"numeric not required", `if header :comparator "i;ascii-numeric" "a" "1" { keep; }`, `line 1, column 23: comparator "i;ascii-numeric" needs require "comparator-i;ascii-numeric"`, nil},
 		{"numeric contains", `require "comparator-i;ascii-numeric"; if header :contains :comparator "i;ascii-numeric" "a" "1" { keep; }`, `comparator i;ascii-numeric does not do substring or pattern matches`, nil},

@@ -15,8 +15,7 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
-
-	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 const crashDirEnv = "MAILHOST_SMTPD_CRASH_DIR"
@@ -32,7 +31,7 @@ func TestMain(m *testing.M) {
 }
 
 func crashChild(dir string) {
-	st, err := mailstore.Open(context.Background(), dir, mailstore.Options{LockTimeout: 5 * time.Second})
+	st, err := boltstore.Open(context.Background(), dir, boltstore.Options{LockTimeout: 5 * time.Second})
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(1)
@@ -133,7 +132,7 @@ func TestCrash(t *testing.T) {
 		t.Fatal("no message was accepted before the kill")
 	}
 
-	st, err := mailstore.Open(context.Background(), dir, mailstore.Options{LockTimeout: 5 * time.Second})
+	st, err := boltstore.Open(context.Background(), dir, boltstore.Options{LockTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("reopen after kill: %v", err)
 	}

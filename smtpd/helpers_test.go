@@ -18,6 +18,7 @@ import (
 
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 // testNow is the clock of every test server.
@@ -51,7 +52,7 @@ func passwordHash(t *testing.T) string {
 // Both are the partner acme's, verified.
 type fixture struct {
 	t       *testing.T
-	st      *mailstore.Bolt
+	st      *boltstore.Store
 	dir     string
 	partner mailstore.Partner
 }
@@ -59,7 +60,7 @@ type fixture struct {
 func newFixture(t *testing.T, dir string) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, dir, mailstore.Options{})
+	st, err := boltstore.Open(ctx, dir, boltstore.Options{})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

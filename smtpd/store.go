@@ -10,7 +10,7 @@ import (
 // Store is what both modes use: what package delivery needs (address
 // lookups, the month's transfer of a domain, Deliver), the domain of a
 // submitted From: address, and the login time of submission's users.
-// *mailstore.Bolt satisfies it; the methods keep the contract of
+// *boltstore.Store satisfies it; the methods keep the contract of
 // mailstore.Store.
 type Store interface {
 	delivery.Store

@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// Bodies reads a stored message; *mailstore.Bolt and the PostgreSQL store
+// Bodies reads a stored message; *boltstore.Store and the PostgreSQL store
 // satisfy it.
 type Bodies interface {
 	Body(ctx context.Context, mailboxID, folderID int64, uid uint32) ([]byte, error)

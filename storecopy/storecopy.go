@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/mailstore/pgstore"
 )
 
@@ -34,7 +35,7 @@ type backend interface {
 }
 
 var (
-	_ backend = (*mailstore.Bolt)(nil)
+	_ backend = (*boltstore.Store)(nil)
 	_ backend = (*pgstore.Store)(nil)
 )
 
@@ -66,11 +67,11 @@ func open(ctx context.Context, where string, mustExist bool) (backend, error) {
 		return s, nil
 	}
 	if mustExist {
-		if _, err := os.Stat(filepath.Join(where, mailstore.FileName)); err != nil {
+		if _, err := os.Stat(filepath.Join(where, boltstore.FileName)); err != nil {
 			return nil, fmt.Errorf("%s: no store there: %w", where, err)
 		}
 	}
-	s, err := mailstore.Open(ctx, where, mailstore.Options{})
+	s, err := boltstore.Open(ctx, where, boltstore.Options{})
 	if errors.Is(err, mailstore.ErrLocked) {
 		return nil, fmt.Errorf("%s is in use (stop the server first): %w", where, err)
 	}

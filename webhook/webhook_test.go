@@ -19,16 +19,17 @@ import (
 
 	"github.com/mailhost/mailhost/internal/publicip"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 var now = time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 
 // setup makes a bbolt store with a partner, a webhook to url and one
 // event due, and answers the store and the claimed delivery.
-func setup(t *testing.T, url string, created time.Time) (*mailstore.Bolt, mailstore.WebhookDelivery) {
+func setup(t *testing.T, url string, created time.Time) (*boltstore.Store, mailstore.WebhookDelivery) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, t.TempDir(), mailstore.Options{})
+	st, err := boltstore.Open(ctx, t.TempDir(), boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/mailstore/pgstore"
 )
 
@@ -130,7 +131,7 @@ func fill(args []string) error {
 	if *storeURL != "" {
 		st, err = pgstore.Open(ctx, *storeURL, pgstore.Options{Node: "folderbench"})
 	} else {
-		st, err = mailstore.Open(ctx, *data, mailstore.Options{})
+		st, err = boltstore.Open(ctx, *data, boltstore.Options{})
 	}
 	if err != nil {
 		return err

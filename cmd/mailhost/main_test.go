@@ -11,6 +11,7 @@ import (
 
 	"github.com/mailhost/mailhost/credential"
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 func mh(t *testing.T, args ...string) (int, string, string) {
@@ -158,7 +159,7 @@ func TestVersion(t *testing.T) {
 func TestMailboxPassword(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	st, err := mailstore.Open(ctx, dir, mailstore.Options{})
+	st, err := boltstore.Open(ctx, dir, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestMailboxPassword(t *testing.T) {
 			t.Errorf("mailbox password %s with %q = %d %q, want %d and %q", tc.email, tc.stdin, code, errs, tc.code, tc.errs)
 		}
 	}
-	st, err = mailstore.Open(ctx, dir, mailstore.Options{})
+	st, err = boltstore.Open(ctx, dir, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 	"github.com/mailhost/mailhost/mailstore/pgstore"
 	"github.com/mailhost/mailhost/storecopy"
 )
@@ -18,7 +19,7 @@ func compactStore(ctx context.Context, where string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "mailhost store compact: %s is PostgreSQL, which reuses freed space itself; VACUUM FULL gives it back to the file system\n", storecopy.Display(where))
 		return 2
 	}
-	res, err := mailstore.Compact(ctx, where, mailstore.Options{})
+	res, err := boltstore.Compact(ctx, where, boltstore.Options{})
 	if err != nil {
 		if errors.Is(err, mailstore.ErrLocked) {
 			err = fmt.Errorf("%s is in use (stop the server first): %w", where, err)
@@ -57,7 +58,7 @@ func storeStats(ctx context.Context, where string, asJSON bool, stdout, stderr i
 		}
 		return 0
 	}
-	st, err := mailstore.StatFile(ctx, where, mailstore.Options{})
+	st, err := boltstore.StatFile(ctx, where, boltstore.Options{})
 	if err != nil {
 		if errors.Is(err, mailstore.ErrLocked) {
 			err = fmt.Errorf("%s is in use (stop the server first): %w", where, err)

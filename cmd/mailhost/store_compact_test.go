@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/mailhost/mailhost/internal/pgtest"
-	"github.com/mailhost/mailhost/mailstore"
+	"github.com/mailhost/mailhost/mailstore/boltstore"
 )
 
 func TestStoreCompactAndStats(t *testing.T) {
@@ -20,7 +20,7 @@ func TestStoreCompactAndStats(t *testing.T) {
 		t.Errorf("store stats = %d %q, stderr %s", code, out, errs)
 	}
 	code, out, errs = mh(t, "store", "stats", "-json", "-data", dir)
-	var st mailstore.FileStats
+	var st boltstore.FileStats
 	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || st.Size == 0 || len(st.Buckets) == 0 {
 		t.Errorf("store stats -json = %d %q (%v), stderr %s", code, out, err, errs)
 	}
@@ -33,7 +33,7 @@ func TestStoreCompactAndStats(t *testing.T) {
 	}
 
 	// A store in use is refused.
-	s, err := mailstore.Open(context.Background(), dir, mailstore.Options{})
+	s, err := boltstore.Open(context.Background(), dir, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func (s *Store) RunOnce(ctx context.Context, name string, slot time.Time) (bool,
 	if name == "" {
 		return false, fmt.Errorf("run once: empty job name: %w", mailstore.ErrInvalidArgument)
 	}
-	at := utc(slot)
+	at := mailstore.UTC(slot)
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("run once %s for %v: %w", name, at, err)
 	}

@@ -41,7 +41,7 @@ func (s *Store) CreatePartner(ctx context.Context, name string, now time.Time) (
 	err := s.write(ctx, func(tx pgx.Tx) (err error) {
 		p, err = scanPartner(tx.QueryRow(ctx,
 			`INSERT INTO partners (name, created_at) VALUES ($1, $2) RETURNING `+partnerColumns,
-			name, utc(now)))
+			name, mailstore.UTC(now)))
 		if isUnique(err, "") {
 			return mailstore.ErrPartnerExists
 		}
@@ -161,7 +161,7 @@ func (s *Store) AddAPIKey(ctx context.Context, partnerID int64, k mailstore.APIK
 		out, err = scanAPIKey(tx.QueryRow(ctx, `
 			INSERT INTO api_keys (partner_id, lookup, prefix, secret_hash, created_at)
 			VALUES ($1, $2, $3, $4, $5) RETURNING `+apiKeyColumns,
-			partnerID, k.Lookup, k.Prefix, hash, utc(k.CreatedAt)))
+			partnerID, k.Lookup, k.Prefix, hash, mailstore.UTC(k.CreatedAt)))
 		if isUnique(err, "api_keys_lookup_key") {
 			return fmt.Errorf("key lookup collision: %w", mailstore.ErrInvalidArgument)
 		}
@@ -217,7 +217,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, keyID int64, now time.Time) (m
 		// COALESCE keeps the first revocation time when it is repeated.
 		k, err = scanAPIKey(tx.QueryRow(ctx,
 			`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 RETURNING `+apiKeyColumns,
-			keyID, utc(now)))
+			keyID, mailstore.UTC(now)))
 		if noRows(err) {
 			return mailstore.ErrKeyNotFound
 		}

@@ -107,7 +107,7 @@ func (s *Store) verify(ctx context.Context, partnerID int64, name string, sole b
 		var events []mailstore.Event
 		if len(ending) > 0 {
 			rows, _ := tx.Query(ctx, `UPDATE domains SET claim_ended_at = $2, live = false
-				WHERE id = ANY($1) RETURNING `+domainColumns, ending, utc(now))
+				WHERE id = ANY($1) RETURNING `+domainColumns, ending, mailstore.UTC(now))
 			ended, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mailstore.Domain, error) { return scanDomain(r) })
 			if err != nil {
 				return fmt.Errorf("end the other claims: %w", err)
@@ -131,7 +131,7 @@ func (s *Store) verify(ctx context.Context, partnerID int64, name string, sole b
 		// migration 003 is indexed right.
 		d, err = scanDomain(tx.QueryRow(ctx, `
 			UPDATE domains SET verified = true, verified_at = $2, claim_ended_at = NULL, live = true, rev_name = $3
-			WHERE id = $1 RETURNING `+domainColumns, own.ID, utc(now), mailstore.ReversedName(name)))
+			WHERE id = $1 RETURNING `+domainColumns, own.ID, mailstore.UTC(now), mailstore.ReversedName(name)))
 		if err != nil {
 			return err
 		}
@@ -150,7 +150,7 @@ func (s *Store) verify(ctx context.Context, partnerID int64, name string, sole b
 func addAuditTx(ctx context.Context, tx querier, e mailstore.AuditEntry) error {
 	_, err := tx.Exec(ctx, `INSERT INTO audit_log (at, partner_id, key_prefix, method, route, object, status)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		utc(e.Time), e.PartnerID, e.KeyPrefix, e.Method, e.Route, e.Object, e.Status)
+		mailstore.UTC(e.Time), e.PartnerID, e.KeyPrefix, e.Method, e.Route, e.Object, e.Status)
 	if err != nil {
 		return fmt.Errorf("add audit entry: %w", err)
 	}

@@ -55,7 +55,7 @@ func (s *Store) CreateDomain(ctx context.Context, partnerID int64, nd mailstore.
 				NOT EXISTS (SELECT 1 FROM domains WHERE name = $2 AND live))
 			RETURNING `+domainColumns,
 			partnerID, nd.Name, nd.Plan.Name, nd.MaxMailboxes, nd.MaxAliases, nd.Plan.QuotaMB,
-			nd.Plan.RetentionDays, nd.Plan.TransferMonthlyMB, utc(now), nd.VerifyToken, mailstore.ReversedName(nd.Name)))
+			nd.Plan.RetentionDays, nd.Plan.TransferMonthlyMB, mailstore.UTC(now), nd.VerifyToken, mailstore.ReversedName(nd.Name)))
 		if isUnique(err, "domains_name_partner") {
 			return mailstore.ErrDomainExists
 		}
@@ -326,7 +326,7 @@ func (s *Store) DeleteDomain(ctx context.Context, partnerID int64, name string, 
 	if err != nil {
 		return fmt.Errorf("delete domain %s: %w", name, err)
 	}
-	s.bell.ring(gone...)
+	s.notify(gone...)
 	return nil
 }
 
@@ -410,7 +410,7 @@ func putDKIMKeys(ctx context.Context, tx pgx.Tx, domainID int64, keys []mailstor
 			return nil, fmt.Errorf("DKIM key %d: no selector or private key: %w", i, mailstore.ErrInvalidArgument)
 		}
 		k.Private = bytes.Clone(k.Private)
-		k.CreatedAt = utc(k.CreatedAt)
+		k.CreatedAt = mailstore.UTC(k.CreatedAt)
 		out[i] = k
 	}
 	for i, k := range out {

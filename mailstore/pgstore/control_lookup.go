@@ -19,7 +19,7 @@ import (
 // mailboxes_domain_email.
 var sqlMailboxByEmail = `SELECT ` + qualified("m", mailboxColumns) + `, ` + domainCols("d") + `,
 	EXISTS (SELECT 1 FROM autoreplies a WHERE a.mailbox_id = m.id),
-	EXISTS (SELECT 1 FROM sieve_scripts s WHERE s.mailbox_id = m.id AND s.active)
+	coalesce((SELECT s.version FROM sieve_scripts s WHERE s.mailbox_id = m.id AND s.active), -1)
 	FROM domains d JOIN mailboxes m ON m.domain_id = d.id
 	WHERE d.name = $2 AND d.live AND m.email = $1`
 
@@ -30,11 +30,15 @@ func (s *Store) MailboxByEmail(ctx context.Context, email string) (mailstore.Mai
 	err := s.look(ctx, func(tx querier) error {
 		var ms mailboxScan
 		var ds domainScan
-		err := tx.QueryRow(ctx, sqlMailboxByEmail, email, domainOf(email)).Scan(append(append(ms.dest(), ds.dest()...), &ms.m.HasAutoReply, &ms.m.HasSieve)...)
+		var sieveVersion int64 // -1: no active script
+		err := tx.QueryRow(ctx, sqlMailboxByEmail, email, domainOf(email)).Scan(append(append(ms.dest(), ds.dest()...), &ms.m.HasAutoReply, &sieveVersion)...)
 		if err != nil {
 			return mailboxNotFound(err)
 		}
 		m, d = ms.done(), ds.done()
+		if sieveVersion >= 0 {
+			m.HasSieve, m.SieveVersion = true, sieveVersion
+		}
 		return nil
 	})
 	if err != nil {
@@ -89,7 +93,7 @@ func (s *Store) DomainByName(ctx context.Context, name string) (mailstore.Domain
 // RecordLogin implements mailstore.Store.
 func (s *Store) RecordLogin(ctx context.Context, mailboxID int64, now time.Time) error {
 	err := s.one(ctx, func(tx querier) error {
-		tag, err := tx.Exec(ctx, `UPDATE mailboxes SET last_login = $2 WHERE id = $1`, mailboxID, utc(now))
+		tag, err := tx.Exec(ctx, `UPDATE mailboxes SET last_login = $2 WHERE id = $1`, mailboxID, mailstore.UTC(now))
 		if err != nil {
 			return err
 		}

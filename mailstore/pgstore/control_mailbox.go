@@ -105,7 +105,7 @@ func (s *Store) CreateMailbox(ctx context.Context, partnerID int64, domainName, 
 			return err
 		}
 		n := len(mailstore.DefaultFolders)
-		t := utc(now)
+		t := mailstore.UTC(now)
 		m, err = scanMailbox(tx.QueryRow(ctx, `
 			INSERT INTO mailboxes (domain_id, partner_id, email, password_hash, quota_mb, folder_count,
 				created_at, password_changed_at)
@@ -241,7 +241,7 @@ func (s *Store) changeMailbox(ctx context.Context, partnerID int64, email, set s
 
 // SetPassword implements mailstore.Store.
 func (s *Store) SetPassword(ctx context.Context, partnerID int64, email, passwordHash string, now time.Time) (mailstore.Mailbox, error) {
-	return s.changeMailbox(ctx, partnerID, email, `password_hash = $4, password_changed_at = $5`, passwordHash, utc(now))
+	return s.changeMailbox(ctx, partnerID, email, `password_hash = $4, password_changed_at = $5`, passwordHash, mailstore.UTC(now))
 }
 
 // SetQuota implements mailstore.Store.
@@ -288,7 +288,7 @@ func (s *Store) DeleteMailbox(ctx context.Context, partnerID int64, email string
 	if err != nil {
 		return fmt.Errorf("delete mailbox %s: %w", email, err)
 	}
-	s.bell.ring(id)
+	s.notify(id)
 	return nil
 }
 
@@ -339,7 +339,7 @@ func (s *Store) CreateAlias(ctx context.Context, partnerID int64, domainName, so
 		a, err = scanAlias(tx.QueryRow(ctx, `
 			INSERT INTO aliases (domain_id, partner_id, source, destination, created_at)
 			VALUES ($1, $2, $3, $4, $5) RETURNING `+aliasColumns,
-			domainID, partnerID, source, destination, utc(now)))
+			domainID, partnerID, source, destination, mailstore.UTC(now)))
 		if isUnique(err, "") {
 			return mailstore.ErrAliasExists
 		}

@@ -95,7 +95,20 @@ func (s *Store) Dump(ctx context.Context, fn func(mailstore.Record) error) error
 	})
 }
 
+// dumpTx dumps in the order a load needs: the control plane, the mail
+// plane, the lazily made tables, the sequences.
 func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) error {
+	for _, dump := range []func(context.Context, pgx.Tx, func(mailstore.Record) error) error{dumpControl, dumpMail, dumpState, dumpSequences} {
+		if err := dump(ctx, tx, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dumpControl dumps settings, partners, keys, domains, DKIM keys,
+// transfer, mailboxes and aliases.
+func dumpControl(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) error {
 	{
 		var r mailstore.SettingRecord
 		if err := each(ctx, tx, "settings", `SELECT name, value FROM settings ORDER BY name COLLATE "C"`,
@@ -212,6 +225,12 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 			return err
 		}
 	}
+	return nil
+}
+
+// dumpMail dumps folders, subscriptions, bodies, messages, the queue and
+// MTA-STS policies.
+func dumpMail(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) error {
 	{
 		var r mailstore.FolderRecord
 		f := &r.Folder
@@ -298,9 +317,11 @@ func dumpTx(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) err
 			return err
 		}
 	}
-	if err := dumpState(ctx, tx, fn); err != nil {
-		return err
-	}
+	return nil
+}
+
+// dumpSequences dumps each sequence's last value.
+func dumpSequences(ctx context.Context, tx pgx.Tx, fn func(mailstore.Record) error) error {
 	for _, sq := range sequences {
 		var v int64
 		if err := tx.QueryRow(ctx, `SELECT coalesce(pg_sequence_last_value(`+seqExpr(sq.table)+`), 0)`).Scan(&v); err != nil {
@@ -572,19 +593,19 @@ func (l *pgLoader) row(r mailstore.Record) error {
 		return l.setting(r)
 	case mailstore.PartnerRecord:
 		l.saw(mailstore.SeqPartners, r.ID)
-		l.add("partners", r.ID, r.Name, utc(r.CreatedAt), r.MaxDomains, r.DomainCount)
+		l.add("partners", r.ID, r.Name, mailstore.UTC(r.CreatedAt), r.MaxDomains, r.DomainCount)
 	case mailstore.APIKeyRecord:
 		l.saw(mailstore.SeqAPIKeys, r.ID)
 		var revoked *time.Time
 		if r.Revoked {
 			revoked = nullTime(r.RevokedAt)
 		}
-		l.add("api_keys", r.ID, r.PartnerID, r.Lookup, r.Prefix, r.SecretHash, utc(r.CreatedAt), revoked)
+		l.add("api_keys", r.ID, r.PartnerID, r.Lookup, r.Prefix, r.SecretHash, mailstore.UTC(r.CreatedAt), revoked)
 	case mailstore.DomainRecord:
 		d := r.Domain
 		l.saw(mailstore.SeqDomains, d.ID)
 		l.add("domains", d.ID, d.PartnerID, d.Name, d.Plan, d.MaxMailboxes, d.MaxAliases, d.QuotaMB,
-			d.RetentionDays, d.TransferMonthlyMB, d.Suspended, utc(d.CreatedAt), d.Verified,
+			d.RetentionDays, d.TransferMonthlyMB, d.Suspended, mailstore.UTC(d.CreatedAt), d.Verified,
 			nullTime(d.VerifiedAt), d.VerifyToken, mailstore.ReversedName(d.Name), d.SpamFilter,
 			nullTime(d.ClaimEndedAt), false, d.MailboxCount, d.AliasCount, d.MessageCount, d.UsedBytes)
 		// Loaded not live (not dumped: the rule makes it); the live
@@ -592,7 +613,7 @@ func (l *pgLoader) row(r mailstore.Record) error {
 		l.claims[d.Name] = append(l.claims[d.Name], mailstore.Domain{ID: d.ID, Verified: d.Verified, ClaimEndedAt: d.ClaimEndedAt})
 	case mailstore.DKIMRecord:
 		for i, k := range r.Keys {
-			l.add("dkim_keys", r.DomainID, int32(i), k.Selector, k.Algorithm, k.Private, utc(k.CreatedAt))
+			l.add("dkim_keys", r.DomainID, int32(i), k.Selector, k.Algorithm, k.Private, mailstore.UTC(k.CreatedAt))
 		}
 	case mailstore.TransferRecord:
 		l.add("transfer", r.DomainID, r.Month, r.InBytes, r.OutBytes)
@@ -602,12 +623,12 @@ func (l *pgLoader) row(r mailstore.Record) error {
 		l.mailboxDomain[m.ID] = m.DomainID
 		l.add("addresses", m.Email, m.DomainID, "m", m.ID)
 		l.add("mailboxes", m.ID, m.DomainID, m.PartnerID, m.Email, m.PasswordHash, m.QuotaMB, m.UsedBytes,
-			m.MessageCount, r.FolderCount, nullTime(m.LastLogin), utc(m.CreatedAt), nullTime(m.PasswordChangedAt))
+			m.MessageCount, r.FolderCount, nullTime(m.LastLogin), mailstore.UTC(m.CreatedAt), nullTime(m.PasswordChangedAt))
 	case mailstore.AliasRecord:
 		a := r.Alias
 		l.saw(mailstore.SeqAliases, a.ID)
 		l.add("addresses", a.Source, a.DomainID, "a", a.ID)
-		l.add("aliases", a.ID, a.DomainID, a.PartnerID, a.Source, a.Destination, utc(a.CreatedAt))
+		l.add("aliases", a.ID, a.DomainID, a.PartnerID, a.Source, a.Destination, mailstore.UTC(a.CreatedAt))
 	case mailstore.FolderRecord:
 		f := r.Folder
 		l.saw(mailstore.SeqFolders, f.ID)
@@ -638,7 +659,7 @@ func (l *pgLoader) row(r mailstore.Record) error {
 		if flags == nil {
 			flags = []string{}
 		}
-		l.add("messages", m.FolderID, int64(m.UID), owner[0], owner[1], m.BlobID, m.Size, utc(m.ReceivedAt), flags, int64(m.ModSeq))
+		l.add("messages", m.FolderID, int64(m.UID), owner[0], owner[1], m.BlobID, m.Size, mailstore.UTC(m.ReceivedAt), flags, int64(m.ModSeq))
 	case mailstore.OutboundRecord:
 		o := r.Outbound
 		l.saw(mailstore.SeqQueue, o.ID)
@@ -654,20 +675,20 @@ func (l *pgLoader) row(r mailstore.Record) error {
 			rcpts = []mailstore.OutboundRecipient{}
 		}
 		l.add("queue", o.ID, string(o.Kind), o.DomainID, o.From, o.Destination, rcpts, o.BlobID, o.Size,
-			utc(o.QueuedAt), utc(o.NextAttempt), int32(o.Attempts), o.LastError, o.Held, leasedBy, o.Warned)
+			mailstore.UTC(o.QueuedAt), mailstore.UTC(o.NextAttempt), int32(o.Attempts), o.LastError, o.Held, leasedBy, o.Warned)
 	case mailstore.STSRecord:
 		p := r.STSPolicy
 		mx := p.MX
 		if mx == nil {
 			mx = []string{}
 		}
-		l.add("sts_policies", p.Domain, p.ID, p.Mode, mx, int64(p.MaxAge/time.Second), utc(p.Expires))
+		l.add("sts_policies", p.Domain, p.ID, p.Mode, mx, int64(p.MaxAge/time.Second), mailstore.UTC(p.Expires))
 	case mailstore.AutoReplyRecord:
 		l.add("autoreplies", r.MailboxID, r.Enabled, r.Subject, r.Body, optTime(r.Start), optTime(r.End))
 	case mailstore.AutoReplySentRecord:
-		l.add("autoreply_sent", r.MailboxID, r.Sender, utc(r.SentAt))
+		l.add("autoreply_sent", r.MailboxID, r.Sender, mailstore.UTC(r.SentAt))
 	case mailstore.SieveScriptRecord:
-		l.add("sieve_scripts", r.MailboxID, r.Name, r.Script, r.Active, utc(r.UpdatedAt))
+		l.add("sieve_scripts", r.MailboxID, r.Name, r.Script, r.Active, mailstore.UTC(r.UpdatedAt))
 	case mailstore.WebhookRecord:
 		w := r.Webhook
 		l.saw(mailstore.SeqWebhooks, w.ID)
@@ -675,7 +696,7 @@ func (l *pgLoader) row(r mailstore.Record) error {
 		if events == nil {
 			events = []string{}
 		}
-		l.add("webhooks", w.ID, w.PartnerID, w.URL, events, w.Secret, utc(w.CreatedAt))
+		l.add("webhooks", w.ID, w.PartnerID, w.URL, events, w.Secret, mailstore.UTC(w.CreatedAt))
 	case mailstore.EventRecord:
 		e := r.Event
 		l.saw(mailstore.SeqEvents, e.ID)
@@ -684,16 +705,16 @@ func (l *pgLoader) row(r mailstore.Record) error {
 			data = json.RawMessage("null")
 		}
 		// A copy: the record is the dumper's only until this call returns.
-		l.add("events", e.ID, e.PartnerID, e.Type, utc(e.CreatedAt), append(json.RawMessage{}, data...))
+		l.add("events", e.ID, e.PartnerID, e.Type, mailstore.UTC(e.CreatedAt), append(json.RawMessage{}, data...))
 	case mailstore.WebhookDeliveryRecord:
 		l.saw(mailstore.SeqDeliveries, r.ID)
-		l.add("webhook_deliveries", r.ID, r.WebhookID, r.EventID, utc(r.NextAttempt), int32(r.Attempts), r.LastError)
+		l.add("webhook_deliveries", r.ID, r.WebhookID, r.EventID, mailstore.UTC(r.NextAttempt), int32(r.Attempts), r.LastError)
 	case mailstore.EventMarkRecord:
 		l.add("event_marks", r.Mark)
 	case mailstore.AuditRecord:
 		e := r.AuditEntry
 		l.saw(mailstore.SeqAudit, e.ID)
-		l.add("audit_log", e.ID, utc(e.Time), e.PartnerID, e.KeyPrefix, e.Method, e.Route, e.Object, int32(e.Status))
+		l.add("audit_log", e.ID, mailstore.UTC(e.Time), e.PartnerID, e.KeyPrefix, e.Method, e.Route, e.Object, int32(e.Status))
 	case mailstore.CertRecord:
 		l.bytes += len(r.Data)
 		l.add("certs", r.Name, append([]byte{}, r.Data...))

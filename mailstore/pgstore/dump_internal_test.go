@@ -27,6 +27,7 @@ var notLoaded = map[string]map[string]string{
 	"messages":          {"header": "the body's summary (blobs.header), which Summaries copies in on first read"},
 	"folder_keywords":   {"*": "the folders' keyword counts, counted from the messages by Load"},
 	"watching":          {"*": "the running nodes' interest in accounts, renewed by each (notify.go)"},
+	"sieve_scripts":     {"version": "a stamp for the nodes' caches of parsed scripts, given anew by the table's trigger"},
 }
 
 func TestDumpCoversSchema(t *testing.T) {

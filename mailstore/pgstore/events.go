@@ -50,7 +50,7 @@ type eventRows struct {
 func (r *eventRows) add(e mailstore.Event) {
 	r.partner = append(r.partner, e.PartnerID)
 	r.typ = append(r.typ, e.Type)
-	r.at = append(r.at, utc(e.CreatedAt))
+	r.at = append(r.at, mailstore.UTC(e.CreatedAt))
 	data := string(e.Data)
 	if data == "" {
 		data = "{}"
@@ -92,7 +92,7 @@ func (s *Store) CreateWebhook(ctx context.Context, partnerID int64, w mailstore.
 	err := s.one(ctx, func(q querier) (err error) {
 		out, err = scanWebhook(q.QueryRow(ctx, `
 			INSERT INTO webhooks (partner_id, url, events, secret, created_at) VALUES ($1, $2, $3, $4, $5)
-			RETURNING `+webhookColumns, partnerID, w.URL, w.Events, w.Secret, utc(now)))
+			RETURNING `+webhookColumns, partnerID, w.URL, w.Events, w.Secret, mailstore.UTC(now)))
 		return err
 	})
 	if isForeignKey(err) {
@@ -148,7 +148,7 @@ func (s *Store) AddEvent(ctx context.Context, e mailstore.Event) (mailstore.Even
 	if e.Type == "" || e.PartnerID == 0 {
 		return mailstore.Event{}, fmt.Errorf("add event: type and partner are required: %w", mailstore.ErrInvalidArgument)
 	}
-	e.CreatedAt = utc(e.CreatedAt)
+	e.CreatedAt = mailstore.UTC(e.CreatedAt)
 	err := s.one(ctx, func(q querier) error {
 		ids, err := addEvents(ctx, q, e)
 		if err == nil && len(ids) == 1 {
@@ -214,7 +214,7 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease
 				w.id, w.partner_id, w.url, w.events, w.secret, w.created_at,
 				e.id, e.partner_id, e.type, e.created_at, e.data::text
 			FROM u JOIN webhooks w ON w.id = u.webhook_id JOIN events e ON e.id = u.event_id
-			ORDER BY u.id`, utc(now), limit, until)
+			ORDER BY u.id`, mailstore.UTC(now), limit, until)
 		var err error
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (mailstore.WebhookDelivery, error) {
 			var d mailstore.WebhookDelivery
@@ -243,7 +243,7 @@ func (s *Store) RecordWebhookAttempt(ctx context.Context, id int64, done bool, n
 			return err
 		}
 		_, err := q.Exec(ctx, `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt = $2, last_error = $3 WHERE id = $1`,
-			id, utc(next), lastErr)
+			id, mailstore.UTC(next), lastErr)
 		return err
 	})
 	if err != nil {
@@ -257,7 +257,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 	var n int64
 	err := s.one(ctx, func(q querier) error {
 		tag, err := q.Exec(ctx, `DELETE FROM events e WHERE e.created_at < $1
-			AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)`, utc(before))
+			AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)`, mailstore.UTC(before))
 		n = tag.RowsAffected()
 		return err
 	})
@@ -272,7 +272,7 @@ func (s *Store) AddAudit(ctx context.Context, e mailstore.AuditEntry) (mailstore
 	if e.PartnerID == 0 {
 		return mailstore.AuditEntry{}, fmt.Errorf("add audit entry: no partner: %w", mailstore.ErrInvalidArgument)
 	}
-	e.Time = utc(e.Time)
+	e.Time = mailstore.UTC(e.Time)
 	err := s.one(ctx, func(q querier) error {
 		return q.QueryRow(ctx, `INSERT INTO audit_log (at, partner_id, key_prefix, method, route, object, status)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
@@ -317,7 +317,7 @@ func (s *Store) AuditEntries(ctx context.Context, partnerID int64, p mailstore.P
 func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int, error) {
 	var n int64
 	err := s.one(ctx, func(q querier) error {
-		tag, err := q.Exec(ctx, `DELETE FROM audit_log WHERE at < $1`, utc(before))
+		tag, err := q.Exec(ctx, `DELETE FROM audit_log WHERE at < $1`, mailstore.UTC(before))
 		n = tag.RowsAffected()
 		return err
 	})

@@ -108,7 +108,7 @@ func (s *Store) CreateFolder(ctx context.Context, mailboxID int64, name string) 
 	if err != nil {
 		return mailstore.Folder{}, fmt.Errorf("create folder %q: %w", name, err)
 	}
-	s.bell.ring(mailboxID)
+	s.notify(mailboxID)
 	return f, nil
 }
 
@@ -166,7 +166,7 @@ func (s *Store) DeleteFolder(ctx context.Context, mailboxID int64, name string) 
 	if err != nil {
 		return fmt.Errorf("delete folder %q: %w", name, err)
 	}
-	s.bell.ring(mailboxID)
+	s.notify(mailboxID)
 	return nil
 }
 
@@ -234,6 +234,6 @@ func (s *Store) RenameFolder(ctx context.Context, mailboxID int64, oldName, newN
 	if err != nil {
 		return fmt.Errorf("rename folder %q to %q: %w", oldName, newName, err)
 	}
-	s.bell.ring(mailboxID)
+	s.notify(mailboxID)
 	return nil
 }

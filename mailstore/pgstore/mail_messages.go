@@ -239,53 +239,68 @@ func (s *Store) readBodies(ctx context.Context, folderID int64, uids []int64, c 
 
 // Append implements mailstore.Store.
 func (s *Store) Append(ctx context.Context, mailboxID, folderID int64, body []byte, flags []string, receivedAt time.Time) (mailstore.Message, error) {
-	if receivedAt.IsZero() {
-		return mailstore.Message{}, fmt.Errorf("append: no received time: %w", mailstore.ErrInvalidArgument)
+	out, err := s.AppendMany(ctx, mailboxID, folderID, []mailstore.AppendMessage{{Body: body, Flags: flags, ReceivedAt: receivedAt}})
+	if err != nil {
+		return mailstore.Message{}, err
 	}
-	flags = mailstore.NormFlags(flags)
-	if err := mailstore.CheckKeywordLength(flags); err != nil {
-		return mailstore.Message{}, fmt.Errorf("append: %w", err)
+	return out[0], nil
+}
+
+// AppendMany implements mailstore.Store: one transaction, the quota taken
+// for all the messages at once.
+func (s *Store) AppendMany(ctx context.Context, mailboxID, folderID int64, msgs []mailstore.AppendMessage) ([]mailstore.Message, error) {
+	var total int64
+	flags := make([][]string, len(msgs))
+	summaries := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		if m.ReceivedAt.IsZero() {
+			return nil, fmt.Errorf("append: no received time: %w", mailstore.ErrInvalidArgument)
+		}
+		flags[i] = mailstore.NormFlags(m.Flags)
+		if err := mailstore.CheckKeywordLength(flags[i]); err != nil {
+			return nil, fmt.Errorf("append: %w", err)
+		}
+		total += int64(len(m.Body))
+		summaries[i] = mailstore.HeaderSummary(m.Body)
 	}
-	size := int64(len(body))
-	summary := mailstore.HeaderSummary(body)
-	var out mailstore.Message
+	var out []mailstore.Message
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		fs, err := lockFolders(ctx, tx, mailboxID, folderID)
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, sqlQuotaTake, mailboxID, 1, size, int64(mailstore.MB))
+		tag, err := tx.Exec(ctx, sqlQuotaTake, mailboxID, len(msgs), total, int64(mailstore.MB))
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
 			return mailstore.ErrOverQuota
 		}
-		blob, err := addBlob(ctx, tx, body, summary, 1)
-		if err != nil {
-			return err
-		}
 		var add addBatch
-		add.add(newMessage{folderID: folderID, mailboxID: mailboxID, domainID: fs[folderID].domainID,
-			blobID: blob, size: size, received: utc(receivedAt), flags: flags, header: summary})
-		msgs, err := addMessages(ctx, tx, &add)
-		if err != nil {
+		kw := keywordDelta{}
+		for i, m := range msgs {
+			blob, err := addBlob(ctx, tx, m.Body, summaries[i], 1)
+			if err != nil {
+				return err
+			}
+			add.add(newMessage{folderID: folderID, mailboxID: mailboxID, domainID: fs[folderID].domainID,
+				blobID: blob, size: int64(len(m.Body)), received: mailstore.UTC(m.ReceivedAt), flags: flags[i], header: summaries[i]})
+			kw.reflag(folderID, nil, flags[i])
+		}
+		if out, err = addMessages(ctx, tx, &add); err != nil {
 			return err
 		}
-		out = msgs[0]
 		b := &pgx.Batch{}
-		queueUsage(b, "domains", usage{fs[folderID].domainID: {1, size}}, false)
+		queueUsage(b, "domains", usage{fs[folderID].domainID: {int64(len(msgs)), total}}, false)
 		if err := sendBatch(ctx, tx, b); err != nil {
 			return err
 		}
-		kw := keywordDelta{}
-		kw.reflag(folderID, nil, flags)
 		return applyKeywords(ctx, tx, kw, s.maxKeywords)
 	})
 	if err != nil {
-		return mailstore.Message{}, fmt.Errorf("append to folder %d: %w", folderID, err)
+		return nil, fmt.Errorf("append to folder %d: %w", folderID, err)
 	}
-	s.bell.ring(mailboxID)
+	s.notify(mailboxID)
 	return out, nil
 }
 
@@ -375,7 +390,7 @@ func (s *Store) setFlags(ctx context.Context, mailboxID, folderID int64, uids []
 		return nil, nil, fmt.Errorf("set flags in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
-		s.bell.ring(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, modified, nil
 }
@@ -491,7 +506,7 @@ func (s *Store) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		return nil, fmt.Errorf("copy from folder %d to %d: %w", fromFolderID, toFolderID, err)
 	}
 	if len(out) > 0 {
-		s.bell.ring(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, nil
 }
@@ -543,7 +558,7 @@ func (s *Store) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []
 		return nil, fmt.Errorf("move from folder %d to %d: %w", fromFolderID, toFolderID, err)
 	}
 	if len(out) > 0 {
-		s.bell.ring(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, nil
 }
@@ -632,7 +647,7 @@ func (s *Store) Expunge(ctx context.Context, mailboxID, folderID int64, uids []u
 		return nil, fmt.Errorf("expunge in folder %d: %w", folderID, err)
 	}
 	if len(out) > 0 {
-		s.bell.ring(mailboxID)
+		s.notify(mailboxID)
 	}
 	return out, nil
 }

@@ -135,6 +135,6 @@ func (s *Store) purgeDomainBatch(ctx context.Context, domainID int64, cutoff tim
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	s.bell.ring(touched...)
+	s.notify(touched...)
 	return entries, msgs, bytes, nil
 }

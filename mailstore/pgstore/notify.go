@@ -13,35 +13,35 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The doorbell tells IMAP sessions that an account changed: a writer
-// rings it after its transaction commits. This node's watchers are
+// The notifier tells IMAP sessions that an account changed: a writer
+// notifies after its transaction commits. This node's watchers are
 // signalled at once; another node's only if one of its sessions watches
 // the account, through a NOTIFY on that node's own channel. A node
 // records the accounts its sessions watch in the watching table (one row
 // per account and node instance, renewed while watched, expiring when
 // the node is gone), and announces a new row on the schema's shared
 // channel; the other nodes then read the table again before their next
-// doorbell. So a delivery costs no statement and wakes no node when no
+// notification. So a delivery costs no statement and wakes no node when no
 // other node watches its account, and each node's cost per message does
 // not grow with the number of nodes.
 //
 // The NOTIFY is sent after the commit, by one goroutine that gathers the
-// rings of a few milliseconds into one statement: a NOTIFY inside the
+// notifications of a few milliseconds into one statement: a NOTIFY inside the
 // writing transaction would take PostgreSQL's notification queue lock at
 // commit and serialise every writer of the cluster.
 //
-// A writer may ring with a view of the interest that predates another
+// A writer may notify with a view of the interest that predates another
 // node's new row (recorded after its session began to watch, and
 // announced a few milliseconds after that): when the announcement
-// comes, the writer rings that node again for the accounts it names that
+// comes, the writer notifies that node again for the accounts it names that
 // the writer rang in the last recallWindow.
 //
-// A doorbell is only a hint. A notification lost (the listening
+// A notification is only a hint. A notification lost (the listening
 // connection dropped) is made good by signalling every local watcher when
 // the connection is back, and the sessions' own periodic check reads one
 // row per folder (its highest_modseq).
 
-// notifyDelay is how long rings gather before they are sent: short enough
+// notifyDelay is how long notifications gather before they are sent: short enough
 // for IDLE on another node to show new mail well within a second, long
 // enough that under load one NOTIFY carries several delivery batches.
 const notifyDelay = 25 * time.Millisecond
@@ -51,7 +51,7 @@ const maxPayload = 7000
 
 const (
 	// watchTTL is how long a node's row in watching lives unrenewed: a
-	// node that died stops receiving doorbells within it (and the
+	// node that died stops receiving notifications within it (and the
 	// writers' interestMaxAge).
 	watchTTL = 60 * time.Second
 	// watchRenew is how often a node with watched accounts renews its
@@ -63,16 +63,16 @@ const (
 	// watching (which announce nothing).
 	interestMaxAge = 30 * time.Second
 	// recallWindow is how long a writer remembers the accounts it rang,
-	// to ring them again for a node that announces it watches them: it
+	// to notify them again for a node that announces it watches them: it
 	// bounds the time from a session's Watch to the announcement that
-	// a ring cannot miss.
+	// a notification cannot miss.
 	recallWindow = 5 * time.Second
 )
 
-type doorbell struct {
+type notifier struct {
 	s *Store
 	// channel is the schema's shared channel: announcements of new
-	// interest, and the doorbells of older nodes, which ring every node.
+	// interest, and the notifications of older nodes, which notify every node.
 	channel string
 	// instance names this store in watching, in payloads (so that it
 	// skips its own announcements) and in its own channel, own.
@@ -82,7 +82,7 @@ type doorbell struct {
 	// mu guards the fields below.
 	mu      sync.Mutex
 	pending map[int64]struct{}
-	// recent is when each account was last rung, over recallWindow.
+	// recent is when each account was last notified, over recallWindow.
 	recent map[int64]time.Time
 	// wanted counts this node's watchers per account; registered is
 	// what watching holds for this instance, as of the last sync.
@@ -95,7 +95,7 @@ type doorbell struct {
 	othersAt time.Time
 	gen      uint64
 
-	// sent counts the doorbells sent, woken those received naming
+	// sent counts the notifications sent, woken those received naming
 	// accounts, for the tests.
 	sent, woken atomic.Int64
 
@@ -106,7 +106,7 @@ type doorbell struct {
 	wg     sync.WaitGroup
 }
 
-func startDoorbell(ctx context.Context, s *Store) (*doorbell, error) {
+func startNotifier(ctx context.Context, s *Store) (*notifier, error) {
 	var schema string
 	if err := s.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		return nil, err
@@ -114,7 +114,7 @@ func startDoorbell(ctx context.Context, s *Store) (*doorbell, error) {
 	var id [6]byte
 	rand.Read(id[:])
 	bctx, cancel := context.WithCancel(context.Background())
-	b := &doorbell{
+	b := &notifier{
 		s:          s,
 		channel:    "mailhost_" + schema,
 		instance:   hex.EncodeToString(id[:]),
@@ -146,8 +146,8 @@ func startDoorbell(ctx context.Context, s *Store) (*doorbell, error) {
 }
 
 // stop ends the goroutines and removes this instance's interest, so
-// that the other nodes stop ringing it (at their next read of it).
-func (b *doorbell) stop() {
+// that the other nodes stop notifying it (at their next read of it).
+func (b *notifier) stop() {
 	b.cancel()
 	b.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -155,9 +155,18 @@ func (b *doorbell) stop() {
 	b.s.pool.Exec(ctx, `DELETE FROM watching WHERE instance = $1`, b.instance)
 }
 
-// ring signals the accounts' local watchers and queues the accounts for
+// notify tells the watchers of the accounts, on this node and the others,
+// that they changed; a writer calls it after its commit. boltstore's
+// notify does the same on its one node.
+func (s *Store) notify(mailboxIDs ...int64) {
+	if s.notifier != nil {
+		s.notifier.notify(mailboxIDs...)
+	}
+}
+
+// notify signals the accounts' local watchers and queues the accounts for
 // the other nodes. Call it after the commit.
-func (b *doorbell) ring(mailboxIDs ...int64) {
+func (b *notifier) notify(mailboxIDs ...int64) {
 	if len(mailboxIDs) == 0 {
 		return
 	}
@@ -172,8 +181,8 @@ func (b *doorbell) ring(mailboxIDs ...int64) {
 	b.wake()
 }
 
-// recall rings again the accounts of ids rung in the last recallWindow.
-func (b *doorbell) recall(ids []int64) {
+// recall notifies again the accounts of ids notified in the last recallWindow.
+func (b *notifier) recall(ids []int64) {
 	b.mu.Lock()
 	n := 0
 	for _, id := range ids {
@@ -188,7 +197,7 @@ func (b *doorbell) recall(ids []int64) {
 	}
 }
 
-func (b *doorbell) wake() {
+func (b *notifier) wake() {
 	select {
 	case b.kick <- struct{}{}:
 	default:
@@ -197,7 +206,7 @@ func (b *doorbell) wake() {
 
 // want adds delta to the account's local watchers; the first and the
 // last change what this node records in watching.
-func (b *doorbell) want(mailboxID int64, delta int) {
+func (b *notifier) want(mailboxID int64, delta int) {
 	b.mu.Lock()
 	n := b.wanted[mailboxID] + delta
 	if n <= 0 {
@@ -215,9 +224,9 @@ func (b *doorbell) want(mailboxID int64, delta int) {
 	}
 }
 
-// send sends the queued rings, a few milliseconds' worth at a time, to
+// send sends the queued notifications, a few milliseconds' worth at a time, to
 // the nodes that watch their accounts.
-func (b *doorbell) send(ctx context.Context) {
+func (b *notifier) send(ctx context.Context) {
 	defer b.wg.Done()
 	for {
 		select {
@@ -265,7 +274,7 @@ func (b *doorbell) send(ctx context.Context) {
 			}
 		}
 		// Sent again on a new connection if the one it took was lost (a
-		// doorbell rung twice costs a look, not a wrong answer); any
+		// notification sent twice costs a look, not a wrong answer); any
 		// other failure is not retried: the other nodes' periodic checks
 		// find the change within their interval.
 		retry(ctx, func() error {
@@ -279,7 +288,7 @@ func (b *doorbell) send(ctx context.Context) {
 // interest answers the other instances' interest by account, reading it
 // again when an announcement came since, or it is older than
 // interestMaxAge.
-func (b *doorbell) interest(ctx context.Context) (map[int64][]string, error) {
+func (b *notifier) interest(ctx context.Context) (map[int64][]string, error) {
 	for attempt := 0; ; attempt++ {
 		b.mu.Lock()
 		others, at, gen := b.others, b.othersAt, b.gen
@@ -320,7 +329,7 @@ func (b *doorbell) interest(ctx context.Context) (map[int64][]string, error) {
 }
 
 // stale drops the view of the other nodes' interest.
-func (b *doorbell) stale() {
+func (b *notifier) stale() {
 	b.mu.Lock()
 	b.others = nil
 	b.gen++
@@ -330,7 +339,7 @@ func (b *doorbell) stale() {
 // syncWatching keeps this instance's rows in watching as wanted says:
 // at once when an account's first local watcher comes or its last goes,
 // and renewed every watchRenew while there are any.
-func (b *doorbell) syncWatching(ctx context.Context) {
+func (b *notifier) syncWatching(ctx context.Context) {
 	defer b.wg.Done()
 	t := time.NewTicker(watchRenew)
 	defer t.Stop()
@@ -351,7 +360,7 @@ func (b *doorbell) syncWatching(ctx context.Context) {
 	}
 }
 
-func (b *doorbell) sync(ctx context.Context, renew bool) error {
+func (b *notifier) sync(ctx context.Context, renew bool) error {
 	b.mu.Lock()
 	var add, keep, drop []int64
 	for id := range b.wanted {
@@ -419,7 +428,7 @@ func (b *doorbell) sync(ctx context.Context, renew bool) error {
 // record makes this instance's rows in watching: it deletes drop,
 // inserts or renews upsert, and announces the accounts it inserted
 // (inserted) on the shared channel.
-func (b *doorbell) record(ctx context.Context, tx pgx.Tx, renew bool, drop, upsert []int64, inserted *[]int64) error {
+func (b *notifier) record(ctx context.Context, tx pgx.Tx, renew bool, drop, upsert []int64, inserted *[]int64) error {
 	*inserted = (*inserted)[:0]
 	if len(drop) > 0 {
 		if _, err := tx.Exec(ctx, `DELETE FROM watching WHERE instance = $1 AND mailbox_id = ANY($2)`, b.instance, drop); err != nil {
@@ -461,8 +470,8 @@ func (b *doorbell) record(ctx context.Context, tx pgx.Tx, renew bool, drop, upse
 		return nil
 	}
 	// Delivered at the commit: the other nodes read the table again
-	// before their next doorbell, and ring this node for the accounts
-	// they rang of late. An older node takes it for a doorbell of
+	// before their next notification, and notify this node for the accounts
+	// they notified of late. An older node takes it for a notification of
 	// these accounts, which costs its sessions a look.
 	ids := map[int64]struct{}{}
 	for _, id := range *inserted {
@@ -473,7 +482,7 @@ func (b *doorbell) record(ctx context.Context, tx pgx.Tx, renew bool, drop, upse
 }
 
 // announce marks a payload on the shared channel as new interest
-// ("instance/w:id,..."), not a doorbell.
+// ("instance/w:id,..."), not a notification.
 const announce = "/w"
 
 // payloads are "instance:id,id,...", each under maxPayload bytes.
@@ -504,8 +513,8 @@ func payloads(instance string, ids map[int64]struct{}) []string {
 // other nodes name. When the connection drops it connects again, and
 // then signals every local watcher, since notifications sent meanwhile
 // are lost, and reads the other nodes' interest again before the next
-// doorbell.
-func (b *doorbell) listen(ctx context.Context, ready chan<- error) {
+// notification.
+func (b *notifier) listen(ctx context.Context, ready chan<- error) {
 	defer b.wg.Done()
 	first := true
 	for backoff := 100 * time.Millisecond; ctx.Err() == nil; {
@@ -548,7 +557,7 @@ func (b *doorbell) listen(ctx context.Context, ready chan<- error) {
 	}
 }
 
-func (b *doorbell) deliver(channel, payload string) {
+func (b *notifier) deliver(channel, payload string) {
 	inst, list, ok := strings.Cut(payload, ":")
 	if !ok || strings.TrimSuffix(inst, announce) == b.instance {
 		return
@@ -564,7 +573,7 @@ func (b *doorbell) deliver(channel, payload string) {
 		b.recall(ids)
 		return
 	}
-	// A doorbell for this node, or an older node's, which rings every
+	// A notification for this node, or an older node's, which notifies every
 	// node on the shared channel.
 	if len(ids) > 0 {
 		b.woken.Add(1)
@@ -573,19 +582,19 @@ func (b *doorbell) deliver(channel, payload string) {
 }
 
 // Watch implements mailstore.Mail: it answers the signals of this node's
-// commits and of the other nodes' doorbells, which ring this node while
+// commits and of the other nodes' notifications, which notify this node while
 // the account has a watcher here.
 func (s *Store) Watch(mailboxID int64) (<-chan struct{}, func()) {
 	ch, stop := s.watch.Watch(mailboxID)
-	if s.bell == nil {
+	if s.notifier == nil {
 		return ch, stop
 	}
-	s.bell.want(mailboxID, 1)
+	s.notifier.want(mailboxID, 1)
 	var once sync.Once
 	return ch, func() {
 		once.Do(func() {
 			stop()
-			s.bell.want(mailboxID, -1)
+			s.notifier.want(mailboxID, -1)
 		})
 	}
 }

@@ -8,14 +8,14 @@ import (
 	"github.com/mailhost/mailhost/mailstore"
 )
 
-// TestDoorbellInterest: a delivery on node a rings only the nodes with a
+// TestNotifyInterest: a delivery on node a rings only the nodes with a
 // watcher of the account: node b, watching it, is woken within a second;
 // node c, watching another account, receives nothing, and with no watcher
-// on another node a sends no doorbell at all. A row left by a node that
+// on another node a sends no notification at all. A row left by a node that
 // died (expired) is not rung, and a node's rows go when it closes. A
 // watcher that begins just before the delivery, before its node has
 // recorded it, is woken too (by a's recall when b announces it).
-func TestDoorbellInterest(t *testing.T) {
+func TestNotifyInterest(t *testing.T) {
 	ctx := context.Background()
 	a, ids, u := mailFixtureURL(t, 2)
 	open := func(node string) *Store {
@@ -49,8 +49,8 @@ func TestDoorbellInterest(t *testing.T) {
 	// Nobody watches: a's deliveries send nothing and wake nobody.
 	deliver(ids[0])
 	time.Sleep(300 * time.Millisecond)
-	if n := a.bell.sent.Load(); n != 0 {
-		t.Errorf("a sent %d doorbells with no watcher on another node, want 0", n)
+	if n := a.notifier.sent.Load(); n != 0 {
+		t.Errorf("a sent %d notifications with no watcher on another node, want 0", n)
 	}
 
 	ch, stop := b.Watch(ids[0])
@@ -58,7 +58,7 @@ func TestDoorbellInterest(t *testing.T) {
 	_, stopC := c.Watch(ids[1])
 	defer stopC()
 	deadline := time.Now().Add(5 * time.Second)
-	for rows(b.bell.instance) != 1 || rows(c.bell.instance) != 1 {
+	for rows(b.notifier.instance) != 1 || rows(c.notifier.instance) != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("b's and c's interest not recorded within 5 s")
 		}
@@ -73,14 +73,14 @@ func TestDoorbellInterest(t *testing.T) {
 		t.Fatal("b's watcher not woken within 1 s of a delivery on a")
 	}
 	time.Sleep(200 * time.Millisecond)
-	if n := c.bell.woken.Load(); n != 0 {
-		t.Errorf("c, watching another account, received %d doorbells, want 0", n)
+	if n := c.notifier.woken.Load(); n != 0 {
+		t.Errorf("c, watching another account, received %d notifications, want 0", n)
 	}
-	if n := b.bell.woken.Load(); n != 1 {
-		t.Errorf("b received %d doorbells, want 1", n)
+	if n := b.notifier.woken.Load(); n != 1 {
+		t.Errorf("b received %d notifications, want 1", n)
 	}
-	if n := a.bell.sent.Load(); n != 1 {
-		t.Errorf("a sent %d doorbells, want 1 (to b; none to the dead node)", n)
+	if n := a.notifier.sent.Load(); n != 1 {
+		t.Errorf("a sent %d notifications, want 1 (to b; none to the dead node)", n)
 	}
 
 	// A watcher that begins just before a delivery, before its node has
@@ -100,20 +100,20 @@ func TestDoorbellInterest(t *testing.T) {
 	// The last watcher gone, b's row goes, and a rings it no more once it
 	// reads the table again.
 	stop()
-	for rows(b.bell.instance) != 0 {
+	for rows(b.notifier.instance) != 0 {
 		if time.Now().After(deadline.Add(5 * time.Second)) {
 			t.Fatal("b's interest not removed after its last watcher stopped")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	a.bell.stale()
-	sent := a.bell.sent.Load()
+	a.notifier.stale()
+	sent := a.notifier.sent.Load()
 	deliver(ids[0])
 	time.Sleep(300 * time.Millisecond)
-	if n := a.bell.sent.Load(); n != sent {
-		t.Errorf("a sent %d doorbells after b stopped watching, want none", n-sent)
+	if n := a.notifier.sent.Load(); n != sent {
+		t.Errorf("a sent %d notifications after b stopped watching, want none", n-sent)
 	}
-	inst := c.bell.instance
+	inst := c.notifier.instance
 	c.Close()
 	if n := rows(inst); n != 0 {
 		t.Errorf("%d rows of c after it closed, want 0", n)

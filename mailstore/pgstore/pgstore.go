@@ -15,7 +15,7 @@
 //   - queue entries are claimed with FOR UPDATE SKIP LOCKED and leased in
 //     the name of a node (Options.Node);
 //   - IMAP sessions on other nodes learn of changes through LISTEN/NOTIFY,
-//     a doorbell rung after commit (notify.go); what changed is read from
+//     a notification after commit (notify.go); what changed is read from
 //     the folder's change log.
 //
 // The schema is in migrations/, applied at Open under an advisory lock,
@@ -89,8 +89,8 @@ type Store struct {
 	shard int
 	// watch wakes this node's IMAP sessions: at once after a local
 	// commit, and when another node's notification arrives (notify.go).
-	watch mailstore.Watchers
-	bell  *doorbell
+	watch    mailstore.Watchers
+	notifier *notifier
 	// now is Options.Now with its default.
 	now func() time.Time
 	// maxKeywords is Options.MaxKeywords with its default.
@@ -162,12 +162,12 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	bell, err := startDoorbell(ctx, s)
+	notifier, err := startNotifier(ctx, s)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	s.bell = bell
+	s.notifier = notifier
 	return s, nil
 }
 
@@ -185,8 +185,8 @@ func shardOf(node string) int {
 // Close stops listening and closes the pool; it waits for methods under
 // way.
 func (s *Store) Close() error {
-	if s.bell != nil {
-		s.bell.stop()
+	if s.notifier != nil {
+		s.notifier.stop()
 	}
 	s.pool.Close()
 	return nil
@@ -391,16 +391,13 @@ func isUnique(err error, constraint string) bool {
 // noRows reports whether a QueryRow found nothing.
 func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 
-// utc is how the store keeps times: UTC, second precision (the contract).
-func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
-
 // nullTime is a nullable column's value for a time whose zero means
 // "none".
 func nullTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
-	u := utc(t)
+	u := mailstore.UTC(t)
 	return &u
 }
 

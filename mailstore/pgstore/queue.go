@@ -248,7 +248,7 @@ func (s *Store) ReleaseLeases(ctx context.Context, now time.Time) (int, error) {
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
 			UPDATE queue SET next_attempt = $3, leased_by = NULL
-			WHERE leased_by = $1 AND NOT held AND next_attempt > $2`, s.node, now, utc(now))
+			WHERE leased_by = $1 AND NOT held AND next_attempt > $2`, s.node, now, mailstore.UTC(now))
 		n = int(tag.RowsAffected())
 		return err
 	})
@@ -357,7 +357,7 @@ func (s *Store) OutboundEntries(ctx context.Context, p mailstore.Page) ([]mailst
 func (s *Store) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
 	var n int
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE queue SET next_attempt = $2 WHERE NOT held AND next_attempt > $1`, now, utc(now)); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE queue SET next_attempt = $2 WHERE NOT held AND next_attempt > $1`, now, mailstore.UTC(now)); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, `SELECT count(*) FROM queue WHERE NOT held`).Scan(&n)
@@ -376,7 +376,7 @@ func (s *Store) FlushOutboundDomain(ctx context.Context, domainID int64, now tim
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
 			UPDATE queue SET next_attempt = $3, leased_by = NULL
-			WHERE domain_id = $1 AND NOT held AND next_attempt > $2`, domainID, now, utc(now))
+			WHERE domain_id = $1 AND NOT held AND next_attempt > $2`, domainID, now, mailstore.UTC(now))
 		n = int(tag.RowsAffected())
 		return err
 	})

@@ -153,7 +153,7 @@ func (s *Store) releaseDomain(ctx context.Context, domainID int64, now time.Time
 		if len(ids) == 0 {
 			return nil
 		}
-		tag, err := tx.Exec(ctx, `UPDATE queue SET held = false, next_attempt = $2 WHERE id = ANY($1) AND held`, ids, utc(now))
+		tag, err := tx.Exec(ctx, `UPDATE queue SET held = false, next_attempt = $2 WHERE id = ANY($1) AND held`, ids, mailstore.UTC(now))
 		if err != nil {
 			return fmt.Errorf("release entries: %w", err)
 		}

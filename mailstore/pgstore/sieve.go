@@ -1,6 +1,7 @@
 package pgstore
 
-// mailstore.SieveScripts in the sieve_scripts table (012_sieve.sql); a
+// mailstore.SieveScripts in the sieve_scripts table (012_sieve.sql, its
+// version stamps 016_sieve_version.sql); a
 // partial unique index keeps one active script per mailbox, and the
 // scripts go with the mailbox (ON DELETE CASCADE).
 
@@ -48,9 +49,12 @@ func (s *Store) SieveScripts(ctx context.Context, mailboxID int64) ([]mailstore.
 func (s *Store) sieveScript(ctx context.Context, what string, mailboxID int64, where string, args ...any) (mailstore.SieveScript, error) {
 	sc := mailstore.SieveScript{MailboxID: mailboxID}
 	err := s.look(ctx, func(q querier) error {
-		return q.QueryRow(ctx, `SELECT name, script, active, updated_at FROM sieve_scripts WHERE `+where, args...).
-			Scan(&sc.Name, &sc.Script, &sc.Active, &sc.UpdatedAt)
+		return q.QueryRow(ctx, `SELECT name, script, active, updated_at, version FROM sieve_scripts WHERE `+where, args...).
+			Scan(&sc.Name, &sc.Script, &sc.Active, &sc.UpdatedAt, &sc.Version)
 	})
+	if !sc.Active {
+		sc.Version = 0
+	}
 	if noRows(err) {
 		err = mailstore.ErrNotFound
 	}

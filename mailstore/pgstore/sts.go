@@ -66,7 +66,7 @@ func (s *Store) PutSTSPolicy(ctx context.Context, p mailstore.STSPolicy, now tim
 			VALUES ($1, $2, $3, $4, $5, $6)
 			ON CONFLICT (domain) DO UPDATE SET policy_id = EXCLUDED.policy_id, mode = EXCLUDED.mode,
 				mx = EXCLUDED.mx, max_age_s = EXCLUDED.max_age_s, expires = EXCLUDED.expires`,
-			domain, p.ID, p.Mode, mx, int64(p.MaxAge/time.Second), utc(p.Expires)); err != nil {
+			domain, p.ID, p.Mode, mx, int64(p.MaxAge/time.Second), mailstore.UTC(p.Expires)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `

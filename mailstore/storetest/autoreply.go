@@ -15,20 +15,28 @@ import (
 // against stores made by open, which must implement it. Apart from Run,
 // as RunCerts is.
 func RunAutoReplies(t *testing.T, open Open) {
-	ctx := context.Background()
-	setup := func(t *testing.T) (*ctl, mailstore.AutoReplies, mailstore.Mailbox) {
-		t.Helper()
-		c := newCtl(t, open)
-		a, ok := c.s.(mailstore.AutoReplies)
-		if !ok {
-			t.Fatalf("%T does not implement mailstore.AutoReplies", c.s)
-		}
-		p := c.partner("acme")
-		c.domain(p.ID, "example.com", ctlStarter, 10, 10)
-		return c, a, c.mailbox(p.ID, "example.com", "alice@example.com")
+	runAutoReplyRecords(t, open)
+	runAutoReplyTaking(t, open)
+}
+
+// autoReplySetup opens a store with one mailbox, and its AutoReplies.
+func autoReplySetup(t *testing.T, open Open) (*ctl, mailstore.AutoReplies, mailstore.Mailbox) {
+	t.Helper()
+	c := newCtl(t, open)
+	a, ok := c.s.(mailstore.AutoReplies)
+	if !ok {
+		t.Fatalf("%T does not implement mailstore.AutoReplies", c.s)
 	}
+	p := c.partner("acme")
+	c.domain(p.ID, "example.com", ctlStarter, 10, 10)
+	return c, a, c.mailbox(p.ID, "example.com", "alice@example.com")
+}
+
+// runAutoReplyRecords: setting, reading and the errors of a record.
+func runAutoReplyRecords(t *testing.T, open Open) {
+	ctx := context.Background()
 	t.Run("MailboxByEmail says whether one is set", func(t *testing.T) {
-		c, a, mb := setup(t)
+		c, a, mb := autoReplySetup(t, open)
 		has := func() bool {
 			t.Helper()
 			m, _, err := c.s.MailboxByEmail(ctx, mb.Email)
@@ -59,7 +67,7 @@ func RunAutoReplies(t *testing.T, open Open) {
 		}
 	})
 	t.Run("round trip", func(t *testing.T) {
-		_, a, mb := setup(t)
+		_, a, mb := autoReplySetup(t, open)
 		if _, err := a.AutoReply(ctx, mb.ID); !errors.Is(err, mailstore.ErrNotFound) {
 			t.Fatalf("AutoReply(unset) = %v, want ErrNotFound", err)
 		}
@@ -96,7 +104,7 @@ func RunAutoReplies(t *testing.T, open Open) {
 		}
 	})
 	t.Run("errors", func(t *testing.T) {
-		_, a, mb := setup(t)
+		_, a, mb := autoReplySetup(t, open)
 		if err := a.SetAutoReply(ctx, mailstore.AutoReply{MailboxID: mb.ID + 1000, Enabled: true}); !errors.Is(err, mailstore.ErrMailboxNotFound) {
 			t.Errorf("SetAutoReply(no mailbox) = %v, want ErrMailboxNotFound", err)
 		}
@@ -108,8 +116,13 @@ func RunAutoReplies(t *testing.T, open Open) {
 			t.Errorf("TakeAutoReply(empty sender) = %v, want ErrInvalidArgument", err)
 		}
 	})
+}
+
+// runAutoReplyTaking: TakeAutoReply answers once per interval per sender.
+func runAutoReplyTaking(t *testing.T, open Open) {
+	ctx := context.Background()
 	t.Run("once per interval", func(t *testing.T) {
-		_, a, mb := setup(t)
+		_, a, mb := autoReplySetup(t, open)
 		week := 7 * 24 * time.Hour
 		steps := []struct {
 			sender string
@@ -138,7 +151,7 @@ func RunAutoReplies(t *testing.T, open Open) {
 		}
 	})
 	t.Run("concurrent", func(t *testing.T) {
-		_, a, mb := setup(t)
+		_, a, mb := autoReplySetup(t, open)
 		var wg sync.WaitGroup
 		var yes atomic.Int32
 		for range 8 {
@@ -160,7 +173,7 @@ func RunAutoReplies(t *testing.T, open Open) {
 		}
 	})
 	t.Run("mailbox deleted", func(t *testing.T) {
-		c, a, mb := setup(t)
+		c, a, mb := autoReplySetup(t, open)
 		if err := a.SetAutoReply(ctx, mailstore.AutoReply{MailboxID: mb.ID, Enabled: true, Subject: "s", Body: "b"}); err != nil {
 			t.Fatal(err)
 		}

@@ -26,6 +26,21 @@ type FetchOptions struct {
 	// section 3.2.6): the UIDs of the set expunged since ChangedSince are
 	// reported as VANISHED (EARLIER).
 	Vanished bool // requires QRESYNC
+
+	// mailhost patch: the EMAILID and THREADID items of OBJECTID (RFC
+	// 8474 section 5) and PREVIEW (RFC 8970).
+	EmailID  bool              // requires OBJECTID
+	ThreadID bool              // requires OBJECTID
+	Preview  *FetchItemPreview // requires PREVIEW
+}
+
+// FetchItemPreview is FETCH PREVIEW (RFC 8970). Lazy is the LAZY modifier:
+// the server may answer NIL rather than compute a preview it does not
+// have at hand.
+//
+// mailhost patch: PREVIEW (RFC 8970).
+type FetchItemPreview struct {
+	Lazy bool
 }
 
 // FetchItemBodyStructure contains FETCH options for the body structure.

@@ -59,6 +59,15 @@ type SearchCriteria struct {
 	Or  [][2]SearchCriteria
 
 	ModSeq *SearchCriteriaModSeq // requires CONDSTORE
+
+	// mailhost patch: WITHIN (RFC 5032) and OBJECTID (RFC 8474) keys.
+	// Older and Younger are OLDER n and YOUNGER n, in seconds before the
+	// time of the search (0: none). EmailID and ThreadID are EMAILID and
+	// THREADID.
+	Older    int64    // requires WITHIN
+	Younger  int64    // requires WITHIN
+	EmailID  []string // requires OBJECTID
+	ThreadID []string // requires OBJECTID
 }
 
 // And intersects two search criteria.
@@ -87,6 +96,16 @@ func (criteria *SearchCriteria) And(other *SearchCriteria) {
 
 	criteria.Not = append(criteria.Not, other.Not...)
 	criteria.Or = append(criteria.Or, other.Or...)
+
+	// mailhost patch: WITHIN and OBJECTID keys.
+	if other.Older > criteria.Older {
+		criteria.Older = other.Older
+	}
+	if criteria.Younger == 0 || (other.Younger > 0 && other.Younger < criteria.Younger) {
+		criteria.Younger = other.Younger
+	}
+	criteria.EmailID = append(criteria.EmailID, other.EmailID...)
+	criteria.ThreadID = append(criteria.ThreadID, other.ThreadID...)
 }
 
 func intersectSince(t1, t2 time.Time) time.Time {

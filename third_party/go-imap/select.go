@@ -53,4 +53,8 @@ type SelectData struct {
 	List *ListData // requires IMAP4rev2
 
 	HighestModSeq uint64 // requires CONDSTORE
+
+	// mailhost patch: MailboxID is the mailbox's MAILBOXID (RFC 8474
+	// section 4.1), sent when not empty.
+	MailboxID string // requires OBJECTID
 }

@@ -13,6 +13,7 @@ type StatusOptions struct {
 	AppendLimit    bool // requires APPENDLIMIT
 	DeletedStorage bool // requires QUOTA=RES-STORAGE
 	HighestModSeq  bool // requires CONDSTORE
+	MailboxID      bool // requires OBJECTID; mailhost patch (RFC 8474)
 }
 
 // StatusData is the data returned by a STATUS command.
@@ -32,4 +33,5 @@ type StatusData struct {
 	AppendLimit    *uint32
 	DeletedStorage *int64
 	HighestModSeq  uint64
+	MailboxID      string // mailhost patch: OBJECTID (RFC 8474)
 }

@@ -57,10 +57,19 @@ func writeFetchItems(enc *imapwire.Encoder, numKind imapwire.NumKind, options *i
 		"INTERNALDATE":  options.InternalDate,
 		"RFC822.SIZE":   options.RFC822Size,
 		"MODSEQ":        options.ModSeq,
+		"EMAILID":       options.EmailID,  // mailhost patch: OBJECTID
+		"THREADID":      options.ThreadID, // mailhost patch: OBJECTID
 	}
 	for k, req := range m {
 		if req {
 			listEnc.Item().Atom(k)
+		}
+	}
+
+	if p := options.Preview; p != nil { // mailhost patch: PREVIEW
+		listEnc.Item().Atom("PREVIEW")
+		if p.Lazy {
+			enc.SP().Special('(').Atom("LAZY").Special(')')
 		}
 	}
 
@@ -479,6 +488,33 @@ type FetchItemDataModSeq struct {
 
 func (FetchItemDataModSeq) fetchItemData() {}
 
+// FetchItemDataEmailID holds data returned by FETCH EMAILID, and
+// FetchItemDataThreadID by FETCH THREADID ("" for NIL).
+//
+// This requires the OBJECTID extension; mailhost patch.
+type FetchItemDataEmailID struct {
+	EmailID string
+}
+
+func (FetchItemDataEmailID) fetchItemData() {}
+
+type FetchItemDataThreadID struct {
+	ThreadID string
+}
+
+func (FetchItemDataThreadID) fetchItemData() {}
+
+// FetchItemDataPreview holds data returned by FETCH PREVIEW; OK is false
+// for NIL.
+//
+// This requires the PREVIEW extension; mailhost patch.
+type FetchItemDataPreview struct {
+	Preview string
+	OK      bool
+}
+
+func (FetchItemDataPreview) fetchItemData() {}
+
 // FetchBodySectionBuffer is a buffer for the data returned by
 // FetchItemBodySection.
 type FetchBodySectionBuffer struct {
@@ -507,7 +543,10 @@ type FetchMessageBuffer struct {
 	BodySection       []FetchBodySectionBuffer
 	BinarySection     []FetchBinarySectionBuffer
 	BinarySectionSize []FetchItemDataBinarySectionSize
-	ModSeq            uint64 // requires CONDSTORE
+	ModSeq            uint64  // requires CONDSTORE
+	EmailID           string  // requires OBJECTID; mailhost patch
+	ThreadID          string  // requires OBJECTID; mailhost patch
+	Preview           *string // requires PREVIEW; nil for NIL; mailhost patch
 }
 
 func (buf *FetchMessageBuffer) populateItemData(item FetchItemData) error {
@@ -554,6 +593,14 @@ func (buf *FetchMessageBuffer) populateItemData(item FetchItemData) error {
 		buf.BinarySectionSize = append(buf.BinarySectionSize, item)
 	case FetchItemDataModSeq:
 		buf.ModSeq = item.ModSeq
+	case FetchItemDataEmailID: // mailhost patch
+		buf.EmailID = item.EmailID
+	case FetchItemDataThreadID: // mailhost patch
+		buf.ThreadID = item.ThreadID
+	case FetchItemDataPreview: // mailhost patch
+		if item.OK {
+			buf.Preview = &item.Preview
+		}
 	default:
 		panic(fmt.Errorf("unsupported fetch item data %T", item))
 	}
@@ -719,7 +766,18 @@ func (c *Client) handleFetch(seqNum uint32) error {
 					if !dec.ExpectSpecial(']') {
 						return dec.Err()
 					}
-					section = &imap.FetchItemBinarySection{Part: part}
+					bs := &imap.FetchItemBinarySection{Part: part}
+					// mailhost patch: the origin of a partial BINARY
+					// (RFC 9051 section 7.5.2), which imapserver now
+					// writes.
+					offset, err := readPartialOffset(dec)
+					if err != nil {
+						return err
+					}
+					if offset != nil {
+						bs.Partial = &imap.SectionPartial{Offset: int64(*offset)}
+					}
+					section = bs
 				}
 
 				if !dec.ExpectSP() {
@@ -801,6 +859,40 @@ func (c *Client) handleFetch(seqNum uint32) error {
 				return dec.Err()
 			}
 			item = FetchItemDataModSeq{ModSeq: modSeq}
+		case "EMAILID", "THREADID": // mailhost patch: OBJECTID (RFC 8474)
+			var id string
+			if !dec.ExpectSP() {
+				return dec.Err()
+			}
+			if !dec.Atom(&id) { // an objectid in parentheses, else NIL
+				if !dec.ExpectSpecial('(') || !dec.ExpectAtom(&id) || !dec.ExpectSpecial(')') {
+					return dec.Err()
+				}
+			} else if id != "NIL" {
+				return fmt.Errorf("in %v: expected NIL or an objectid in parentheses", attName)
+			} else {
+				id = ""
+			}
+			if attName == "EMAILID" {
+				item = FetchItemDataEmailID{EmailID: id}
+			} else {
+				item = FetchItemDataThreadID{ThreadID: id}
+			}
+		case "PREVIEW": // mailhost patch: PREVIEW (RFC 8970)
+			var text, nilAtom string
+			if !dec.ExpectSP() {
+				return dec.Err()
+			}
+			if dec.Atom(&nilAtom) {
+				if nilAtom != "NIL" {
+					return fmt.Errorf("in PREVIEW: expected nstring")
+				}
+				item = FetchItemDataPreview{}
+			} else if !dec.ExpectString(&text) {
+				return dec.Err()
+			} else {
+				item = FetchItemDataPreview{Preview: text, OK: true}
+			}
 		default:
 			return fmt.Errorf("unsupported msg-att name: %q", attName)
 		}

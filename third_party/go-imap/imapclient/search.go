@@ -246,6 +246,20 @@ func writeSearchKey(enc *imapwire.Encoder, criteria *imap.SearchCriteria) {
 		}
 	}
 
+	// mailhost patch: WITHIN (RFC 5032) and OBJECTID (RFC 8474) keys.
+	if criteria.Older > 0 {
+		encodeItem().Atom("OLDER").SP().Number64(criteria.Older)
+	}
+	if criteria.Younger > 0 {
+		encodeItem().Atom("YOUNGER").SP().Number64(criteria.Younger)
+	}
+	for _, id := range criteria.EmailID {
+		encodeItem().Atom("EMAILID").SP().Atom(id)
+	}
+	for _, id := range criteria.ThreadID {
+		encodeItem().Atom("THREADID").SP().Atom(id)
+	}
+
 	for _, not := range criteria.Not {
 		encodeItem().Atom("NOT").SP()
 		enc.Special('(')

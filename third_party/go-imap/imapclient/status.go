@@ -19,6 +19,7 @@ func statusItems(options *imap.StatusOptions) []string {
 		"APPENDLIMIT":     options.AppendLimit,
 		"DELETED-STORAGE": options.DeletedStorage,
 		"HIGHESTMODSEQ":   options.HighestModSeq,
+		"MAILBOXID":       options.MailboxID, // mailhost patch: OBJECTID
 	}
 
 	var l []string
@@ -152,6 +153,8 @@ func readStatusAttVal(dec *imapwire.Decoder, data *imap.StatusData) error {
 		data.DeletedStorage = &storage
 	case "HIGHESTMODSEQ":
 		ok = dec.ExpectModSeq(&data.HighestModSeq)
+	case "MAILBOXID": // mailhost patch: OBJECTID (RFC 8474)
+		ok = dec.ExpectSpecial('(') && dec.ExpectAtom(&data.MailboxID) && dec.ExpectSpecial(')')
 	default:
 		if !dec.DiscardValue() {
 			return dec.Err()

@@ -21,6 +21,9 @@ func (c *Conn) handleAppend(tag string, dec *imapwire.Decoder) error {
 	if !dec.ExpectSP() || !dec.ExpectMailbox(&mailbox) || !dec.ExpectSP() {
 		return dec.Err()
 	}
+	if sess, ok := c.session.(SessionMultiAppend); ok {
+		return c.handleMultiAppend(tag, dec, sess, mailbox) // mailhost patch
+	}
 
 	hasFlagList, err := dec.List(func() error {
 		flag, err := internal.ExpectFlag(dec)

@@ -97,6 +97,12 @@ func (c *Conn) availableCaps() []imap.Cap {
 			// CONDSTORE items, modifiers and responses of condstore.go.
 			imap.CapCondStore,
 			imap.CapQResync,
+			// mailhost patch: RFC 3502 (append.go), RFC 5032 and RFC 8474
+			// (search keys in search.go), RFC 8970 (fetch.go, objectid.go).
+			imap.CapMultiAppend,
+			imap.CapWithin,
+			imap.CapObjectID,
+			imap.CapPreview,
 		})
 		// mailhost patch: RFC 5256, RFC 5957, RFC 5267, served by
 		// SessionSort and SessionThread (sort.go).

@@ -5,6 +5,7 @@ package imapserver
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/emersion/go-imap/v2"
@@ -295,4 +296,30 @@ func searchHasModSeq(criteria *imap.SearchCriteria) bool {
 		}
 	}
 	return false
+}
+
+// SessionHighestModSeq is what a session implements to answer EXPUNGE and
+// UID EXPUNGE, once QRESYNC is enabled, with the mailbox's HIGHESTMODSEQ
+// in the tagged OK (RFC 7162 section 3.2.7 and 3.2.9), and MOVE and UID
+// MOVE likewise, as they expunge too (Dovecot does): HighestModSeq is
+// called after the command's own updates and those of the poll that
+// follows, and answers the mod-sequence the client is now up to date
+// with (0: none sent).
+type SessionHighestModSeq interface {
+	Session
+	HighestModSeq() uint64
+}
+
+// expungeModSeqCode is the HIGHESTMODSEQ code of EXPUNGE's tagged OK, or
+// "" before QRESYNC is enabled.
+func (c *Conn) expungeModSeqCode() imap.ResponseCode {
+	sess, ok := c.session.(SessionHighestModSeq)
+	if !ok || !c.EnabledCaps().Has(imap.CapQResync) {
+		return ""
+	}
+	modSeq := sess.HighestModSeq()
+	if modSeq == 0 {
+		return ""
+	}
+	return imap.ResponseCode(fmt.Sprintf("HIGHESTMODSEQ %d", modSeq))
 }

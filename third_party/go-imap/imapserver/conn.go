@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -46,12 +47,38 @@ type Conn struct {
 
 	state   imap.ConnState
 	session Session
+
+	// batching is set while a command whose responses are written
+	// together runs (batchedCommand). mailhost patch.
+	batching atomic.Bool
+
+	// mailhost patch: the name CREATE made, for its MAILBOXID (RFC 8474).
+	createdName string
+}
+
+// writeBufferSize is the connection's write buffer: what a command whose
+// responses are written together sends in one write (mailhost patch).
+const writeBufferSize = 32 << 10
+
+// batchedCommand reports whether the responses of command name are
+// written together, flushed when the write buffer fills and at the
+// command's status response, rather than one write each: a command
+// that does not wait for the client in its course, whose responses
+// otherwise go out as one write (and one TLS record) per message.
+//
+// mailhost patch: see PATCHES.md.
+func batchedCommand(name string) bool {
+	switch strings.TrimPrefix(name, "UID ") {
+	case "FETCH", "SEARCH", "STORE", "COPY", "MOVE", "EXPUNGE", "SORT", "THREAD":
+		return true
+	}
+	return false
 }
 
 func newConn(c net.Conn, server *Server) *Conn {
 	rw := server.options.wrapReadWriter(c)
 	br := bufio.NewReader(rw)
-	bw := bufio.NewWriter(rw)
+	bw := bufio.NewWriterSize(rw, writeBufferSize) // mailhost patch
 	return &Conn{
 		conn:    c,
 		server:  server,
@@ -74,10 +101,15 @@ func (c *Conn) NetConn() net.Conn {
 
 // Bye terminates the IMAP connection.
 func (c *Conn) Bye(text string) error {
-	respErr := c.writeStatusResp("", &imap.StatusResponse{
+	// mailhost patch: flushed whatever the command (writeStatusResp
+	// would leave it buffered during a batched one).
+	enc := newResponseEncoder(c)
+	enc.Encoder.NoFlush = false
+	respErr := writeStatusResp(enc.Encoder, "", &imap.StatusResponse{
 		Type: imap.StatusResponseTypeBye,
 		Text: text,
 	})
+	enc.end()
 	closeErr := c.conn.Close()
 	if respErr != nil {
 		return respErr
@@ -210,6 +242,12 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 		name = "UID " + strings.ToUpper(subName)
 	}
 
+	// mailhost patch: responses written together (batchedCommand); the
+	// status response below flushes them.
+	if batchedCommand(name) {
+		c.batching.Store(true)
+	}
+
 	// TODO: handle multiple commands concurrently
 	sendOK := true
 	var err error
@@ -241,7 +279,7 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 	case "ENABLE":
 		err = c.handleEnable(dec)
 	case "CREATE":
-		err = c.handleCreate(dec)
+		okCode, err = c.createdMailboxID(dec) // mailhost patch: OBJECTID
 	case "DELETE":
 		err = c.handleDelete(dec)
 	case "RENAME":
@@ -288,6 +326,11 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 	case "THREAD", "UID THREAD": // mailhost patch: sort.go
 		err = c.handleThread(dec, numKind)
 	default:
+		// mailhost patch: commands the session serves (command.go).
+		if served, cmdErr := c.handleSessionCommand(name, dec); served {
+			err = cmdErr
+			break
+		}
 		if c.state == imap.ConnStateNotAuthenticated {
 			// Don't allow a single unknown command before authentication to
 			// mitigate cross-protocol attacks:
@@ -301,6 +344,13 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 		}
 	}
 
+	// mailhost patch: what a batched command wrote goes out with its
+	// status response, or now when the handler wrote that itself (COPY).
+	defer func() {
+		if c.batching.Swap(false) {
+			c.flush()
+		}
+	}()
 	dec.DiscardLine()
 
 	var (
@@ -326,15 +376,19 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 		if err := c.poll(name); err != nil {
 			return err
 		}
+		if okCode == "" && (name == "EXPUNGE" || name == "UID EXPUNGE" || name == "MOVE" || name == "UID MOVE") {
+			okCode = c.expungeModSeqCode() // mailhost patch: RFC 7162
+		}
 		resp = &imap.StatusResponse{
 			Type: imap.StatusResponseTypeOK,
 			Code: okCode,
 			Text: fmt.Sprintf("%v completed", name),
 		}
-		if okCode != "" {
+		if strings.HasPrefix(string(okCode), "MODIFIED") {
 			resp.Text = "Conditional STORE failed"
 		}
 	}
+	c.batching.Store(false) // mailhost patch: the status response flushes
 	return c.writeStatusResp(tag, resp)
 }
 
@@ -444,9 +498,18 @@ func (c *Conn) writeStatusResp(tag string, statusResp *imap.StatusResponse) erro
 	return writeStatusResp(enc.Encoder, tag, statusResp)
 }
 
+// flush writes out what is buffered (mailhost patch).
+func (c *Conn) flush() error {
+	enc := newResponseEncoder(c)
+	defer enc.end()
+	return c.bw.Flush()
+}
+
 func (c *Conn) writeContReq(text string) error {
 	enc := newResponseEncoder(c)
 	defer enc.end()
+	// mailhost patch: the client waits for it, whatever the command.
+	enc.Encoder.NoFlush = false
 	return writeContReq(enc.Encoder, text)
 }
 
@@ -512,6 +575,7 @@ func newResponseEncoder(conn *Conn) *responseEncoder {
 
 	wireEnc := imapwire.NewEncoder(conn.bw, imapwire.ConnSideServer)
 	wireEnc.QuotedUTF8 = quotedUTF8
+	wireEnc.NoFlush = conn.batching.Load() // mailhost patch
 
 	conn.encMutex.Lock() // released by responseEncoder.end
 	conn.setWriteTimeout(respWriteTimeout)
@@ -619,6 +683,16 @@ func (w *UpdateWriter) WriteNumRecent(n uint32) error {
 // WriteMailboxFlags writes a FLAGS response.
 func (w *UpdateWriter) WriteMailboxFlags(flags []imap.Flag) error {
 	return w.conn.writeFlags(flags)
+}
+
+// WritePermanentFlags writes an untagged OK with PERMANENTFLAGS, which
+// goes with FLAGS when the mailbox's flags change (RFC 9051 section
+// 7.3.5).
+//
+// mailhost patch: a keyword new to the mailbox announced to the other
+// sessions that have it selected.
+func (w *UpdateWriter) WritePermanentFlags(flags []imap.Flag) error {
+	return w.conn.writePermanentFlags(flags)
 }
 
 // WriteMessageFlags writes a FETCH response with FLAGS.

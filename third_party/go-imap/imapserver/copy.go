@@ -30,6 +30,13 @@ func (c *Conn) handleCopy(tag string, dec *imapwire.Decoder, numKind NumKind) er
 }
 
 func (c *Conn) writeCopyOK(tag string, data *imap.CopyData) error {
+	return c.writeCopyUID(tag, data, "COPY completed")
+}
+
+// writeCopyUID writes a status response with COPYUID and text.
+//
+// mailhost patch: MOVE's untagged OK says "Moved" (see PATCHES.md).
+func (c *Conn) writeCopyUID(tag string, data *imap.CopyData, text string) error {
 	enc := newResponseEncoder(c)
 	defer enc.end()
 
@@ -43,7 +50,7 @@ func (c *Conn) writeCopyOK(tag string, data *imap.CopyData) error {
 		enc.Atom("COPYUID").SP().Number(data.UIDValidity).SP().NumSet(data.SourceUIDs).SP().NumSet(data.DestUIDs)
 		enc.Special(']').SP()
 	}
-	enc.Text("COPY completed")
+	enc.Text(text)
 	return enc.CRLF()
 }
 

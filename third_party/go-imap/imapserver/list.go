@@ -206,7 +206,7 @@ func readListMailbox(dec *imapwire.Decoder) (string, error) {
 			return "", dec.Err()
 		}
 	}
-	return utf7.Decode(mailbox)
+	return utf7.DecodeLenient(mailbox) // mailhost patch: "&" in a pattern as typed
 }
 
 func isListChar(ch byte) bool {

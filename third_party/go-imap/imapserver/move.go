@@ -31,7 +31,9 @@ type MoveWriter struct {
 
 // WriteCopyData writes the untagged COPYUID response for a MOVE command.
 func (w *MoveWriter) WriteCopyData(data *imap.CopyData) error {
-	return w.conn.writeCopyOK("", data)
+	// mailhost patch: not "COPY completed", words a client shows as if
+	// it had copied (RFC 6851 section 4.3 leaves the text free).
+	return w.conn.writeCopyUID("", data, "Moved")
 }
 
 // WriteExpunge writes an EXPUNGE response for a MOVE command.

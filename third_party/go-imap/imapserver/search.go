@@ -60,10 +60,11 @@ func (c *Conn) handleSearch(tag string, dec *imapwire.Decoder, numKind NumKind) 
 		c.enableCondStore() // mailhost patch
 	}
 
-	// If no return option is specified, ALL is assumed; SAVE alone
-	// asks for no result at all (mailhost patch, RFC 5182 section 2.1).
+	// If no return option is specified, ALL is assumed. mailhost patch:
+	// except for SAVE alone, which has no ESEARCH response at all (RFC
+	// 5182 section 2.4).
 	saveOnly := options.ReturnSave && !options.ReturnMin && !options.ReturnMax && !options.ReturnAll && !options.ReturnCount
-	if !options.ReturnMin && !options.ReturnMax && !options.ReturnAll && !options.ReturnCount && !saveOnly {
+	if !saveOnly && !options.ReturnMin && !options.ReturnMax && !options.ReturnAll && !options.ReturnCount {
 		options.ReturnAll = true
 	}
 
@@ -72,7 +73,7 @@ func (c *Conn) handleSearch(tag string, dec *imapwire.Decoder, numKind NumKind) 
 		return err
 	}
 	if saveOnly {
-		return nil
+		return nil // mailhost patch: RFC 5182 section 2.4
 	}
 
 	if c.enabled.Has(imap.CapIMAP4rev2) || extended {
@@ -338,6 +339,32 @@ func readSearchKeyWithAtom(criteria *imap.SearchCriteria, dec *imapwire.Decoder,
 		case "SMALLER":
 			criteria.And(&imap.SearchCriteria{Smaller: n})
 		}
+	case "OLDER", "YOUNGER": // mailhost patch: WITHIN (RFC 5032)
+		var n int64
+		if !dec.ExpectSP() || !dec.ExpectNumber64(&n) {
+			return dec.Err()
+		}
+		if n == 0 {
+			return newClientBugError("OLDER and YOUNGER take a number of seconds greater than 0")
+		}
+		if key == "OLDER" {
+			criteria.And(&imap.SearchCriteria{Older: n})
+		} else {
+			criteria.And(&imap.SearchCriteria{Younger: n})
+		}
+	case "EMAILID", "THREADID": // mailhost patch: OBJECTID (RFC 8474)
+		var id string
+		if !dec.ExpectSP() || !dec.ExpectAtom(&id) {
+			return dec.Err()
+		}
+		if !validObjectID(id) {
+			return newClientBugError("Invalid object ID")
+		}
+		if key == "EMAILID" {
+			criteria.EmailID = append(criteria.EmailID, id)
+		} else {
+			criteria.ThreadID = append(criteria.ThreadID, id)
+		}
 	case "NOT":
 		if !dec.ExpectSP() {
 			return dec.Err()
@@ -376,4 +403,20 @@ func readSearchKeyWithAtom(criteria *imap.SearchCriteria, dec *imapwire.Decoder,
 
 func searchKeyFlag(key string) imap.Flag {
 	return imap.Flag("\\" + strings.Title(strings.ToLower(key)))
+}
+
+// validObjectID reports whether id is an objectid of RFC 8474 section 7:
+// 1 to 255 letters, digits, "-" and "_".
+//
+// mailhost patch: OBJECTID (RFC 8474).
+func validObjectID(id string) bool {
+	if len(id) == 0 || len(id) > 255 {
+		return false
+	}
+	for _, ch := range []byte(id) {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_') {
+			return false
+		}
+	}
+	return true
 }

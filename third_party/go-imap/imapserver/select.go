@@ -90,6 +90,13 @@ func (c *Conn) handleSelect(tag string, dec *imapwire.Decoder, readOnly bool) er
 		}
 	}
 
+	if data.MailboxID != "" {
+		// mailhost patch: RFC 8474 section 4.1.
+		if err := c.writeMailboxID(data.MailboxID); err != nil {
+			return err
+		}
+	}
+
 	c.state = imap.ConnStateSelected
 
 	// mailhost patch: the changes since the client's last visit (RFC 7162

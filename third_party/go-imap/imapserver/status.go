@@ -98,6 +98,9 @@ func (c *Conn) writeStatus(data *imap.StatusData, options *imap.StatusOptions) e
 	if options.HighestModSeq { // mailhost patch
 		listEnc.Item().Atom("HIGHESTMODSEQ").SP().ModSeq(data.HighestModSeq)
 	}
+	if options.MailboxID && data.MailboxID != "" { // mailhost patch: RFC 8474
+		listEnc.Item().Atom("MAILBOXID").SP().Special('(').Atom(data.MailboxID).Special(')')
+	}
 	listEnc.End()
 
 	return enc.CRLF()
@@ -129,6 +132,8 @@ func readStatusItem(dec *imapwire.Decoder, options *imap.StatusOptions) error {
 		options.NumRecent = true
 	case "HIGHESTMODSEQ": // mailhost patch: RFC 7162 section 3.1.2.3
 		options.HighestModSeq = true
+	case "MAILBOXID": // mailhost patch: RFC 8474 section 4.2
+		options.MailboxID = true
 	default:
 		return &imap.Error{
 			Type: imap.StatusResponseTypeBad,

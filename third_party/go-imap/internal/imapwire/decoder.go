@@ -517,7 +517,11 @@ func (dec *Decoder) ExpectMailbox(ptr *string) bool {
 		*ptr = "INBOX"
 		return true
 	}
-	name, err := utf7.Decode(name)
+	// mailhost patch: an "&" that begins no shift sequence stands for
+	// itself (utf7.DecodeLenient), so that a name as a user typed it is a
+	// mailbox that does not exist rather than a command that cannot be
+	// read.
+	name, err := utf7.DecodeLenient(name)
 	if err == nil {
 		*ptr = name
 	}
@@ -651,4 +655,89 @@ func (lit *LiteralReader) cancel() {
 	}
 	lit.dec.literal = false
 	lit.dec = nil
+}
+
+// RawLine reads the rest of the line as the peer sent it, up to and
+// including its CRLF, literals included: a line that ends with a literal
+// ("{n}" or "{n+}" before the CRLF) is followed by the literal's n bytes
+// and the next line, which RawLine reads too. Each literal is checked
+// with CheckBufferedLiteralFunc before it is read (which, on the server
+// side, answers a synchronizing literal's continuation request).
+// MaxSize bounds what is read besides the literals.
+//
+// mailhost patch: see PATCHES.md (commands a session serves).
+func (dec *Decoder) RawLine(ptr *[]byte) bool {
+	var b []byte
+	for {
+		ch, ok := dec.readByte()
+		if !ok {
+			return false
+		}
+		b = append(b, ch)
+		if ch != '\n' {
+			continue
+		}
+		size, nonSync, isLit := literalAtEnd(b)
+		if !isLit {
+			dec.crlf = true
+			*ptr = b
+			return true
+		}
+		if dec.CheckBufferedLiteralFunc != nil {
+			if err := dec.CheckBufferedLiteralFunc(size, nonSync); err != nil {
+				// The line is read through its CRLF; a client
+				// refused a synchronizing literal sends none.
+				dec.crlf = true
+				return dec.returnErr(err)
+			}
+		}
+		start := len(b)
+		b = append(b, make([]byte, size)...)
+		if _, err := io.ReadFull(dec.r, b[start:]); err != nil {
+			return dec.returnErr(err)
+		}
+	}
+}
+
+// literalAtEnd finds the literal announced at the end of line, before
+// its CRLF (or lone LF).
+func literalAtEnd(line []byte) (size int64, nonSync, ok bool) {
+	s := strings.TrimSuffix(strings.TrimSuffix(string(line), "\n"), "\r")
+	if !strings.HasSuffix(s, "}") {
+		return 0, false, false
+	}
+	open := strings.LastIndexByte(s, '{')
+	if open < 0 {
+		return 0, false, false
+	}
+	digits := s[open+1 : len(s)-1]
+	digits, nonSync = strings.CutSuffix(digits, "+")
+	if len(digits) == 0 || len(digits) > 19 || strings.Trim(digits, "0123456789") != "" {
+		return 0, false, false
+	}
+	size, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, false, false
+	}
+	return size, nonSync, true
+}
+
+// PeekFold reports whether the next bytes are s, compared without regard
+// to ASCII case, without reading them. It looks one byte further at a
+// time, and only while what it saw matches, so on a command line it
+// never waits for a byte past the line's end.
+//
+// mailhost patch: PREVIEW's optional modifiers (RFC 8970), which follow
+// the item after SP, where the next item or the fetch-modifiers could.
+func (dec *Decoder) PeekFold(s string) bool {
+	if dec.literal || dec.err != nil {
+		return false
+	}
+	for n := 1; n <= len(s); n++ {
+		b, err := dec.r.Peek(n)
+		if err != nil || !strings.EqualFold(string(b[n-1:]), s[n-1:n]) {
+			return false
+		}
+	}
+	return true
 }

@@ -18,6 +18,12 @@ import (
 // CRLF is called. These methods return the Encoder so that calls can be
 // chained.
 type Encoder struct {
+	// NoFlush leaves the buffered writer unflushed at the end of a line
+	// (CRLF), for responses written together; the caller flushes.
+	//
+	// mailhost patch: see PATCHES.md (responses of a command written
+	// together).
+	NoFlush bool
 	// QuotedUTF8 allows raw UTF-8 in quoted strings. This requires IMAP4rev2
 	// to be available, or UTF8=ACCEPT to be enabled.
 	QuotedUTF8 bool
@@ -68,6 +74,9 @@ func (enc *Encoder) CRLF() error {
 	enc.writeString("\r\n")
 	if enc.err != nil {
 		return enc.err
+	}
+	if enc.NoFlush {
+		return nil
 	}
 	return enc.w.Flush()
 }
