@@ -14,6 +14,9 @@ func (s *session) Copy(numSet imap.NumSet, dest string) (*imap.CopyData, error) 
 	if v == nil {
 		return nil, errNoSelection
 	}
+	if err := v.checkSeqSet(numSet); err != nil {
+		return nil, err
+	}
 	to, err := s.st.Folder(s.ctx, s.user.ID, dest)
 	if err != nil {
 		return nil, s.tryCreate("copy", err)
@@ -43,6 +46,9 @@ func (s *session) Move(w *imapserver.MoveWriter, numSet imap.NumSet, dest string
 	to, err := s.st.Folder(s.ctx, s.user.ID, dest)
 	if err != nil {
 		return s.tryCreate("move", err)
+	}
+	if err := v.checkSeqSet(numSet); err != nil {
+		return err
 	}
 	uids := v.uids(v.indices(numSet))
 	if len(uids) == 0 {

@@ -27,6 +27,9 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 	if v == nil {
 		return errNoSelection
 	}
+	if err := v.checkSeqSet(numSet); err != nil {
+		return err
+	}
 	idx := v.indices(numSet)
 	if options.ChangedSince > 0 || options.Vanished {
 		var err error

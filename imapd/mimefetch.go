@@ -160,6 +160,13 @@ func (root *mimePart) section(msg []byte, item *imap.FetchItemBodySection) []byt
 	if len(item.Part) > 0 {
 		switch item.Specifier {
 		case imap.PartSpecifierHeader, imap.PartSpecifierText:
+			// HEADER and TEXT of a part are those of the message a
+			// message/rfc822 part holds (RFC 9051 section 6.4.5); any
+			// other part holds none, so they are empty, as Dovecot
+			// answers (MIME is the part's own header).
+			if e.embedded == nil {
+				return partial(nil, item.Partial)
+			}
 			e = e.open()
 		}
 	}

@@ -118,6 +118,14 @@ func compareWithImapserver(t *testing.T, msg []byte) {
 			// writes its header again.
 			got = tree.section(msg, item)
 		}
+		if len(item.Part) > 0 && (item.Specifier == imap.PartSpecifierHeader || item.Specifier == imap.PartSpecifierText) {
+			if e := tree.find(item.Part); e != nil && e.embedded == nil {
+				// HEADER and TEXT of a part that holds no message are
+				// empty, as Dovecot answers; imapserver gives the
+				// part's own header or body (see mimePart.section).
+				want = nil
+			}
+		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("BODY[%v %v fields %v not %v]<%v> of %q = %q, want %q", item.Part, item.Specifier, item.HeaderFields, item.HeaderFieldsNot, item.Partial, msg, got, want)
 		}

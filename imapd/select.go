@@ -94,9 +94,16 @@ func (s *session) Select(name string, options *imap.SelectOptions) (*imap.Select
 	v.claimNew = func(uids []uint32) { s.markNewRecent(v, uids) }
 	s.sel = v
 	flags := v.flags()
+	// A read-only folder lets the client change no flag for good: an
+	// empty PERMANENTFLAGS says so (RFC 9051 section 7.1, as Dovecot
+	// answers EXAMINE).
+	permanent := []imap.Flag{}
+	if !options.ReadOnly {
+		permanent = append(slices.Clone(flags), imap.FlagWildcard)
+	}
 	return &imap.SelectData{
 		Flags:             flags,
-		PermanentFlags:    append(slices.Clone(flags), imap.FlagWildcard),
+		PermanentFlags:    permanent,
 		NumMessages:       uint32(len(v.msgs)),
 		UIDNext:           imap.UID(max(f.UIDNext, v.maxUID+1)),
 		UIDValidity:       f.UIDValidity,
@@ -474,6 +481,24 @@ func (v *view) indices(numSet imap.NumSet) []int {
 		}
 	}
 	return out
+}
+
+// checkSeqSet answers BAD for a message sequence set that names a number
+// beyond the last message, or "*" in an empty folder (RFC 9051 section 9,
+// seq-number: "The server should respond with a tagged BAD response"), as
+// Dovecot does; a UID set may name UIDs that are gone.
+func (v *view) checkSeqSet(numSet imap.NumSet) error {
+	set, ok := numSet.(imap.SeqSet)
+	if !ok {
+		return nil
+	}
+	n := uint32(len(v.msgs))
+	for _, r := range set {
+		if r.Start > n || r.Stop > n || (n == 0 && (r.Start == 0 || r.Stop == 0)) {
+			return &imap.Error{Type: imap.StatusResponseTypeBad, Code: imap.ResponseCodeClientBug, Text: "Invalid message sequence number"}
+		}
+	}
+	return nil
 }
 
 // staticUIDs is a copy of set with "*" resolved.

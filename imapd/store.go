@@ -26,6 +26,9 @@ func (s *session) Store(w *imapserver.FetchWriter, numSet imap.NumSet, flags *im
 	default:
 		op = mailstore.FlagsReplace
 	}
+	if err := v.checkSeqSet(numSet); err != nil {
+		return err
+	}
 	idx := v.indices(numSet)
 	if condStore, _ := s.modes(); condStore || options.HasUnchangedSince {
 		return s.storeCondStore(w, v, numSet, idx, op, flags, options)

@@ -253,8 +253,14 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 	var err error
 	var okCode imap.ResponseCode // mailhost patch: STORE's MODIFIED
 	switch name {
-	case "NOOP", "CHECK":
+	case "NOOP":
 		err = c.handleNoop(dec)
+	case "CHECK":
+		// mailhost patch: CHECK is valid only with a mailbox selected
+		// (RFC 3501 section 6.4.1).
+		if err = c.handleNoop(dec); err == nil {
+			err = c.checkState(imap.ConnStateSelected)
+		}
 	case "LOGOUT":
 		err = c.handleLogout(dec)
 	case "CAPABILITY":

@@ -299,6 +299,11 @@ func readHeaderList(dec *imapwire.Decoder) ([]string, error) {
 		l = append(l, s)
 		return nil
 	})
+	if err == nil && len(l) == 0 {
+		// mailhost patch: header-list is "(" header-fld-name *(SP
+		// header-fld-name) ")", at least one name (RFC 9051 section 9).
+		return nil, fmt.Errorf("in header-list: no field name")
+	}
 	return l, err
 }
 
