@@ -249,4 +249,3 @@ func run(ctx context.Context) error {
 	fmt.Println(string(b))
 	return nil
 }
-
