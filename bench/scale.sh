@@ -17,7 +17,7 @@
 #   verify     mailhost store verify
 #   backup     mailhost backup / pg_dump -Fc, and the restore (a copy of
 #              the file / pg_restore into a new database; RESTORE=0 skips
-#              PostgreSQL's)
+#              PostgreSQL's, BACKUP=0 both); verify stops after VERIFYMAX s
 #   bytes      the file, or PostgreSQL's tables, indexes and TOAST, per
 #              message and per mailbox
 #
@@ -28,7 +28,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results/$(date -u +%F)/scale}
-RESTORE=${RESTORE:-1}
+RESTORE=${RESTORE:-1} BACKUP=${BACKUP:-1} VERIFYMAX=${VERIFYMAX:-600}
 MH=${MH:-/tmp/mh-scale} LOAD=${LOAD:-/tmp/mhload-scale}
 mkdir -p "$OUT"
 CGO_ENABLED=0 go build -o "$MH" ./cmd/mailhost
@@ -69,12 +69,12 @@ for spec in "$@"; do
 	rss1=$(rss $PID)
 	kill $PID; wait $PID 2>/dev/null || true; PID=
 	/tmp/scaleprobe-scale -store "$store" -partners "$np" -domains "$nd" -mailboxes "$nm" -label "$label" >"$OUT/$label.probe.json"
-	t=$(now); MAILHOST_STORE=$envstore MAILHOST_DATA=$data "$MH" store verify >"$OUT/$label.verify.txt" 2>&1 || true; verify=$(ms "$t")
+	t=$(now); MAILHOST_STORE=$envstore MAILHOST_DATA=$data timeout "$VERIFYMAX" "$MH" store verify >"$OUT/$label.verify.txt" 2>&1 || echo "exit $?" >>"$OUT/$label.verify.txt"; verify=$(ms "$t")
 	if [[ $store == postgres* ]]; then
 		db=${store%%\?*}; db=${db##*/}; base=${store%/*}
-		t=$(now); pg_dump -Fc -f "$W/$label.dump" "$store" 2>>"$OUT/log"; backup=$(ms "$t"); bsize=$(stat -c %s "$W/$label.dump")
-		restore=
-		if [ "$RESTORE" = 1 ]; then
+		backup=None bsize=None restore=
+		[ "$BACKUP" = 1 ] && { t=$(now); pg_dump -Fc -f "$W/$label.dump" "$store" 2>>"$OUT/log"; backup=$(ms "$t"); bsize=$(stat -c %s "$W/$label.dump"); }
+		if [ "$BACKUP" = 1 ] && [ "$RESTORE" = 1 ]; then
 			psql "$base/postgres?sslmode=disable" -qc "DROP DATABASE IF EXISTS restore_$label" -c "CREATE DATABASE restore_$label"
 			t=$(now); pg_restore -j 2 -d "$base/restore_$label?sslmode=disable" "$W/$label.dump" 2>>"$OUT/log" || true; restore=$(ms "$t")
 			psql "$base/postgres?sslmode=disable" -qc "DROP DATABASE restore_$label"
