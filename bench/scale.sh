@@ -46,8 +46,7 @@ now() { date +%s.%N; }
 
 for spec in "$@"; do
 	label=${spec%%=*} rest=${spec#*=}
-	IFS=: read -r store np nd nm <<<"${rest/postgres:\/\//postgres§}"
-	store=${store/postgres§/postgres://}
+	nm=${rest##*:} rest=${rest%:*}; nd=${rest##*:} rest=${rest%:*}; np=${rest##*:} store=${rest%:*}
 	if [[ $store == postgres* ]]; then data=$W/$label; mkdir -p "$data"; envstore=$store; else data=$store; envstore=; fi
 	api=127.0.0.1:$(port) mx=127.0.0.1:$(port) imap=127.0.0.1:$(port)
 	log "$label: $store ($np partners, $nd domains, $nm mailboxes)"
