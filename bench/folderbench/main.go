@@ -171,6 +171,7 @@ type result struct {
 	Rep       int     `json:"rep"`
 	Ms        float64 `json:"ms"`
 	SelectMs  float64 `json:"select_ms"`
+	LoginMs   float64 `json:"login_ms"`
 	Untagged  int     `json:"untagged"`
 	Bytes     int64   `json:"bytes"`
 	Commands  int     `json:"commands"`
@@ -189,14 +190,14 @@ func run(args []string) error {
 	label := fs.String("label", "", "label of the JSON lines")
 	fs.Parse(args)
 
-	c, selMs, err := dial(*addr, *user, *pass)
+	c, selMs, loginMs, err := dial(*addr, *user, *pass)
 	if err != nil {
 		return err
 	}
 	defer c.conn.Close()
 	var times []float64
 	for rep := range *reps {
-		r := result{Label: *label, Cmd: *cmd, Rep: rep + 1, SelectMs: selMs}
+		r := result{Label: *label, Cmd: *cmd, Rep: rep + 1, SelectMs: selMs, LoginMs: loginMs}
 		start := time.Now()
 		if strings.Contains(*cmd, "%d") {
 			err = c.each(*cmd, *each, *pipeline, &r)
@@ -227,30 +228,32 @@ type client struct {
 }
 
 // dial connects, runs STARTTLS, logs in and selects INBOX; selMs is how
-// long SELECT took.
-func dial(addr, user, pass string) (*client, float64, error) {
+// long SELECT took, loginMs LOGIN.
+func dial(addr, user, pass string) (c *client, selMs, loginMs float64, err error) {
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	c := &client{conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}
+	c = &client{conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}
 	if _, err := c.r.ReadString('\n'); err != nil { // greeting
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	var r result
 	if err := c.command("STARTTLS", &r); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true})
 	c.conn, c.r = tc, bufio.NewReaderSize(tc, 64<<10)
+	lstart := time.Now()
 	if err := c.command(fmt.Sprintf("LOGIN %s %s", quote(user), quote(pass)), &r); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
+	loginMs = float64(time.Since(lstart).Microseconds()) / 1000
 	start := time.Now()
 	if err := c.command("SELECT INBOX", &r); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	return c, float64(time.Since(start).Microseconds()) / 1000, nil
+	return c, float64(time.Since(start).Microseconds()) / 1000, loginMs, nil
 }
 
 func quote(s string) string { return strconv.Quote(s) }
