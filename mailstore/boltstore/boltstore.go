@@ -172,11 +172,7 @@ func Open(ctx context.Context, dataDir string, opt Options) (*Store, error) {
 		timeout = 100 * time.Millisecond
 	}
 	path := filepath.Join(dataDir, FileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        timeout,
-		FreelistType:   bolt.FreelistMapType,
-		NoFreelistSync: true,
-	})
+	db, err := bolt.Open(path, 0o600, boltOptions(timeout, false))
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: %w", path, mailstore.ErrLocked)
 	}
@@ -203,6 +199,24 @@ func Open(ctx context.Context, dataDir string, opt Options) (*Store, error) {
 	// deletions that find free pages; a deletion makes it later.
 	_ = s.reserve.fill(s.now())
 	return s, nil
+}
+
+// boltOptions are the options every writer opens the file with.
+//
+// The freelist is written at each commit (NoFreelistSync false): without
+// it bbolt rebuilds the list at every open by walking every page of the
+// file, which on a store of millions of messages is minutes of start-up
+// and the whole file read into memory before the first request. Written,
+// it costs one more page (or a few) per commit. A file last written
+// without it gets one at its first writable open, which is then the one
+// slow open. The hashmap freelist keeps allocation cheap when a retention
+// pass has left many free pages.
+func boltOptions(timeout time.Duration, readOnly bool) *bolt.Options {
+	return &bolt.Options{
+		Timeout:      timeout,
+		ReadOnly:     readOnly,
+		FreelistType: bolt.FreelistMapType,
+	}
 }
 
 // Close closes the file.
@@ -397,9 +411,9 @@ func (s *Store) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
 //
 // Nothing of the transaction is stored then, and the store stays usable:
 // the meta page, written last, still names the previous transaction's
-// tree, and bbolt (v1.5) rolls its free-page list back, rebuilding it by
-// a scan of the file since we run with NoFreelistSync, so the pages the
-// failed commit took are free again. TestBoltFullDisk checks this on a
+// tree, and bbolt (v1.5) rolls its free-page list back, reloading it from
+// the freelist page the last commit wrote, so the pages the failed commit
+// took are free again. TestBoltFullDisk checks this on a
 // full file system. grow reports its truncate and fsync errors with %s,
 // losing the errno, hence the look at the text as well.
 func commitError(err error) error {

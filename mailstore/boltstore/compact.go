@@ -87,7 +87,7 @@ func Compact(ctx context.Context, dataDir string, opt Options) (CompactResult, e
 
 // copyCompact copies src into a new file at tmp, syncs it and checks it.
 func copyCompact(tmp string, src *bolt.DB) error {
-	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType, NoFreelistSync: true, NoSync: true})
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType, NoSync: true})
 	if err != nil {
 		return ioError(err)
 	}
@@ -154,13 +154,9 @@ func openFile(path string, opt Options, readOnly bool) (*bolt.DB, error) {
 	if timeout == 0 {
 		timeout = 100 * time.Millisecond
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:         timeout,
-		ReadOnly:        readOnly,
-		FreelistType:    bolt.FreelistMapType,
-		NoFreelistSync:  true,
-		PreLoadFreelist: true,
-	})
+	bo := boltOptions(timeout, readOnly)
+	bo.PreLoadFreelist = true
+	db, err := bolt.Open(path, 0o600, bo)
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: %w", path, mailstore.ErrLocked)
 	}
