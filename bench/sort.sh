@@ -134,7 +134,9 @@ mh_start() { # NAME BIN DATA IMAP HTTP
 		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_HOSTNAME=mailhost.bench.local \
 		"$2" serve </dev/null >>"$3.log" 2>&1 &
 	MH_PID[$1]=$!
-	for _ in $(seq 200); do
+	# A store of 100,000 messages opens slowly from a dropped page cache
+	# on a loaded machine.
+	for _ in $(seq 1200); do
 		curl -fs "http://$5/healthz" >/dev/null 2>&1 && return
 		sleep 0.1
 	done
