@@ -152,6 +152,8 @@ type Server struct {
 	metrics Metrics
 	// recent is the \Recent bookkeeping of every folder (recent.go).
 	recent *recentFloors
+	// sortKeys is the decoded SORT and THREAD keys (sortkeys.go).
+	sortKeys *sortKeyCache
 
 	// ctx is the parent of every connection's context; Shutdown cancels it.
 	ctx    context.Context
@@ -222,6 +224,7 @@ func New(cfg Config) *Server {
 	}, s.log)
 	s.limits.metrics = s.metrics
 	s.recent = newRecentFloors(s.now())
+	s.sortKeys = newSortKeyCache(defaultSortKeyMessages)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.imap = imapserver.New(&imapserver.Options{
 		NewSession: s.newSession,

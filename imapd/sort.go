@@ -2,7 +2,6 @@ package imapd
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,8 +25,12 @@ type sortMsg struct {
 	// Size is RFC822.SIZE, Arrival the INTERNALDATE.
 	Size    int64
 	Arrival time.Time
-	// Header is its summary (or its whole header).
+	// Header is its summary (or its whole header), for K nil.
 	Header []byte
+	// K is its decoded keys; pos, with a folder's keys, is its place in
+	// them (sortkeys.go).
+	K   *msgKeys
+	pos int32
 }
 
 // sortKey names a SORT criterion's key.
@@ -87,97 +90,30 @@ var sortKeys = map[string]sortKey{
 // sortMessages answers msgs in the order criteria make (RFC 5256 section
 // 3), ties in ascending sequence number whatever REVERSE says. msgs is
 // not changed. Each message's header is read once, for the keys the
-// criteria name.
+// criteria name, unless its keys are decoded already.
 func sortMessages(msgs []sortMsg, criteria []sortCriterion) []sortMsg {
-	keys := make([]msgKeys, len(msgs))
-	var need keyNeed
+	var need keyGroup
 	for _, c := range criteria {
-		need.add(c.Key)
+		need |= groupOf(c.Key)
 	}
-	for i := range msgs {
-		keys[i] = need.keysOf(&msgs[i])
+	return orderMsgs(withKeys(msgs, need), criteria, nil)
+}
+
+// withKeys is msgs with the keys of need decoded from their headers, for
+// those whose keys are not (K nil): a copy if any is not.
+func withKeys(msgs []sortMsg, need keyGroup) []sortMsg {
+	if !slices.ContainsFunc(msgs, func(m sortMsg) bool { return m.K == nil }) {
+		return msgs
 	}
-	idx := make([]int32, len(msgs))
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	slices.SortFunc(idx, func(a, b int32) int {
-		for _, c := range criteria {
-			r := keys[a].compare(&keys[b], c.Key)
-			if c.Reverse {
-				r = -r
-			}
-			if r != 0 {
-				return r
-			}
+	out := slices.Clone(msgs)
+	keys := make([]msgKeys, len(out))
+	for i := range out {
+		if out[i].K == nil {
+			decodeKeys(&keys[i], out[i].Header, out[i].Arrival, need)
+			out[i].K = &keys[i]
 		}
-		return cmp.Compare(msgs[a].Seq, msgs[b].Seq)
-	})
-	out := make([]sortMsg, len(msgs))
-	for i, j := range idx {
-		out[i] = msgs[j]
 	}
 	return out
-}
-
-// msgKeys holds a message's values for the keys a sort needs.
-type msgKeys struct {
-	size    int64
-	arrival time.Time
-	sent    time.Time
-	// subject is the base subject; the address keys are canonical
-	// (casemap).
-	subject                        string
-	from, to, cc, dispFrom, dispTo string
-}
-
-func (k *msgKeys) compare(o *msgKeys, key sortKey) int {
-	switch key {
-	case sortArrival:
-		return k.arrival.Compare(o.arrival)
-	case sortDate:
-		return k.sent.Compare(o.sent)
-	case sortSize:
-		return cmp.Compare(k.size, o.size)
-	case sortSubject:
-		return strings.Compare(k.subject, o.subject)
-	case sortFrom:
-		return strings.Compare(k.from, o.from)
-	case sortTo:
-		return strings.Compare(k.to, o.to)
-	case sortCc:
-		return strings.Compare(k.cc, o.cc)
-	case sortDisplayFrom:
-		return strings.Compare(k.dispFrom, o.dispFrom)
-	case sortDisplayTo:
-		return strings.Compare(k.dispTo, o.dispTo)
-	}
-	return 0
-}
-
-// keyNeed says which header fields a sort reads.
-type keyNeed struct {
-	date, subject, from, to, cc bool
-	dispFrom, dispTo            bool
-}
-
-func (n *keyNeed) add(k sortKey) {
-	switch k {
-	case sortDate:
-		n.date = true
-	case sortSubject:
-		n.subject = true
-	case sortFrom:
-		n.from = true
-	case sortTo:
-		n.to = true
-	case sortCc:
-		n.cc = true
-	case sortDisplayFrom:
-		n.dispFrom = true
-	case sortDisplayTo:
-		n.dispTo = true
-	}
 }
 
 // The header fields SORT and THREAD read, by index in their values.
@@ -194,48 +130,6 @@ const (
 )
 
 var hdrNames = [hdrFields]string{"date", "subject", "from", "to", "cc", "message-id", "references", "in-reply-to"}
-
-func (n *keyNeed) keysOf(m *sortMsg) msgKeys {
-	k := msgKeys{size: m.Size, arrival: m.Arrival}
-	var want [hdrFields]bool
-	want[hdrDate] = n.date
-	want[hdrSubject] = n.subject
-	want[hdrFrom] = n.from || n.dispFrom
-	want[hdrTo] = n.to || n.dispTo
-	want[hdrCc] = n.cc
-	if !slices.Contains(want[:], true) {
-		return k
-	}
-	raw := headerValues(m.Header, &want)
-	var v [hdrFields]string
-	for f := range hdrFields {
-		if want[f] {
-			v[f] = unfoldValue(raw[f])
-		}
-	}
-	if n.date {
-		k.sent = sentDate(v[hdrDate], m.Arrival)
-	}
-	if n.subject {
-		k.subject, _ = baseSubject(v[hdrSubject])
-	}
-	if n.from {
-		k.from = casemap(firstAddress(v[hdrFrom]).Mailbox)
-	}
-	if n.to {
-		k.to = casemap(firstAddress(v[hdrTo]).Mailbox)
-	}
-	if n.cc {
-		k.cc = casemap(firstAddress(v[hdrCc]).Mailbox)
-	}
-	if n.dispFrom {
-		k.dispFrom = casemap(displayValue(firstAddress(v[hdrFrom])))
-	}
-	if n.dispTo {
-		k.dispTo = casemap(displayValue(firstAddress(v[hdrTo])))
-	}
-	return k
-}
 
 // sentDate is the sent date of RFC 5256 section 2.2: the Date field, or
 // the INTERNALDATE when it is missing or does not parse. Times compare as

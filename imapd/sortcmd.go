@@ -1,8 +1,6 @@
 package imapd
 
 import (
-	"bytes"
-
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
 )
@@ -33,11 +31,23 @@ func (s *session) Sort(kind imapserver.NumKind, sortCriteria []imapserver.SortCr
 		// imapserver let through only the keys offered, all known here.
 		return nil, s.fail("sort", err)
 	}
-	msgs, modSeq, err := s.sortMsgs(criteria, "sort")
+	var need keyGroup
+	for _, c := range crit {
+		need |= groupOf(c.Key)
+	}
+	msgs, f, modSeq, err := s.sortMsgs(criteria, need, "sort")
 	if err != nil {
 		return nil, err
 	}
-	sorted := sortMessages(msgs, crit)
+	defer f.mu.Unlock()
+	sorted := orderMsgs(msgs, crit, func(k sortKey) []int32 {
+		// Ranks cost a sort of the whole folder: worth it when most of
+		// the folder is sorted, and for the next SORT.
+		if f.ranks[k] != nil || 4*len(msgs) >= len(f.keys) {
+			return f.rank(k)
+		}
+		return nil
+	})
 	data := &imapserver.SortData{Nums: make([]uint32, len(sorted)), ModSeq: modSeq}
 	for i, m := range sorted {
 		data.Nums[i] = m.Seq
@@ -50,10 +60,15 @@ func (s *session) Sort(kind imapserver.NumKind, sortCriteria []imapserver.SortCr
 
 // Thread answers THREAD and UID THREAD.
 func (s *session) Thread(kind imapserver.NumKind, algorithm imap.ThreadAlgorithm, criteria *imap.SearchCriteria) ([]*imapserver.ThreadNode, error) {
-	msgs, _, err := s.sortMsgs(criteria, "thread")
+	need := groupDate | groupRefs
+	if algorithm != threadAlgRefs {
+		need |= groupSubject
+	}
+	msgs, f, _, err := s.sortMsgs(criteria, need, "thread")
 	if err != nil {
 		return nil, err
 	}
+	defer f.mu.Unlock()
 	var threads []*threadNode
 	switch algorithm {
 	case imap.ThreadOrderedSubject:
@@ -84,39 +99,123 @@ func wireThreads(threads []*threadNode, uids bool) []*imapserver.ThreadNode {
 }
 
 // sortMsgs runs the search of a SORT or THREAD over the selected folder
-// and answers the matching messages with their summaries, in sequence
-// order, and their highest MODSEQ for a search with the MODSEQ key (RFC
-// 7162 section 3.1.5), else 0.
-func (s *session) sortMsgs(criteria *imap.SearchCriteria, op string) ([]sortMsg, uint64, error) {
+// and answers the matching messages in sequence order, with their keys
+// of the groups need (sortkeys.go), and their highest MODSEQ for a search
+// with the MODSEQ key (RFC 7162 section 3.1.5), else 0. The keys are the
+// folder's kept keys, decoded from the summaries of the messages that
+// have none yet (new mail, or the first SORT since the server started);
+// f is the folder's keys, locked: the caller unlocks f.mu once done with
+// the keys.
+func (s *session) sortMsgs(criteria *imap.SearchCriteria, need keyGroup, op string) (msgs []sortMsg, f *folderKeys, modSeq uint64, err error) {
 	v := s.sel
 	if v == nil {
-		return nil, 0, errNoSelection
+		return nil, nil, 0, errNoSelection
 	}
 	data, err := s.Search(imapserver.NumKindSeq, criteria, &imap.SearchOptions{ReturnAll: true})
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	seqs, _ := data.All.(imap.SeqSet)
 	nums, _ := seqs.Nums()
-	idx := make([]int, len(nums))
-	for i, n := range nums {
-		idx[i] = int(n) - 1
+	f = s.srv.sortKeys.folder(v.folder.ID)
+	f.mu.Lock()
+	if len(f.uids) > 2*(len(v.msgs)-v.nGone)+1024 {
+		// Many kept messages have left the folder.
+		live := make([]uint32, 0, len(v.msgs))
+		for _, m := range v.msgs {
+			live = append(live, m.UID)
+		}
+		f.keepOnly(live)
 	}
-	msgs := make([]sortMsg, 0, len(idx))
-	err = s.eachSummary(v, idx, op, func(i int, header []byte) error {
-		m := v.msgs[i]
-		msgs = append(msgs, sortMsg{
-			Seq:     uint32(i + 1),
-			UID:     m.UID,
-			Size:    m.Size,
-			Arrival: m.ReceivedAt,
-			// The store's buffer may not outlive the call.
-			Header: bytes.Clone(header),
-		})
+	msgs = make([]sortMsg, 0, len(nums))
+	var missing []int // of msgs, lacking keys of need
+	at := 0
+	for _, n := range nums {
+		m := v.msgs[n-1]
+		if m.gone {
+			continue
+		}
+		p, ok := f.find(m.UID, at)
+		at = p
+		if !ok {
+			p = -1
+		}
+		if !ok || f.keys[p].have&need != need {
+			missing = append(missing, len(msgs))
+		}
+		msgs = append(msgs, sortMsg{Seq: n, UID: m.UID, Size: m.Size, Arrival: m.ReceivedAt, pos: int32(p)})
+	}
+	if len(missing) > 0 {
+		if msgs, err = s.decodeMissing(v, f, msgs, missing, need, op); err != nil {
+			f.mu.Unlock()
+			return nil, nil, 0, err
+		}
+		s.srv.sortKeys.account(f, len(f.uids))
+	}
+	for i := range msgs {
+		msgs[i].K = &f.keys[msgs[i].pos]
+	}
+	return msgs, f, data.ModSeq, nil
+}
+
+// decodeMissing decodes the keys of need of msgs[missing] from their
+// summaries into f (locked), and answers msgs with every pos set; a
+// message whose summary the store no longer has (expunged meanwhile)
+// is left out, as a FETCH would leave it.
+func (s *session) decodeMissing(v *view, f *folderKeys, msgs []sortMsg, missing []int, need keyGroup, op string) ([]sortMsg, error) {
+	keys := make([]msgKeys, len(missing))
+	got := make([]bool, len(missing))
+	idx := make([]int, len(missing))
+	for k, j := range missing {
+		idx[k] = int(msgs[j].Seq) - 1
+		if p := msgs[j].pos; p >= 0 {
+			keys[k] = f.keys[p]
+		}
+	}
+	next := 0
+	err := s.eachSummary(v, idx, op, func(i int, header []byte) error {
+		for idx[next] != i {
+			next++
+		}
+		m := &msgs[missing[next]]
+		decodeKeys(&keys[next], header, m.Arrival, need)
+		got[next] = true
+		next++
 		return nil
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return msgs, data.ModSeq, nil
+	var newUIDs []uint32
+	var newKeys []msgKeys
+	var added keyGroup
+	for k, j := range missing {
+		switch p := msgs[j].pos; {
+		case !got[k]:
+		case p >= 0:
+			added |= keys[k].have &^ f.keys[p].have
+			f.keys[p] = keys[k]
+		default:
+			newUIDs, newKeys = append(newUIDs, msgs[j].UID), append(newKeys, keys[k])
+		}
+	}
+	for k := range f.ranks {
+		if groupOf(sortKey(k))&added != 0 {
+			f.ranks[k] = nil
+		}
+	}
+	f.insert(newUIDs, newKeys)
+	// Positions move with an insert below the end; find them again, and
+	// leave out what has no keys.
+	out := msgs[:0]
+	at := 0
+	for _, m := range msgs {
+		p, ok := f.find(m.UID, at)
+		at = p
+		if ok && f.keys[p].have&need == need {
+			m.pos = int32(p)
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/emersion/go-imap/v2"
 )
@@ -65,54 +64,35 @@ func writeThread(b *strings.Builder, n *threadNode, uids bool) {
 	}
 }
 
-// threadInfo is what threading reads of a message.
-type threadInfo struct {
-	msg            *sortMsg
-	sent           time.Time
-	subject        string // base subject
-	replyOrForward bool
-}
-
-func threadInfos(msgs []sortMsg) []threadInfo {
-	want := [hdrFields]bool{hdrDate: true, hdrSubject: true}
-	out := make([]threadInfo, len(msgs))
-	for i := range msgs {
-		v := headerValues(msgs[i].Header, &want)
-		out[i] = threadInfo{msg: &msgs[i], sent: sentDate(unfoldValue(v[hdrDate]), msgs[i].Arrival)}
-		out[i].subject, out[i].replyOrForward = baseSubject(unfoldValue(v[hdrSubject]))
-	}
-	return out
-}
-
 // threadOrderedSubject is THREAD=ORDEREDSUBJECT (RFC 5256 section 3):
 // messages grouped by base subject; in each group, by sent date (then
 // sequence number), the first is the parent of all the others; groups
 // in the order of their first messages.
 func threadOrderedSubject(msgs []sortMsg) []*threadNode {
-	infos := threadInfos(msgs)
-	byDate := func(a, b *threadInfo) int {
-		return cmp.Or(a.sent.Compare(b.sent), cmp.Compare(a.msg.Seq, b.msg.Seq))
+	msgs = withKeys(msgs, groupDate|groupSubject)
+	byDate := func(a, b *sortMsg) int {
+		return cmp.Or(a.K.compareSent(b.K), cmp.Compare(a.Seq, b.Seq))
 	}
-	idx := make([]*threadInfo, len(infos))
-	for i := range infos {
-		idx[i] = &infos[i]
+	idx := make([]*sortMsg, len(msgs))
+	for i := range msgs {
+		idx[i] = &msgs[i]
 	}
-	slices.SortFunc(idx, func(a, b *threadInfo) int {
-		return cmp.Or(strings.Compare(a.subject, b.subject), byDate(a, b))
+	slices.SortFunc(idx, func(a, b *sortMsg) int {
+		return cmp.Or(strings.Compare(a.K.subject, b.K.subject), byDate(a, b))
 	})
 	type group struct {
-		first *threadInfo
+		first *sortMsg
 		node  *threadNode
 	}
 	var groups []group
 	for i := 0; i < len(idx); {
 		j := i + 1
-		for j < len(idx) && idx[j].subject == idx[i].subject {
+		for j < len(idx) && idx[j].K.subject == idx[i].K.subject {
 			j++
 		}
-		root := &threadNode{Seq: idx[i].msg.Seq, UID: idx[i].msg.UID}
+		root := &threadNode{Seq: idx[i].Seq, UID: idx[i].UID}
 		for _, m := range idx[i+1 : j] {
-			root.Children = append(root.Children, &threadNode{Seq: m.msg.Seq, UID: m.msg.UID})
+			root.Children = append(root.Children, &threadNode{Seq: m.Seq, UID: m.UID})
 		}
 		groups = append(groups, group{idx[i], root})
 		i = j
@@ -128,7 +108,7 @@ func threadOrderedSubject(msgs []sortMsg) []*threadNode {
 // container is a node of the REFERENCES algorithm: a message, or a
 // message-id nothing in the set has (info nil, a dummy).
 type container struct {
-	info     *threadInfo
+	info     *sortMsg
 	parent   *container
 	children []*container
 	// gone marks a top-level dummy merged into another (step 5.C).
@@ -163,7 +143,7 @@ func link(p, c *container) bool {
 // threadReferences is THREAD=REFERENCES (RFC 5256 section 3, steps 1 to
 // 6).
 func threadReferences(msgs []sortMsg) []*threadNode {
-	top := threadLinks(msgs)
+	top := threadLinks(withKeys(msgs, groupDate|groupSubject|groupRefs))
 
 	// Step 4: sort the top level by sent date (a dummy by its first
 	// child, once its children are sorted).
@@ -193,24 +173,24 @@ func threadReferences(msgs []sortMsg) []*threadNode {
 // (Roundcube) asks for it before REFERENCES: with it, the thread view
 // needs no SORT of its own to order the threads by their latest message.
 func threadRefs(msgs []sortMsg) []*threadNode {
-	top := threadLinks(msgs)
+	top := threadLinks(withKeys(msgs, groupDate|groupRefs))
 	for _, c := range top {
 		sortTree(c)
 	}
 	type keyed struct {
 		c      *container
-		latest time.Time
+		latest *msgKeys
 		seq    uint32
 	}
 	ks := make([]keyed, len(top))
 	for i, c := range top {
 		ks[i] = keyed{c: c, latest: c.latest()}
 		if c.info != nil {
-			ks[i].seq = c.info.msg.Seq
+			ks[i].seq = c.info.Seq
 		}
 	}
 	slices.SortStableFunc(ks, func(a, b keyed) int {
-		return cmp.Or(a.latest.Compare(b.latest), cmp.Compare(a.seq, b.seq))
+		return cmp.Or(compareSentOrNone(a.latest, b.latest), cmp.Compare(a.seq, b.seq))
 	})
 	for i := range ks {
 		top[i] = ks[i].c
@@ -218,18 +198,32 @@ func threadRefs(msgs []sortMsg) []*threadNode {
 	return nodes(top)
 }
 
-// latest is the latest sent date in the tree under c, c's included.
-func (c *container) latest() time.Time {
-	var t time.Time
+// latest is the keys of the latest sent message in the tree under c,
+// c's included; nil for none.
+func (c *container) latest() *msgKeys {
+	var t *msgKeys
 	if c.info != nil {
-		t = c.info.sent
+		t = c.info.K
 	}
 	for _, k := range c.children {
-		if kt := k.latest(); kt.After(t) {
+		if kt := k.latest(); compareSentOrNone(kt, t) > 0 {
 			t = kt
 		}
 	}
 	return t
+}
+
+// compareSentOrNone orders by sent date, none (nil) before any.
+func compareSentOrNone(a, b *msgKeys) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	return a.compareSent(b)
 }
 
 func nodes(top []*container) []*threadNode {
@@ -244,37 +238,36 @@ func nodes(top []*container) []*threadNode {
 // top-level containers, linked by Message-ID, In-Reply-To and
 // References, dummies pruned.
 func threadLinks(msgs []sortMsg) []*container {
-	infos := threadInfosRefs(msgs)
-	ids := make(map[string]*container, len(msgs))
-	get := func(id []byte) *container {
-		c := ids[string(id)]
+	ids := make(map[uint64]*container, len(msgs))
+	get := func(id uint64) *container {
+		c := ids[id]
 		if c == nil {
 			c = &container{}
-			ids[string(id)] = c
+			ids[id] = c
 		}
 		return c
 	}
-	conts := make([]*container, len(infos))
-	for i := range infos {
-		in := &infos[i]
+	conts := make([]*container, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
 		// Step 1: the message's own container. A message without a
 		// valid Message-ID, or whose Message-ID an earlier message has,
 		// gets one of its own that nothing references.
 		var c *container
-		if in.id != nil {
-			if ex := ids[string(in.id)]; ex == nil || ex.info == nil {
-				c = get(in.id)
+		if m.K.id != 0 {
+			if ex := ids[m.K.id]; ex == nil || ex.info == nil {
+				c = get(m.K.id)
 			}
 		}
 		if c == nil {
 			c = &container{}
 		}
-		c.info = &in.threadInfo
+		c.info = m
 		conts[i] = c
 		// 1.A: each reference the parent of the next, where the next
 		// has no parent yet and no loop comes of it.
 		var prev *container
-		for _, r := range in.refs {
+		for _, r := range m.K.refs {
 			rc := get(r)
 			if prev != nil && rc.parent == nil {
 				link(prev, rc)
@@ -311,43 +304,6 @@ func threadLinks(msgs []sortMsg) []*container {
 		top = append(top, prune(r, true)...)
 	}
 	return top
-}
-
-// refInfo is threadInfo with the message-ids threading reads, slices of
-// the message's header.
-type refInfo struct {
-	threadInfo
-	id   []byte
-	refs [][]byte
-}
-
-func threadInfosRefs(msgs []sortMsg) []refInfo {
-	want := [hdrFields]bool{hdrDate: true, hdrSubject: true, hdrMessageID: true, hdrReferences: true, hdrInReplyTo: true}
-	out := make([]refInfo, len(msgs))
-	var buf [][]byte
-	for i := range msgs {
-		v := headerValues(msgs[i].Header, &want)
-		in := &out[i]
-		in.msg = &msgs[i]
-		in.sent = sentDate(unfoldValue(v[hdrDate]), msgs[i].Arrival)
-		in.subject, in.replyOrForward = baseSubject(unfoldValue(v[hdrSubject]))
-		if ids := msgIDs(buf[:0], v[hdrMessageID]); len(ids) > 0 {
-			in.id = ids[0]
-		}
-		// References, or else the first message-id of In-Reply-To
-		// (RFC 5256 section 3, step 1.A). A reference to the message
-		// itself is dropped: linking it would be a loop anyway.
-		in.refs = msgIDs(nil, v[hdrReferences])
-		if len(in.refs) == 0 {
-			if irt := msgIDs(buf[:0], v[hdrInReplyTo]); len(irt) > 0 {
-				in.refs = [][]byte{irt[0]}
-			}
-		}
-		if in.id != nil {
-			in.refs = slices.DeleteFunc(in.refs, func(r []byte) bool { return bytes.Equal(r, in.id) })
-		}
-	}
-	return out
 }
 
 // msgIDs appends to out the message-ids of a References, In-Reply-To or
@@ -415,21 +371,21 @@ func prune(c *container, top bool) []*container {
 
 // date is the sent date a node sorts by: its message's, or its first
 // child's for a dummy (RFC 5256 section 3, steps 4 and 6).
-func (c *container) date() (time.Time, uint32) {
+func (c *container) date() (*msgKeys, uint32) {
 	for c.info == nil && len(c.children) > 0 {
 		c = c.children[0]
 	}
 	if c.info == nil {
-		return time.Time{}, 0
+		return nil, 0
 	}
-	return c.info.sent, c.info.msg.Seq
+	return c.info.K, c.info.Seq
 }
 
 func sortSiblings(cs []*container) {
 	slices.SortStableFunc(cs, func(a, b *container) int {
 		ta, sa := a.date()
 		tb, sb := b.date()
-		return cmp.Or(ta.Compare(tb), cmp.Compare(sa, sb))
+		return cmp.Or(compareSentOrNone(ta, tb), cmp.Compare(sa, sb))
 	})
 }
 
@@ -450,10 +406,10 @@ func (c *container) subjectOf() string {
 	if c.info == nil {
 		return ""
 	}
-	return c.info.subject
+	return c.info.K.subject
 }
 
-func (c *container) replyOrForward() bool { return c.info != nil && c.info.replyOrForward }
+func (c *container) replyOrForward() bool { return c.info != nil && c.info.K.replyOrForward }
 
 // mergeSubjects is step 5: top-level threads of the same base subject
 // become one. It answers the new top level.
@@ -506,7 +462,7 @@ func mergeSubjects(top []*container) []*container {
 func (c *container) node() *threadNode {
 	n := &threadNode{}
 	if c.info != nil {
-		n.Seq, n.UID = c.info.msg.Seq, c.info.msg.UID
+		n.Seq, n.UID = c.info.Seq, c.info.UID
 	}
 	for _, k := range c.children {
 		n.Children = append(n.Children, k.node())

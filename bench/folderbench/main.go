@@ -3,12 +3,14 @@
 // against mailhost and Dovecot side by side.
 //
 //	folderbench maildir -dir DIR -n N            N messages into a Maildir (Dovecot's)
+//	folderbench maildir|fill ... -threads K       the same, as conversations of K messages (bench/sort.sh)
 //	folderbench fill -data DIR -email E -n N      N messages into mailhost's store at DIR (server stopped)
 //	folderbench fill -store postgres://... -email E -n N   the same into a PostgreSQL store
 //	folderbench run -addr A -user U -pass P -cmd CMD [-reps R] [-label L]
 //
 // Both fills write the same messages (message i is the same bytes), of
-// 4,096 bytes each by default (-size). run logs in over STARTTLS, selects
+// 4,096 bytes each by default (-size); with -threads K the messages are
+// conversations of K (threaded below). run logs in over STARTTLS, selects
 // INBOX, sends CMD R times and prints one JSON line per repetition: the
 // milliseconds from sending the command to reading its tagged OK, the
 // untagged responses and the bytes read. It reads responses as bytes
@@ -69,13 +71,19 @@ var base = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
 
 // message is message i: a plain header as mail clients and lists write
 // it, a token of its own in the text ("token<i>", for SEARCH BODY), padded
-// to size bytes.
-func message(i, size int) []byte {
-	senders := []string{"Bob Sender <bob@example.org>", "carol@example.net", "\"Dave, D.\" <dave@example.com>", "Erin Example <erin@example.org>"}
-	h := fmt.Sprintf("Return-Path: <bob@example.org>\r\nReceived: from mx.example.org by mx.bench.test; %s\r\n"+
-		"Date: %s\r\nFrom: %s\r\nTo: Alice <user0@bench.test>\r\nSubject: message %d about the weekly report\r\n"+
-		"Message-ID: <%d.bench@example.org>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n",
-		base.Format(time.RFC1123Z), base.Add(time.Duration(i)*time.Second).Format(time.RFC1123Z), senders[i%len(senders)], i, i)
+// to size bytes. With threads > 0 it is part of a conversation
+// (threaded).
+func message(i, size, threads, n int) []byte {
+	var h string
+	if threads > 0 {
+		h = threaded(i, threads, n)
+	} else {
+		senders := []string{"Bob Sender <bob@example.org>", "carol@example.net", "\"Dave, D.\" <dave@example.com>", "Erin Example <erin@example.org>"}
+		h = fmt.Sprintf("Return-Path: <bob@example.org>\r\nReceived: from mx.example.org by mx.bench.test; %s\r\n"+
+			"Date: %s\r\nFrom: %s\r\nTo: Alice <user0@bench.test>\r\nSubject: message %d about the weekly report\r\n"+
+			"Message-ID: <%d.bench@example.org>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n",
+			base.Format(time.RFC1123Z), base.Add(time.Duration(i)*time.Second).Format(time.RFC1123Z), senders[i%len(senders)], i, i)
+	}
 	body := fmt.Sprintf("Hello Alice,\r\n\r\nthis is token%d.\r\n", i)
 	line := "the quick brown fox jumps over the lazy dog, and again, 0123456789\r\n"
 	pad := size - len(h) - len(body)
@@ -85,11 +93,52 @@ func message(i, size int) []byte {
 	return []byte(h + body + strings.Repeat(line, pad/len(line)+1)[:pad])
 }
 
+// threaded is the header of message i of n in conversations of k: n/k
+// threads whose messages are spread over the folder (message i is reply
+// i/(n/k) of thread i%(n/k)), each reply answering the one before it
+// (In-Reply-To, References to the first and the previous), subjects
+// that do not sort in arrival order, "Re:" and "[list]" prefixes, Date
+// fields a few minutes off the arrival order, and 997 senders with
+// display names (some encoded), so that no SORT key comes presorted.
+func threaded(i, k, n int) string {
+	nt := max(n/k, 1)
+	t, r := i%nt, i/nt
+	id := func(t, r int) string { return fmt.Sprintf("<t%d.r%d.bench@example.org>", t, r) }
+	subj := fmt.Sprintf("topic %d of the weekly report", (t*7919)%nt)
+	switch {
+	case t%5 == 0:
+		subj = "[team] " + subj
+	case t%7 == 0:
+		subj = "=?utf-8?q?R=C3=A9sum=C3=A9?= " + subj
+	}
+	if r > 0 {
+		subj = "Re: " + subj
+	}
+	u := (i * 31) % 997
+	from := fmt.Sprintf("\"User %d\" <u%d@example.org>", (u*13)%997, u)
+	if u%9 == 0 {
+		from = fmt.Sprintf("=?utf-8?q?J=C3=B6rg_%d?= <j%d@example.de>", u, u)
+	}
+	date := base.Add(time.Duration(i)*time.Second + time.Duration((i*7919)%600-300)*time.Second)
+	h := fmt.Sprintf("Return-Path: <u%d@example.org>\r\nReceived: from mx.example.org by mx.bench.test; %s\r\n"+
+		"Date: %s\r\nFrom: %s\r\nTo: Alice <user%d@bench.test>\r\nSubject: %s\r\nMessage-ID: %s\r\n",
+		u, base.Format(time.RFC1123Z), date.Format(time.RFC1123Z), from, (i*7)%50, subj, id(t, r))
+	if r > 0 {
+		refs := id(t, 0)
+		if r > 1 {
+			refs += "\r\n " + id(t, r-1)
+		}
+		h += fmt.Sprintf("In-Reply-To: %s\r\nReferences: %s\r\n", id(t, r-1), refs)
+	}
+	return h + "MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n"
+}
+
 func maildir(args []string) error {
 	fs := flag.NewFlagSet("maildir", flag.ExitOnError)
 	dir := fs.String("dir", "", "the Maildir")
 	n := fs.Int("n", 2000, "messages")
 	size := fs.Int("size", 4096, "bytes per message")
+	threads := fs.Int("threads", 0, "conversations of this many messages (0: none)")
 	fs.Parse(args)
 	for _, d := range []string{"cur", "new", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(*dir, d), 0o700); err != nil {
@@ -97,7 +146,7 @@ func maildir(args []string) error {
 		}
 	}
 	for i := range *n {
-		b := message(i, *size)
+		b := message(i, *size, *threads, *n)
 		at := base.Add(time.Duration(i) * time.Second)
 		// S= and W= (the size, and the size with CRLF line ends, which
 		// these files have already) as Dovecot's own delivery names them,
@@ -120,6 +169,7 @@ func fill(args []string) error {
 	email := fs.String("email", "user0@bench.test", "the mailbox")
 	n := fs.Int("n", 2000, "messages")
 	size := fs.Int("size", 4096, "bytes per message")
+	threads := fs.Int("threads", 0, "conversations of this many messages (0: none)")
 	fs.Parse(args)
 	ctx := context.Background()
 	var st interface {
@@ -150,7 +200,7 @@ func fill(args []string) error {
 		wg.Go(func() {
 			for i := w; i < *n; i += workers {
 				_, err := st.Deliver(ctx, mailstore.Delivery{
-					Body: message(i, *size), ReceivedAt: base.Add(time.Duration(i) * time.Second), MailboxIDs: []int64{mb.ID},
+					Body: message(i, *size, *threads, *n), ReceivedAt: base.Add(time.Duration(i) * time.Second), MailboxIDs: []int64{mb.ID},
 				})
 				if err != nil {
 					errs <- err

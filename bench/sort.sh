@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# sort.sh: SORT and THREAD, mailhost against Dovecot side by side in one
+# run: UID SORT (DATE), (SUBJECT), (FROM), (DISPLAYFROM), UID THREAD
+# REFERENCES and one UID SEARCH FROM over the whole folder, at 5,000,
+# 10,000 and 100,000 messages, each first, cold and warm.
+#
+# Usage (as root, from anywhere): bench/sort.sh
+# Settings, from the environment (defaults in brackets):
+#   OUT     results directory [/tmp/mailhost-sort-DATE]
+#   SIZES   folder sizes [5000 10000 100000]
+#   REPS    warm repetitions of every command [7]
+#   CMDS    the commands, one per line [the six above]
+#   MAXLOAD wait before measuring until the 1-minute load average is below this [1.5]
+#   MAXWAIT ...but no longer than this many seconds [900]
+#   MH_BASE a git revision to build a second mailhost from and measure
+#           beside (as "mailhost-base"), e.g. the commit before a change [none]
+#
+# Both servers hold the same messages (bench/folderbench -threads 10:
+# message i is the same 4,096 bytes for both; conversations of 10 spread
+# over the folder, subjects, senders and Date fields out of arrival
+# order), one mailbox per folder size, n<SIZE>@bench.test: Dovecot 2.3
+# from Debian in a Maildir (written directly), its own configuration in
+# $STATE (nothing under /etc is touched), default index and cache
+# settings; mailhost serve on a fresh bbolt data directory, filled by
+# mailstore.Deliver (as SMTP delivery stores it). Both over STARTTLS on
+# loopback.
+#
+# "first" is each server's first run of each command after the fill
+# (Dovecot builds its index and puts the sort fields in its cache then);
+# "cold" is the command after both servers were restarted and the page
+# cache dropped (echo 3 > /proc/sys/vm/drop_caches); "warm" is REPS runs
+# after that, each on a new connection, the servers alternating.
+# folderbench times each command from sending it to reading its tagged OK,
+# reading the responses as bytes.
+set -euo pipefail
+
+BENCH=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$BENCH/.." && pwd)
+OUT=${OUT:-/tmp/mailhost-sort-$(date +%Y%m%d-%H%M%S)}
+SIZES=${SIZES:-5000 10000 100000}
+REPS=${REPS:-7}
+MH_BASE=${MH_BASE:-}
+MAXLOAD=${MAXLOAD:-1.5}
+MAXWAIT=${MAXWAIT:-900}
+STATE=${SORT_STATE:-/var/lib/mailhost-sortbench}
+DC_IMAP=127.0.0.1:32164
+MH_IMAP=127.0.0.1:32163
+MH_HTTP=127.0.0.1:38093
+MHB_IMAP=127.0.0.1:32165
+MHB_HTTP=127.0.0.1:38094
+PASSWORD=load-test-password
+DEFAULT_CMDS='UID SORT (DATE) UTF-8 ALL
+UID SORT (SUBJECT) UTF-8 ALL
+UID SORT (FROM) UTF-8 ALL
+UID SORT (DISPLAYFROM) UTF-8 ALL
+UID THREAD REFERENCES UTF-8 ALL
+UID SEARCH FROM "u372@example.org"'
+CMDS=${CMDS:-$DEFAULT_CMDS}
+mapfile -t COMMANDS <<<"$CMDS"
+
+mkdir -p "$OUT/bin"
+log() { echo "sort: $(date +%T) $*" | tee -a "$OUT/sort.log" >&2; }
+. "$BENCH/lib.sh"
+
+log "building into $OUT/bin"
+(cd "$REPO" && go build -o "$OUT/bin/mailhost" ./cmd/mailhost && go build -o "$OUT/bin/folderbench" ./bench/folderbench)
+if [ -n "$MH_BASE" ]; then
+	rm -rf "$OUT/base-src"
+	git -C "$REPO" worktree add --detach "$OUT/base-src" "$MH_BASE" >/dev/null
+	(cd "$OUT/base-src" && go build -o "$OUT/bin/mailhost-base" ./cmd/mailhost)
+	git -C "$REPO" worktree remove --force "$OUT/base-src"
+fi
+FB=$OUT/bin/folderbench
+(cd "$REPO" && git log -1 --format='commit %h %s' && go version && dovecot --version | sed 's/^/dovecot /' && nproc | sed 's/^/cores /') >"$OUT/versions.txt"
+[ -n "$MH_BASE" ] && echo "mailhost-base $(git -C "$REPO" rev-parse --short "$MH_BASE")" >>"$OUT/versions.txt"
+
+# --- Dovecot ----------------------------------------------------------------
+
+command -v dovecot >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q dovecot-imapd
+dc_conf=$STATE/dovecot.conf
+dc_setup() {
+	mkdir -p "$STATE/run" "$STATE/state" "$STATE/mail"
+	id vmail >/dev/null 2>&1 || useradd --system --no-create-home --home-dir "$STATE/mail" --shell /usr/sbin/nologin vmail
+	if [ ! -s "$STATE/cert.pem" ]; then
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+			-subj "/CN=dovecot.bench.local" -keyout "$STATE/key.pem" -out "$STATE/cert.pem" 2>/dev/null
+		chmod 600 "$STATE/key.pem"
+	fi
+	: >"$STATE/passwd"
+	for n in $SIZES; do echo "n$n@bench.test:{PLAIN}$PASSWORD" >>"$STATE/passwd"; done
+	chgrp dovecot "$STATE/passwd"
+	chmod 640 "$STATE/passwd"
+	cat >"$dc_conf" <<CONF
+# Written by bench/sort.sh; rewritten on every run.
+instance_name = mailhost-sortbench
+base_dir = $STATE/run
+state_dir = $STATE/state
+log_path = $STATE/dovecot.log
+protocols = imap
+listen = 127.0.0.1
+ssl = yes
+ssl_cert = <$STATE/cert.pem
+ssl_key = <$STATE/key.pem
+disable_plaintext_auth = yes
+auth_mechanisms = plain login
+passdb {
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%u $STATE/passwd
+}
+userdb {
+  driver = static
+  args = uid=vmail gid=vmail home=$STATE/mail/%d/%n
+}
+mail_location = maildir:~/Maildir
+service imap-login {
+  inet_listener imap {
+    address = 127.0.0.1
+    port = ${DC_IMAP##*:}
+  }
+  inet_listener imaps {
+    port = 0
+  }
+}
+CONF
+}
+dc_start() { dovecot -c "$dc_conf"; for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/${DC_IMAP##*:}) 2>/dev/null && return; sleep 0.1; done; log "dovecot did not start"; exit 1; }
+dc_stop() { doveadm -c "$dc_conf" stop 2>/dev/null || true; for _ in $(seq 100); do pgrep -f "dovecot -c $dc_conf" >/dev/null || return 0; sleep 0.1; done; }
+
+# --- mailhost ---------------------------------------------------------------
+
+declare -A MH_PID
+mh_start() { # NAME BIN DATA IMAP HTTP
+	MAILHOST_DATA=$3 MAILHOST_HTTP=$5 MAILHOST_SMTP=127.0.0.1:$((${4##*:} + 10)) MAILHOST_IMAP=$4 \
+		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_HOSTNAME=mailhost.bench.local \
+		"$2" serve </dev/null >>"$3.log" 2>&1 &
+	MH_PID[$1]=$!
+	# A store of 100,000 messages opens slowly from a dropped page cache
+	# on a loaded machine.
+	for _ in $(seq 1200); do
+		curl -fs "http://$5/healthz" >/dev/null 2>&1 && return
+		sleep 0.1
+	done
+	log "$1 did not start; see $3.log"
+	exit 1
+}
+mh_stop() { # NAME
+	local pid=${MH_PID[$1]:-}
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	MH_PID[$1]=
+}
+mh_provision() { # HTTP DATA
+	local key api=http://$1
+	key=$(cat "$2/initial-api-key")
+	auth=(-fsS -o /dev/null -H "Authorization: Bearer $key" -H "Content-Type: application/json")
+	curl "${auth[@]}" -X POST "$api/domains/" -d '{"name":"bench.test","plan":"enterprise"}'
+	for n in $SIZES; do
+		curl "${auth[@]}" -X POST "$api/users/" -d "{\"domain_name\":\"bench.test\",\"email\":\"n$n@bench.test\",\"password\":\"$PASSWORD\"}"
+	done
+}
+
+# SERVERS: name, binary, data directory, IMAP address, HTTP address.
+SERVERS=("mailhost $OUT/bin/mailhost $OUT/data-mailhost $MH_IMAP $MH_HTTP")
+[ -n "$MH_BASE" ] && SERVERS+=("mailhost-base $OUT/bin/mailhost-base $OUT/data-base $MHB_IMAP $MHB_HTTP")
+mh_all() { # start|stop
+	local s
+	for s in "${SERVERS[@]}"; do
+		set -- $s
+		if [ "$ACTION" = start ]; then mh_start "$1" "$2" "$3" "$4" "$5"; else mh_stop "$1"; fi
+	done
+}
+cleanup() { ACTION=stop mh_all; dc_stop; }
+trap cleanup EXIT
+
+# --- fill -------------------------------------------------------------------
+
+dc_stop
+rm -rf "$STATE"
+dc_setup
+for n in $SIZES; do
+	log "filling Dovecot's n$n with $n messages"
+	"$FB" maildir -dir "$STATE/mail/bench.test/n$n/Maildir" -n "$n" -threads 10
+done
+chown -R vmail:vmail "$STATE/mail"
+for s in "${SERVERS[@]}"; do
+	set -- $s
+	rm -rf "$3" "$3.log"
+	mh_start "$1" "$2" "$3" "$4" "$5"
+	mh_provision "$5" "$3"
+	mh_stop "$1"
+	for n in $SIZES; do
+		log "filling $1's n$n with $n messages"
+		"$FB" fill -data "$3" -email "n$n@bench.test" -n "$n" -threads 10
+	done
+done
+du -sh "$STATE/mail" "$OUT"/data-* >>"$OUT/sort.log"
+
+# --- measure ----------------------------------------------------------------
+
+addr_of() {
+	case $1 in
+	dovecot) echo $DC_IMAP ;;
+	mailhost) echo $MH_IMAP ;;
+	mailhost-base) echo $MHB_IMAP ;;
+	esac
+}
+NAMES=(mailhost dovecot)
+[ -n "$MH_BASE" ] && NAMES+=(mailhost-base)
+measure() { # PHASE N CMD
+	local phase=$1 n=$2 cmd=$3 name
+	for name in "${NAMES[@]}"; do
+		"$FB" run -addr "$(addr_of "$name")" -user "n$n@bench.test" -pass $PASSWORD -reps 1 \
+			-label "$name $phase n=$n" -cmd "$cmd" >>"$OUT/results.jsonl" 2>>"$OUT/sort.log"
+	done
+}
+restart_cold() {
+	ACTION=stop mh_all
+	dc_stop
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	dc_start
+	ACTION=start mh_all
+}
+
+wait_quiet
+dc_start
+ACTION=start mh_all
+for n in $SIZES; do
+	for cmd in "${COMMANDS[@]}"; do measure first "$n" "$cmd"; done
+done
+for n in $SIZES; do
+	for cmd in "${COMMANDS[@]}"; do
+		restart_cold
+		measure cold "$n" "$cmd"
+		for _ in $(seq "$REPS"); do
+			measure warm "$n" "$cmd"
+			NAMES=("${NAMES[@]:1}" "${NAMES[0]}") # alternate who goes first
+		done
+	done
+done
+log "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for s in "${SERVERS[@]}"; do
+	set -- $s
+	ps -o rss= -p "${MH_PID[$1]}" | awk -v n="$1" '{printf "%s RSS at the end: %.0f MB\n", n, $1/1024}' >>"$OUT/sort.log"
+done
+python3 "$BENCH/folder-summary.py" "$OUT/results.jsonl" | tee "$OUT/summary.md"
