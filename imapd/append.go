@@ -62,8 +62,5 @@ func (s *session) readLiteral(r io.Reader, size int64) (body []byte, release fun
 			return nil, release, fmt.Errorf("append: read literal: %w", err)
 		}
 	}
-	// The client may hold the line's end back until the literal is
-	// acknowledged (quickack_linux.go).
-	quickAck(s.conn.NetConn())
 	return body, release, nil
 }

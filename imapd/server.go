@@ -266,7 +266,11 @@ func New(cfg Config) *Server {
 		// Commands over imapserver's limits, and arguments it cannot
 		// parse, are answered as the client's errors (BAD), not NO
 		// [SERVERBUG].
-		CommandLimits: &imapserver.CommandLimits{},
+		CommandLimits: &imapserver.CommandLimits{
+			// The client may hold the line's end back until the
+			// literal is acknowledged (quickack_linux.go).
+			LiteralRead: quickAck,
+		},
 	})
 	return s
 }

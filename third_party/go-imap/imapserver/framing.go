@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/emersion/go-imap/v2"
@@ -66,6 +67,15 @@ type CommandLimits struct {
 	// MaxDiscard bounds what is read and dropped of a refused command. 0
 	// means 1 MiB.
 	MaxDiscard int64
+	// LiteralRead, when set, is called with the transport when the last
+	// byte of a literal from the client has been read and nothing more
+	// of its input is buffered: a client with Nagle's algorithm on that
+	// sends the rest of its line in a second, small write holds it until
+	// the literal is acknowledged, and the server, which has nothing to
+	// send, acknowledges it only when its delayed-ACK timer fires (40 ms
+	// on Linux), unless this asks the kernel to do it now
+	// (TCP_QUICKACK).
+	LiteralRead func(net.Conn)
 }
 
 const (
@@ -195,6 +205,9 @@ func (f *framer) Read(p []byte) (n int, err error) {
 	f.lit -= int64(n)
 	if f.lit == 0 {
 		f.state, f.afterLiteral = inLineRest, true
+		if f.limits.LiteralRead != nil && f.br.Buffered() == 0 {
+			f.limits.LiteralRead(f.c.NetConn())
+		}
 	}
 	return n, err
 }
@@ -533,7 +546,7 @@ func (f *framer) refuse(tag, resp string, line []byte, long bool) error {
 	if tag == "" {
 		tag = "*"
 	}
-	f.c.setReadTimeout(cmdReadTimeout)
+	f.setReadDeadline(cmdReadTimeout)
 	dropped := int64(len(line))
 	tail := appendTail(nil, line)
 	if long {
@@ -551,6 +564,12 @@ func (f *framer) refuse(tag, resp string, line []byte, long bool) error {
 	f.state = inLineStart
 	f.rearm()
 	return nil
+}
+
+// setReadDeadline bounds the framer's own reading (of a command it
+// drops) without changing the timeout imapserver set (rearm).
+func (f *framer) setReadDeadline(d time.Duration) {
+	f.c.conn.SetReadDeadline(time.Now().Add(d))
 }
 
 // rearm gives the wait for the next command the timeout imapserver set
@@ -634,7 +653,7 @@ func (f *framer) refuseUnreadable(tag string, line []byte) error {
 // the line after it and any literal that line announces, which the
 // decoder would otherwise read as commands.
 func (f *framer) dropAnswered() error {
-	f.c.setReadTimeout(cmdReadTimeout)
+	f.setReadDeadline(cmdReadTimeout)
 	dropped := int64(0)
 	if f.state == inLiteral {
 		if err := f.dropLiteral(f.lit, &dropped); err != nil {

@@ -270,3 +270,24 @@ func TestCommandLimitsBeforeLogin(t *testing.T) {
 		t.Errorf("then %q, want BYE", l)
 	}
 }
+
+// TestLiteralRead: CommandLimits.LiteralRead is called once a literal's
+// last byte is read and the client has sent nothing more, before the
+// rest of its line, for which the server then waits.
+func TestLiteralRead(t *testing.T) {
+	read := make(chan net.Conn, 1)
+	_, cc, _ := startHookServer(t, &imapserver.CommandLimits{LiteralRead: func(c net.Conn) { read <- c }})
+	fmt.Fprint(cc.c, "a1 LOGIN u {1+}\r\np")
+	select {
+	case c := <-read:
+		if c == nil {
+			t.Error("LiteralRead given no connection")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("LiteralRead not called after the literal")
+	}
+	fmt.Fprint(cc.c, "\r\n")
+	if l := cc.line(); !strings.HasPrefix(l, "a1 OK") {
+		t.Errorf("LOGIN: %q", l)
+	}
+}
