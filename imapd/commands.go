@@ -12,18 +12,20 @@ import (
 )
 
 // This file holds the commands imapd adds to imapserver's through its
-// SessionCommands hook (ID, GETQUOTA, GETQUOTAROOT, SETQUOTA: imapserver
-// reads each whole and hands over its arguments as sent), a parser for
-// their arguments and the writing of their responses.
+// SessionCommands hook (ID, GETQUOTA, GETQUOTAROOT, SETQUOTA, COMPRESS,
+// and STARTTLS, which imapserver leaves to the session without its
+// TLSConfig: imapserver reads each whole and hands over its arguments as
+// sent), a parser for their arguments and the writing of their
+// responses.
 
 // ServesCommand reports whether the session serves command name
 // (imapserver.SessionCommands).
-func (s *session) ServesCommand(name string) bool { return sessionCommand(name) }
-
-func sessionCommand(name string) bool {
+func (s *session) ServesCommand(name string) bool {
 	switch name {
-	case "ID", "GETQUOTA", "GETQUOTAROOT", "SETQUOTA":
+	case "ID", "GETQUOTA", "GETQUOTAROOT", "SETQUOTA", "COMPRESS":
 		return true
+	case "STARTTLS":
+		return s.srv.cfg.TLS != nil
 	}
 	return false
 }
@@ -46,6 +48,10 @@ func (s *session) Command(w *imapserver.CommandWriter, name string, args []byte)
 		data, err = s.getQuota(p)
 	case "SETQUOTA":
 		err = s.setQuota(p)
+	case "STARTTLS":
+		err = s.startTLS(p)
+	case "COMPRESS":
+		err = s.compress(p)
 	default:
 		err = &imap.Error{Type: imap.StatusResponseTypeBad, Text: "Unknown command"}
 	}
@@ -102,25 +108,11 @@ func appendAString(b []byte, s string) []byte {
 // errSyntax is a command the parser cannot read.
 var errSyntax = errors.New("syntax error")
 
-// argParser reads the arguments of a command of the layer from its wire
-// bytes, literals included (readCommand has read them whole).
+// argParser reads the arguments of a command of the session from its wire
+// bytes, literals included (imapserver has read them whole).
 type argParser struct {
 	b []byte
 	i int
-}
-
-// newArgParser returns a parser at the first byte after the command name.
-func newArgParser(cmd []byte) *argParser {
-	p := &argParser{b: cmd}
-	for n := 0; n < 2 && p.i < len(cmd); n++ { // the tag, then the name
-		for p.i < len(cmd) && cmd[p.i] != ' ' && cmd[p.i] != '\r' && cmd[p.i] != '\n' {
-			p.i++
-		}
-		if n == 0 && p.i < len(cmd) && cmd[p.i] == ' ' {
-			p.i++
-		}
-	}
-	return p
 }
 
 func (p *argParser) peek() byte {
@@ -221,4 +213,47 @@ func (p *argParser) literal() (string, bool) {
 	}
 	p.i = start + int(n)
 	return string(p.b[start:p.i]), true
+}
+
+// literalAtEnd finds the literal a line announces at its end, "{n}" or
+// "{n+}" before the CRLF (RFC 9051 section 4.3, RFC 7888; "~{n}" of RFC
+// 3516 ends the same way). Nothing else in IMAP syntax ends a line with
+// "}": a quoted string ends with '"', and '{' is no atom character.
+func literalAtEnd(line []byte) (n int64, sync, ok bool) {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if !bytes.HasSuffix(line, []byte("}")) {
+		return 0, false, false
+	}
+	open := bytes.LastIndexByte(line, '{')
+	if open < 0 {
+		return 0, false, false
+	}
+	digits := line[open+1 : len(line)-1]
+	sync = true
+	if d, found := bytes.CutSuffix(digits, []byte("+")); found {
+		digits, sync = d, false
+	}
+	if len(digits) == 0 || len(digits) > 19 {
+		return 0, false, false
+	}
+	for _, ch := range digits {
+		if ch < '0' || ch > '9' {
+			return 0, false, false
+		}
+	}
+	n, err := strconv.ParseInt(string(digits), 10, 64)
+	if err != nil {
+		return 0, false, false
+	}
+	return n, sync, true
+}
+
+// isTagChar: tag = 1*<any ASTRING-CHAR except "+"> (RFC 9051 section 9).
+func isTagChar(ch byte) bool {
+	switch ch {
+	case '(', ')', '{', '%', '*', '"', '\\', '+':
+		return false
+	}
+	return ch > ' ' && ch < 0x7f
 }

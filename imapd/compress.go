@@ -29,8 +29,9 @@ const compressLevel = flate.BestSpeed
 // deflateConn is a connection after COMPRESS DEFLATE: what is read is
 // inflated, what is written deflated and flushed at the end of each
 // Write (a sync flush, RFC 4978 section 4: the client must be able to
-// read each response whole without waiting for more). The layer writes
-// a response, or a batch of them, in one Write, so each ends a flush.
+// read each response whole without waiting for more). imapserver writes
+// its buffer, a response or a batch of them, in one Write, so each ends a
+// flush.
 // Deadlines are the underlying connection's.
 type deflateConn struct {
 	net.Conn
@@ -51,47 +52,38 @@ func (c *deflateConn) Write(p []byte) (int, error) {
 // NetConn is the connection under the compression (quickAck).
 func (c *deflateConn) NetConn() net.Conn { return c.Conn }
 
-// compress runs COMPRESS (RFC 4978 section 3) in the layer, which owns the
-// connection's bytes: it answers OK uncompressed, then compresses both
-// directions. Only DEFLATE exists; a second COMPRESS is refused with
-// [COMPRESSIONACTIVE].
-func (c *cmdConn) compress(tag string, cmd []byte) error {
-	p := newArgParser(cmd)
+// compress serves COMPRESS (RFC 4978 section 3): it answers OK
+// uncompressed, then imapserver has both directions compressed
+// (Conn.Upgrade, a hook of mailhost's copy of go-imap). Only DEFLATE
+// exists; a second COMPRESS is refused with [COMPRESSIONACTIVE].
+func (s *session) compress(p *argParser) error {
 	mech, ok := "", p.sp()
 	if ok {
 		mech, ok = p.astring()
 	}
 	switch {
 	case !ok || !p.end():
-		return c.writeOwn(fmt.Appendf(nil, "%s BAD [CLIENTBUG] Syntax error: COMPRESS DEFLATE\r\n", tag))
-	case c.sess.user == nil:
-		return c.writeOwn(fmt.Appendf(nil, "%s BAD Log in first\r\n", tag))
+		return &imap.Error{Type: imap.StatusResponseTypeBad, Code: imap.ResponseCodeClientBug, Text: "Syntax error: COMPRESS DEFLATE"}
+	case s.user == nil:
+		return &imap.Error{Type: imap.StatusResponseTypeBad, Text: "Log in first"}
 	case !strings.EqualFold(mech, "DEFLATE"):
-		return c.writeOwn(fmt.Appendf(nil, "%s BAD Unknown compression mechanism\r\n", tag))
+		return &imap.Error{Type: imap.StatusResponseTypeBad, Text: "Unknown compression mechanism"}
+	case s.compressed:
+		return no("COMPRESSIONACTIVE", "DEFLATE active")
 	}
-	c.mu.Lock()
-	_, active := c.transport.(*deflateConn)
-	c.mu.Unlock()
-	if active {
-		return c.writeOwn(fmt.Appendf(nil, "%s NO [COMPRESSIONACTIVE] DEFLATE active\r\n", tag))
-	}
-	if err := c.writeOwn(fmt.Appendf(nil, "%s OK DEFLATE active\r\n", tag)); err != nil {
-		return err
-	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// The client compresses what it sends after reading the OK; anything
-	// already read past the command line is its compressed start.
-	buffered, _ := c.br.Peek(c.br.Buffered())
-	in := io.MultiReader(bytes.NewReader(append([]byte(nil), buffered...)), c.transport)
-	w, err := flate.NewWriter(c.transport, compressLevel)
+	s.conn.Upgrade(s.deflate)
+	return &imap.Error{Type: imap.StatusResponseTypeOK, Text: "DEFLATE active"}
+}
+
+// deflate is COMPRESS's transport change. The client compresses what it
+// sends after reading the OK; anything already read past the command
+// line (buffered) is its compressed start.
+func (s *session) deflate(conn net.Conn, buffered []byte) (net.Conn, error) {
+	in := io.MultiReader(bytes.NewReader(buffered), conn)
+	w, err := flate.NewWriter(conn, compressLevel)
 	if err != nil {
-		return fmt.Errorf("compress: %w", err)
+		return nil, fmt.Errorf("compress: %w", err)
 	}
-	dc := &deflateConn{Conn: c.transport, r: flate.NewReader(in), w: w}
-	c.transport = dc
-	c.br.Reset(dc)
-	return nil
+	s.compressed = true
+	return &deflateConn{Conn: conn, r: flate.NewReader(in), w: w}, nil
 }

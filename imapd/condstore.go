@@ -263,7 +263,7 @@ func (s *session) storeCondStore(w *imapserver.FetchWriter, v *view, numSet imap
 	before := len(v.flags())
 	v.update(changed)
 	if flags := v.flags(); len(flags) > before {
-		if err := s.announceFlags(flags); err != nil {
+		if err := s.announceFlags(w, flags); err != nil {
 			return err
 		}
 	}

@@ -14,8 +14,8 @@ import (
 
 // fail maps an error to the IMAP response the client gets (response codes
 // from RFC 5530). Errors the client cannot act on are answered NO
-// [SERVERBUG] without detail; the command layer counts and logs each,
-// once, with its command and the error kept here (noteStatus).
+// [SERVERBUG] without detail; each is counted (Server.ServerBugs) and
+// logged here, once, with its command.
 func (s *session) fail(op string, err error) error {
 	var imapErr *imap.Error
 	switch {
@@ -59,7 +59,8 @@ func (s *session) fail(op string, err error) error {
 		s.log.Error(op, "err", err)
 		return no(imap.ResponseCodeUnavailable, "Server storage is full, try again later")
 	}
-	s.bug.Store(new(fmt.Errorf("%s: %w", op, err)))
+	s.srv.serverBugs.Add(1)
+	s.log.Error("server bug", "command", s.conn.CommandName(), "err", fmt.Errorf("%s: %w", op, err))
 	return no(imap.ResponseCodeServerBug, "Internal server error")
 }
 
@@ -83,11 +84,3 @@ var (
 	errReadOnly    = no(imap.ResponseCodeCannot, "Mailbox is read-only (EXAMINE)")
 	errSuspended   = no(imap.ResponseCodeUnavailable, "Account suspended")
 )
-
-// takeBug is the error of the last SERVERBUG fail answered, once.
-func (s *session) takeBug() error {
-	if p := s.bug.Swap(nil); p != nil {
-		return *p
-	}
-	return nil
-}

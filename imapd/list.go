@@ -210,10 +210,10 @@ func (s *session) writeList(w *imapserver.ListWriter, data *imap.ListData, f *ma
 // inLSUB reports whether the List call under way answers LSUB:
 // imapserver hands LSUB to List as LIST (SUBSCRIBED), which differs from
 // it (RFC 9051 section 6.3.9.8, example 2; RFC 3501 section 6.3.9), and
-// only the command layer saw which command it was.
+// Conn.CommandName (a hook of mailhost's copy of go-imap) tells which
+// command it was.
 func (s *session) inLSUB() bool {
-	c, ok := s.conn.NetConn().(*cmdConn)
-	return ok && c.command() == "LSUB"
+	return s.conn.CommandName() == "LSUB"
 }
 
 // listing is what one LIST looks at: the patterns, the account's folders

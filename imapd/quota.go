@@ -11,8 +11,8 @@ import (
 	"github.com/emersion/go-imap/v2"
 )
 
-// This file answers the QUOTA extension (RFC 9208), which the layer
-// (cmdlayer.go) serves for imapserver.
+// This file answers the QUOTA extension (RFC 9208), commands of the
+// session (commands.go) that imapserver hands over.
 //
 // An account has one quota root, named "" (RFC 9208 section 3.2 lets the
 // server name its roots; "" is what many servers use for a single
@@ -27,7 +27,7 @@ import (
 // accounts have no message limit. SETQUOTA is refused: quotas are the
 // partner's to set, through the API (section 4.1.3 allows a NO).
 
-// Capabilities of the QUOTA extension the layer adds once logged in
+// Capabilities of the QUOTA extension the session adds once logged in
 // (RFC 9208 section 3.1). QUOTASET (SETQUOTA) is not offered.
 const (
 	capQuota        imap.Cap = "QUOTA"

@@ -97,7 +97,7 @@ func TestQuotaWithIMAPClient(t *testing.T) {
 	}
 	// imapserver goes on serving the connection.
 	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
-		t.Errorf("SELECT after the layer's commands: %v", err)
+		t.Errorf("SELECT after the session's commands: %v", err)
 	}
 }
 
@@ -145,7 +145,7 @@ func hasLine(lines []string, prefix string) bool {
 	return false
 }
 
-func TestCapabilitiesOfTheLayer(t *testing.T) {
+func TestSessionCapabilities(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	caps := func(line string) map[string]bool {
 		m := make(map[string]bool)
@@ -377,7 +377,7 @@ func TestAppendBodyWithCommandLines(t *testing.T) {
 		}
 	}
 	// Fetching it (its lines in a literal of imapserver's output) leaves
-	// the layer's capabilities and quota alone.
+	// the session's capabilities and quota alone.
 	data, err := c.GetQuotaRoot("INBOX").Wait()
 	if used, _ := e.wantStorage(); err != nil || len(data) != 1 || data[0].Resources[imap.QuotaResourceStorage].Usage != used {
 		t.Errorf("GETQUOTAROOT after FETCH = %+v, %v; want usage %d", data, err, used)
@@ -385,7 +385,7 @@ func TestAppendBodyWithCommandLines(t *testing.T) {
 }
 
 // TestPipelinedCommandsKeepOrder: commands sent at once, imapserver's and
-// the layer's mixed, are answered in order, each untagged response before
+// the session's mixed, are answered in order, each untagged response before
 // its own tagged one.
 func TestPipelinedCommandsKeepOrder(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
@@ -463,7 +463,7 @@ func TestRefusedLiteralThenLayerCommand(t *testing.T) {
 
 // TestNoCommandsWhileInFlight: while a command of imapserver reads more
 // lines (an AUTHENTICATE exchange, IDLE until DONE), a client line is not
-// a command, even if it reads like one of the layer's.
+// a command, even if it reads like one of the session's.
 func TestNoCommandsWhileInFlight(t *testing.T) {
 	e := newEnv(t, envOptions{insecureAuth: true})
 	rc := dialRaw(t, e.addr)
@@ -512,28 +512,6 @@ func TestLiteralAtEnd(t *testing.T) {
 		n, sync, ok := literalAtEnd([]byte(tc.line))
 		if n != tc.n || sync != tc.sync || ok != tc.ok {
 			t.Errorf("literalAtEnd(%q) = %d, %v, %v, want %d, %v, %v", tc.line, n, sync, ok, tc.n, tc.sync, tc.ok)
-		}
-	}
-}
-
-func TestCommandName(t *testing.T) {
-	for _, tc := range []struct {
-		line, tag, name string
-		ok              bool
-	}{
-		{"a1 getquotaroot INBOX\r\n", "a1", "GETQUOTAROOT", true},
-		{"a1 ID NIL\r\n", "a1", "ID", true},
-		{"a1 STARTTLS\r\n", "a1", "STARTTLS", true},
-		{"a] NOOP\n", "a]", "NOOP", true},
-		{"DONE\r\n", "", "", false},
-		{"a+ ID NIL\r\n", "a+", "", false},
-		{"* ID NIL\r\n", "*", "", false},
-		{"a1 ID(\r\n", "a1", "", false},
-		{" ID NIL\r\n", "", "", false},
-	} {
-		tag, name, ok := commandName([]byte(tc.line))
-		if tag != tc.tag || name != tc.name || ok != tc.ok {
-			t.Errorf("commandName(%q) = %q, %q, %v, want %q, %q, %v", tc.line, tag, name, ok, tc.tag, tc.name, tc.ok)
 		}
 	}
 }

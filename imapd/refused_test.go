@@ -66,7 +66,8 @@ func TestRefusedCreateChangesNothing(t *testing.T) {
 }
 
 // TestFramingCommandNameOddEnd: a command whose name imapserver reads
-// but the command layer's name scanner does not ("E" followed by ")"),
+// but the framer's name scanner (imapserver's Options.CommandLimits)
+// does not ("E" followed by ")"),
 // ending with a literal, is one command: answered BAD, its literal and
 // the line after it dropped, and the connection goes on in step.
 func TestFramingCommandNameOddEnd(t *testing.T) {

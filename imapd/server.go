@@ -24,18 +24,20 @@
 //
 // QUOTA (RFC 9208) and ID (RFC 2971) are commands of the session
 // (commands.go), through the SessionCommands hook of mailhost's copy of
-// go-imap (third_party/go-imap/PATCHES.md). A command layer (cmdlayer.go)
-// is still the net.Conn imapserver serves: it reads the client's input a
-// line or a literal at a time and checks each command's first line
-// against the limits before imapserver reads it (cmdlimits.go); it does
-// STARTTLS and COMPRESS=DEFLATE (compress.go), which replace the
-// transport under imapserver (imapserver runs without TLSConfig and with
-// InsecureAuth; Login refuses a login in the clear), and adds ID, QUOTA and
-// COMPRESS=DEFLATE to the capability lists imapserver writes and puts
-// STARTTLS, LOGINDISABLED and AUTH= right in them (docs/architecture.md
-// says what moving the rest into the copy takes). The layer also tells
-// List whether it answers LSUB, which imapserver hands over as LIST
-// (SUBSCRIBED) though the two answer differently (list.go).
+// go-imap (third_party/go-imap/PATCHES.md); so are STARTTLS and
+// COMPRESS=DEFLATE (starttls.go, compress.go), which have imapserver
+// replace the transport under its own reader and writer once their OK is
+// written (Conn.Upgrade). imapserver runs without TLSConfig and with
+// InsecureAuth: the session refuses a login in the clear, and lists
+// STARTTLS, LOGINDISABLED and AUTH= for the connection's TLS, and ID,
+// QUOTA and COMPRESS=DEFLATE, itself (SessionCaps). imapserver checks each
+// command against its limits before it buffers any of it, and answers
+// what it cannot parse BAD rather than NO [SERVERBUG]
+// (Options.CommandLimits), so that a NO [SERVERBUG] is a bug of this
+// server, counted and logged with its command (errors.go). List tells
+// LSUB from LIST (SUBSCRIBED), which imapserver hands it alike, by
+// Conn.CommandName (list.go). Nothing sits between the client's
+// connection and imapserver.
 //
 // Where servers and clients have read mail differently, imapd answers
 // as RFC 3501 and Dovecot do: IMAP4rev1 sessions get \Recent, with a
@@ -260,18 +262,26 @@ func New(cfg Config) *Server {
 			"THREAD=" + imap.Cap(threadAlgRefs):             {},
 		},
 		Logger: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		// The command layer (cmdlayer.go) does TLS, above which it must
-		// sit, and says which logins TLS must protect; Login refuses them.
+		// The session does STARTTLS (starttls.go) and says which
+		// logins TLS must protect; Login refuses them.
 		TLSConfig:    nil,
 		InsecureAuth: true,
+		// Commands over imapserver's limits, and arguments it cannot
+		// parse, are answered as the client's errors (BAD), not NO
+		// [SERVERBUG].
+		CommandLimits: &imapserver.CommandLimits{
+			// The client may hold the line's end back until the
+			// literal is acknowledged (quickack_linux.go).
+			LiteralRead: quickAck,
+		},
 	})
 	return s
 }
 
 // Serve accepts connections on ln, plain with STARTTLS when Config.TLS is
 // set, until Shutdown. It returns nil after Shutdown. ln must be a plain
-// listener (use ServeTLS for implicit TLS): the command layer recognises
-// TLS only on a *tls.Conn, which the per-IP limit would hide.
+// listener (use ServeTLS for implicit TLS): a session recognises TLS
+// only on a *tls.Conn, which the per-IP limit would hide.
 func (s *Server) Serve(ln net.Listener) error {
 	return s.serve(s.limits.listener(ln, false))
 }
@@ -293,7 +303,7 @@ func (s *Server) serve(ln net.Listener) error {
 		return fmt.Errorf("imapd: %w", net.ErrClosed)
 	}
 	defer s.untrack(ln)
-	return s.imap.Serve(&layerListener{Listener: ln, srv: s})
+	return s.imap.Serve(ln)
 }
 
 func (s *Server) track(ln net.Listener) bool {
@@ -373,7 +383,6 @@ func (s *Server) newSession(c *imapserver.Conn) (imapserver.Session, *imapserver
 		return nil, nil, &imap.Error{Type: imap.StatusResponseTypeBye, Code: imap.ResponseCodeUnavailable, Text: "Too many connections, try again later"}
 	}
 	sess := newSession(s, c)
-	attachLayer(c, sess)
 	s.sessions[sess] = struct{}{}
 	s.conns.Add(1)
 	s.metrics.Session(false)

@@ -2,13 +2,13 @@ package imapd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -59,16 +59,17 @@ type session struct {
 	// idLogged is how many ID commands of the connection were logged.
 	idLogged int
 
-	// bug is the error behind the last NO [SERVERBUG] (errors.go), for
-	// the command layer to log with the command; atomic because Idle's
-	// goroutine may fail too.
-	bug atomic.Pointer[error]
+	// secure: the connection is under TLS (implicit, or after STARTTLS);
+	// compressed: COMPRESS DEFLATE is active (upgrade.go).
+	secure, compressed bool
 }
 
 var (
 	_ imapserver.SessionIMAP4rev2      = (*session)(nil)
 	_ imapserver.SessionAppendLimit    = (*session)(nil)
 	_ imapserver.SessionUnauthenticate = (*session)(nil)
+	_ imapserver.SessionCommands       = (*session)(nil)
+	_ imapserver.SessionCaps           = (*session)(nil)
 )
 
 func newSession(s *Server, c *imapserver.Conn) *session {
@@ -78,7 +79,9 @@ func newSession(s *Server, c *imapserver.Conn) *session {
 		ip = ta.AddrPort().Addr().Unmap()
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
+	_, secure := c.NetConn().(*tls.Conn)
 	return &session{
+		secure:  secure,
 		srv:     s,
 		st:      s.cfg.Store,
 		conn:    c,

@@ -42,7 +42,7 @@ func (s *session) Store(w *imapserver.FetchWriter, numSet imap.NumSet, flags *im
 		return s.fail("store", err)
 	}
 	if v.update(changed) {
-		if err := s.announceFlags(v.flags()); err != nil {
+		if err := s.announceFlags(w, v.flags()); err != nil {
 			return err
 		}
 	}
@@ -68,14 +68,10 @@ func (s *session) Store(w *imapserver.FetchWriter, numSet imap.NumSet, flags *im
 // STORE set a keyword no message of the folder had: FLAGS and
 // PERMANENTFLAGS again (RFC 3501 section 7.2.6: FLAGS is sent when the
 // list changes), before the FETCH responses, as Dovecot does, so that a
-// client that keeps the list sees its new keyword there. imapserver's
-// FetchWriter cannot write them and has written nothing of this command
-// yet, so they go through the command layer's connection directly.
-func (s *session) announceFlags(flags []imap.Flag) error {
-	c, ok := s.conn.NetConn().(*cmdConn)
-	if !ok {
-		return nil
-	}
+// client that keeps the list sees its new keyword there. They go out
+// through FetchWriter.WriteRaw (mailhost's copy of go-imap), in order
+// with the FETCH responses that follow.
+func (s *session) announceFlags(w *imapserver.FetchWriter, flags []imap.Flag) error {
 	b := []byte("* FLAGS (")
 	for i, f := range flags {
 		if i > 0 {
@@ -89,5 +85,5 @@ func (s *session) announceFlags(flags []imap.Flag) error {
 		b = append(b, ' ')
 	}
 	b = append(b, "\\*)] Flags permitted\r\n"...)
-	return c.writeOwn(b)
+	return w.WriteRaw(b)
 }

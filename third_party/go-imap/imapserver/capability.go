@@ -115,7 +115,28 @@ func (c *Conn) availableCaps() []imap.Cap {
 			addAvailableCaps(&caps, available, []imap.Cap{imap.CapAppendLimit})
 		}
 	}
+	// mailhost patch: the session's own changes (SessionCaps).
+	if sc, ok := c.session.(SessionCaps); ok {
+		caps = sc.Caps(caps)
+	}
 	return caps
+}
+
+// SessionCaps is a session that changes the capabilities imapserver lists
+// in CAPABILITY responses and in the [CAPABILITY] codes of the greeting,
+// LOGIN and AUTHENTICATE: to add those of commands it serves itself
+// (SessionCommands: ID, QUOTA, COMPRESS=DEFLATE), or to list STARTTLS,
+// LOGINDISABLED and AUTH= from what it knows of the transport when it does
+// TLS itself (Upgrade).
+//
+// mailhost patch: see PATCHES.md.
+type SessionCaps interface {
+	Session
+
+	// Caps returns the capabilities to list, given caps, those imapserver
+	// lists in the connection's current state. It may change caps in
+	// place.
+	Caps(caps []imap.Cap) []imap.Cap
 }
 
 func addAvailableCaps(caps *[]imap.Cap, available imap.CapSet, l []imap.Cap) {

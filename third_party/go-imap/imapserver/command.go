@@ -16,14 +16,16 @@ type SessionCommands interface {
 
 	// ServesCommand reports whether the session serves the command name
 	// (upper case; "UID X" for a UID command) in the connection's
-	// current state.
+	// current state. It may serve STARTTLS when Options.TLSConfig is nil
+	// (with Conn.Upgrade).
 	ServesCommand(name string) bool
 	// Command serves the command name. args is the rest of the command
 	// as the client sent it, from just after the name to its final CRLF
 	// included, each literal in place after its "{n}" and CRLF (read
 	// whole: at most 4096 bytes each, as for any command but APPEND).
 	// Untagged responses are written with w. A nil error is answered
-	// "OK <name> completed"; an *imap.Error with its status.
+	// "OK <name> completed"; an *imap.Error with its status (of type OK
+	// too, for an OK with its own text).
 	Command(w *CommandWriter, name string, args []byte) error
 }
 

@@ -54,6 +54,19 @@ type Conn struct {
 
 	// mailhost patch: the name CREATE made, for its MAILBOXID (RFC 8474).
 	createdName string
+
+	// mailhost patch: the transport change asked for by the command being
+	// served (Upgrade), run after its tagged OK.
+	upgrade UpgradeFunc
+	// mailhost patch: the reader under br that applies
+	// Options.CommandLimits, nil without them (framing.go).
+	framer *framer
+	// mailhost patch: the read timeout last set, for the framer to set
+	// again after it has answered a command itself.
+	readTimeout time.Duration
+	// mailhost patch: the name of the command being served (CommandName),
+	// guarded by mutex.
+	command string
 }
 
 // writeBufferSize is the connection's write buffer: what a command whose
@@ -77,15 +90,22 @@ func batchedCommand(name string) bool {
 
 func newConn(c net.Conn, server *Server) *Conn {
 	rw := server.options.wrapReadWriter(c)
-	br := bufio.NewReader(rw)
 	bw := bufio.NewWriterSize(rw, writeBufferSize) // mailhost patch
-	return &Conn{
+	conn := &Conn{
 		conn:    c,
 		server:  server,
-		br:      br,
 		bw:      bw,
 		enabled: make(imap.CapSet),
 	}
+	// mailhost patch: Options.CommandLimits are applied by a reader
+	// between the transport and the decoder's buffer (framing.go).
+	if limits := server.options.CommandLimits; limits != nil {
+		conn.framer = newFramer(conn, rw, *limits)
+		conn.br = bufio.NewReader(conn.framer)
+	} else {
+		conn.br = bufio.NewReader(rw)
+	}
+	return conn
 }
 
 // NetConn returns the underlying connection that is wrapped by the IMAP
@@ -115,6 +135,24 @@ func (c *Conn) Bye(text string) error {
 		return respErr
 	}
 	return closeErr
+}
+
+// CommandName returns the name of the command being served, upper case
+// ("LSUB", "UID FETCH"), or "" between commands. A session learns from it
+// which command called it where two share a method (LIST and LSUB both
+// call List).
+//
+// mailhost patch: see PATCHES.md.
+func (c *Conn) CommandName() string {
+	c.mutex.Lock()
+	defer c.mutex.Unlock()
+	return c.command
+}
+
+func (c *Conn) setCommand(name string) {
+	c.mutex.Lock()
+	c.command = name
+	c.mutex.Unlock()
 }
 
 func (c *Conn) EnabledCaps() imap.CapSet {
@@ -241,6 +279,14 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 		}
 		name = "UID " + strings.ToUpper(subName)
 	}
+	// mailhost patch: CommandName, and the end of the command for the
+	// framer (Options.CommandLimits).
+	c.setCommand(name)
+	defer c.setCommand("")
+	if c.framer != nil {
+		defer c.framer.endCommand()
+	}
+	c.upgrade = nil
 
 	// mailhost patch: responses written together (batchedCommand); the
 	// status response below flushes them.
@@ -266,6 +312,14 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 	case "CAPABILITY":
 		err = c.handleCapability(dec)
 	case "STARTTLS":
+		// mailhost patch: without Options.TLSConfig, a session may serve
+		// STARTTLS itself (SessionCommands, Conn.Upgrade).
+		if c.server.options.TLSConfig == nil {
+			if served, cmdErr := c.handleSessionCommand(name, dec); served {
+				err = cmdErr
+				break
+			}
+		}
 		err = c.handleStartTLS(tag, dec)
 		sendOK = false
 	case "AUTHENTICATE":
@@ -366,6 +420,21 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 			Code: imap.ResponseCodeClientBug,
 			Text: "Syntax error: " + decErr.Message,
 		}
+	} else if err != nil && c.framer != nil && c.framer.closed {
+		// mailhost patch: the framer ended the connection with BYE.
+		return err
+	} else if err != nil && c.framer != nil && !c.framer.readFailed {
+		// mailhost patch: with Options.CommandLimits, an error that is
+		// no *imap.Error while the client's input was read without
+		// fault comes from parsing the arguments (a number out of
+		// range, an unknown SEARCH key): the client's error (RFC 9051
+		// section 7.1.5), not the server's.
+		c.server.logger().Printf("%v command refused: arguments imapserver cannot parse: %v", name, err)
+		resp = &imap.StatusResponse{
+			Type: imap.StatusResponseTypeBad,
+			Code: imap.ResponseCodeClientBug,
+			Text: "Syntax error in the command's arguments",
+		}
 	} else if err != nil {
 		c.server.logger().Printf("handling %v command: %v", name, err)
 		resp = internalServerErrorResp
@@ -389,7 +458,16 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 		}
 	}
 	c.batching.Store(false) // mailhost patch: the status response flushes
-	return c.writeStatusResp(tag, resp)
+	if err := c.writeStatusResp(tag, resp); err != nil {
+		return err
+	}
+	// mailhost patch: a transport change asked for by the command
+	// (Upgrade) follows its OK.
+	if upgrade := c.upgrade; upgrade != nil && resp.Type == imap.StatusResponseTypeOK {
+		c.upgrade = nil
+		return c.runUpgrade(upgrade)
+	}
+	return nil
 }
 
 func (c *Conn) handleNoop(dec *imapwire.Decoder) error {
@@ -425,7 +503,20 @@ func (c *Conn) handleDelete(dec *imapwire.Decoder) error {
 
 func (c *Conn) handleRename(dec *imapwire.Decoder) error {
 	var oldName, newName string
-	if !dec.ExpectSP() || !dec.ExpectMailbox(&oldName) || !dec.ExpectSP() || !dec.ExpectMailbox(&newName) || !dec.ExpectCRLF() {
+	// mailhost patch: both names modified UTF-7 (readNewMailbox).
+	if !dec.ExpectSP() {
+		return dec.Err()
+	}
+	if err := readNewMailbox(dec, &oldName); err != nil {
+		return err
+	}
+	if !dec.ExpectSP() {
+		return dec.Err()
+	}
+	if err := readNewMailbox(dec, &newName); err != nil {
+		return err
+	}
+	if !dec.ExpectCRLF() {
 		return dec.Err()
 	}
 	if err := c.checkState(imap.ConnStateAuthenticated); err != nil {
@@ -510,6 +601,9 @@ func (c *Conn) writeContReq(text string) error {
 	defer enc.end()
 	// mailhost patch: the client waits for it, whatever the command.
 	enc.Encoder.NoFlush = false
+	if c.framer != nil {
+		c.framer.contSeen = true // mailhost patch: a literal may follow
+	}
 	return writeContReq(enc.Encoder, text)
 }
 
@@ -530,6 +624,7 @@ func (c *Conn) checkState(state imap.ConnState) error {
 }
 
 func (c *Conn) setReadTimeout(dur time.Duration) {
+	c.readTimeout = dur // mailhost patch: for the framer
 	if dur > 0 {
 		c.conn.SetReadDeadline(time.Now().Add(dur))
 	} else {

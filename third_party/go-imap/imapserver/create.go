@@ -6,6 +6,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/internal"
 	"github.com/emersion/go-imap/v2/internal/imapwire"
+	"github.com/emersion/go-imap/v2/internal/utf7"
 )
 
 func (c *Conn) handleCreate(dec *imapwire.Decoder) error {
@@ -13,8 +14,11 @@ func (c *Conn) handleCreate(dec *imapwire.Decoder) error {
 		name    string
 		options imap.CreateOptions
 	)
-	if !dec.ExpectSP() || !dec.ExpectMailbox(&name) {
+	if !dec.ExpectSP() {
 		return dec.Err()
+	}
+	if err := readNewMailbox(dec, &name); err != nil { // mailhost patch
+		return err
 	}
 	if dec.SP() {
 		var name string
@@ -63,4 +67,28 @@ func (c *Conn) createdMailboxID(dec *imapwire.Decoder) (imap.ResponseCode, error
 		return "", nil // the mailbox is made: say so, without its id
 	}
 	return imap.ResponseCode("MAILBOXID (" + id + ")"), nil
+}
+
+// readNewMailbox reads the name of a mailbox that CREATE or RENAME makes.
+// Unlike other commands' mailbox arguments (ExpectMailbox, which takes an
+// "&" that begins no shift sequence for itself), it must be modified
+// UTF-7 (RFC 3501 section 5.1.3), or UTF-8: a name made is a name the
+// server keeps, and clients would write it back otherwise.
+//
+// mailhost patch: see PATCHES.md.
+func readNewMailbox(dec *imapwire.Decoder, ptr *string) error {
+	var raw string
+	if !dec.ExpectAString(&raw) {
+		return dec.Err()
+	}
+	if strings.EqualFold(raw, "INBOX") {
+		*ptr = "INBOX"
+		return nil
+	}
+	name, err := utf7.Decode(raw)
+	if err != nil {
+		return newClientBugError("Mailbox name is not modified UTF-7 (RFC 3501 section 5.1.3)")
+	}
+	*ptr = name
+	return nil
 }

@@ -49,6 +49,13 @@ type Options struct {
 	// InsecureAuth allows clients to authenticate without TLS. In this mode,
 	// the server is susceptible to man-in-the-middle attacks.
 	InsecureAuth bool
+	// CommandLimits, when set, has each command checked against limits
+	// before imapserver buffers it, and refused as the client's error
+	// rather than as the server's (see CommandLimits). nil keeps
+	// upstream's behaviour.
+	//
+	// mailhost patch: see PATCHES.md.
+	CommandLimits *CommandLimits
 	// Raw ingress and egress data will be written to this writer, if any.
 	// Note, this may include sensitive information such as credentials used
 	// during authentication.

@@ -1,7 +1,6 @@
 package imapserver
 
 import (
-	"bytes"
 	"crypto/tls"
 	"io"
 	"net"
@@ -33,44 +32,17 @@ func (c *Conn) handleStartTLS(tag string, dec *imapwire.Decoder) error {
 		}
 	}
 
-	// Do not allow to write cleartext data past this point: keep c.encMutex
-	// locked until the end
-	enc := newResponseEncoder(c)
-	defer enc.end()
-
-	err := writeStatusResp(enc.Encoder, tag, &imap.StatusResponse{
+	err := c.writeStatusResp(tag, &imap.StatusResponse{
 		Type: imap.StatusResponseTypeOK,
 		Text: "Begin TLS negotiation now",
 	})
 	if err != nil {
 		return err
 	}
-
-	// Drain buffered data from our bufio.Reader
-	var buf bytes.Buffer
-	if _, err := io.CopyN(&buf, c.br, int64(c.br.Buffered())); err != nil {
-		panic(err) // unreachable
-	}
-
-	var cleartextConn net.Conn
-	if buf.Len() > 0 {
-		r := io.MultiReader(&buf, c.conn)
-		cleartextConn = startTLSConn{c.conn, r}
-	} else {
-		cleartextConn = c.conn
-	}
-
-	tlsConn := tls.Server(cleartextConn, c.server.options.TLSConfig)
-
-	c.mutex.Lock()
-	c.conn = tlsConn
-	c.mutex.Unlock()
-
-	rw := c.server.options.wrapReadWriter(tlsConn)
-	c.br.Reset(rw)
-	c.bw.Reset(rw)
-
-	return nil
+	// mailhost patch: the transport is replaced by runUpgrade, which
+	// holds the encoder lock so that no cleartext is written past this
+	// point, and knows the reader Options.CommandLimits puts under br.
+	return c.runUpgrade(c.upgradeStartTLS)
 }
 
 type startTLSConn struct {

@@ -14,7 +14,7 @@ import (
 	"github.com/mailhost/mailhost/credential"
 )
 
-// FuzzLiteralAtEnd: the command layer's literal scanner never panics,
+// FuzzLiteralAtEnd: the argument parser's literal scanner never panics,
 // and a literal it finds is announced at the line's end with a size of
 // at least 0.
 func FuzzLiteralAtEnd(f *testing.F) {
@@ -32,33 +32,11 @@ func FuzzLiteralAtEnd(f *testing.F) {
 	})
 }
 
-// FuzzCommandName: the tag and name the layer reads at the start of a
-// command line are an IMAP tag and an upper-case atom.
-func FuzzCommandName(f *testing.F) {
-	for _, s := range []string{"a1 LOGIN x y\r\n", "* OK", "+ x", "a\x00 NOOP", "a noop\n", "a", " a"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		tag, name, ok := commandName(line)
-		if !ok {
-			return
-		}
-		for i := 0; i < len(tag); i++ {
-			if !isTagChar(tag[i]) {
-				t.Fatalf("commandName(%q) tag %q", line, tag)
-			}
-		}
-		if tag == "" || name == "" || strings.ToUpper(name) != name || strings.ContainsAny(name, " \r\n") {
-			t.Fatalf("commandName(%q) = %q, %q, true", line, tag, name)
-		}
-	})
-}
-
 // FuzzConversation sends arbitrary bytes, literals and line breaks
 // included, to a session (logged in and with INBOX selected, or not
 // yet), then closes its side: the server must answer or close, and never
-// panic. FuzzCommand covers single lines; this is the command layer's
-// reading of lines and literals.
+// panic. FuzzCommand covers single lines; this is imapserver's reading
+// of lines and literals under Options.CommandLimits.
 func FuzzConversation(f *testing.F) {
 	for _, s := range []string{
 		"a LOGIN {17}\r\nalice@example.com {14}\r\nalice's secret\r\nb NOOP\r\n",
@@ -128,8 +106,8 @@ func unlimitedServer(f *testing.F, e *env, logs io.Writer) string {
 	return ln.Addr().String()
 }
 
-// FuzzFramingInStep: the command layer and imapserver agree on where a
-// command ends. A logged-in client sends one line of its own ending with
+// FuzzFramingInStep: imapserver's framing of commands under
+// Options.CommandLimits and its decoder agree on where a command ends. A logged-in client sends one line of its own ending with
 // a non-synchronizing literal of n bytes, the literal and the end of its
 // line, then "z NOOP": whatever the first line is, the server answers it
 // once (one tagged response, or an untagged BAD when it has no tag) and
