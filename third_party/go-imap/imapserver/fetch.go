@@ -362,25 +362,6 @@ type FetchWriter struct {
 	deadlineSet time.Time
 }
 
-// WriteRaw writes b as it is: whole FETCH responses, each ending with
-// CRLF, that the backend encoded itself (from bytes it keeps ready, say),
-// between the responses of CreateMessage. It goes through the
-// connection's buffered writer and write deadline as those do.
-//
-// mailhost patch: see PATCHES.md.
-func (cmd *FetchWriter) WriteRaw(b []byte) error {
-	enc := newResponseEncoder(cmd.conn)
-	defer enc.end()
-	cmd.deadlineSet = time.Time{} // enc.end clears the write deadline
-	if _, err := cmd.conn.bw.Write(b); err != nil {
-		return err
-	}
-	if cmd.conn.batching.Load() {
-		return nil // the command's status response flushes
-	}
-	return cmd.conn.bw.Flush()
-}
-
 // deadlineRefresh is how old the write deadline a FETCH's responses
 // share may grow before it is set again: a write between two responses
 // has respWriteTimeout less at most this (mailhost patch).
