@@ -2,7 +2,9 @@ package imapd
 
 import (
 	"bytes"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/emersion/go-imap/v2"
 )
@@ -17,7 +19,22 @@ import (
 
 // envelopeOf is the ENVELOPE of a header block (a summary, or a message).
 func envelopeOf(header []byte) *imap.Envelope {
-	if env, ok := fastEnvelope(header); ok {
+	return new(envelopeBuf).envelope(header)
+}
+
+// envelopeBuf is what a FETCH reuses from one message's ENVELOPE to the
+// next (imapserver writes each before the next is made): the envelope,
+// the addresses of its lists, its In-Reply-To.
+type envelopeBuf struct {
+	env       imap.Envelope
+	addrs     []imap.Address
+	inReplyTo [1]string
+}
+
+// envelope is the ENVELOPE of a header block, made in b when
+// fastEnvelope takes the header: valid until the next call.
+func (b *envelopeBuf) envelope(header []byte) *imap.Envelope {
+	if env, ok := b.fast(header); ok {
 		return env
 	}
 	return envelope(header)
@@ -94,11 +111,17 @@ func envelopeFieldOf(name []byte) envelopeField {
 // it reads (RFC 2047 encoded words are for the word decoder); a
 // Message-ID or In-Reply-To other than one plain "<left@right>".
 func fastEnvelope(header []byte) (env *imap.Envelope, ok bool) {
+	return new(envelopeBuf).fast(header)
+}
+
+// fast is fastEnvelope made in b.
+func (b *envelopeBuf) fast(header []byte) (*imap.Envelope, bool) {
 	s, seen, ok := fastEnvelopeFields(header)
 	if !ok {
 		return nil, false
 	}
-	env = &imap.Envelope{
+	env := &b.env
+	*env = imap.Envelope{
 		Date:    envelopeDate(s[envDate]),
 		Subject: s[envSubject],
 	}
@@ -114,14 +137,40 @@ func fastEnvelope(header []byte) (env *imap.Envelope, ok bool) {
 		if !ok {
 			return nil, false
 		}
-		env.InReplyTo = []string{id}
+		b.inReplyTo[0] = id
+		env.InReplyTo = b.inReplyTo[:]
 	}
-	env.From = addressesOf(seen[envFrom], s[envFrom])
-	env.Sender = addressesOf(seen[envSender], s[envSender])
-	env.ReplyTo = addressesOf(seen[envReplyTo], s[envReplyTo])
-	env.To = addressesOf(seen[envTo], s[envTo])
-	env.Cc = addressesOf(seen[envCc], s[envCc])
-	env.Bcc = addressesOf(seen[envBcc], s[envBcc])
+	// The usual lists are appended to b.addrs, others parsed apart; the
+	// slices of b.addrs are taken once it has stopped growing.
+	fields := [...]envelopeField{envFrom, envSender, envReplyTo, envTo, envCc, envBcc}
+	var (
+		span   [len(fields)][2]int
+		parsed [len(fields)][]imap.Address
+		isFast [len(fields)]bool
+	)
+	addrs := b.addrs[:0]
+	for k, f := range fields {
+		if !seen[f] {
+			continue
+		}
+		start := len(addrs)
+		if l, ok := fastAddressListAppend(addrs, s[f]); ok {
+			addrs = l
+			span[k], isFast[k] = [2]int{start, len(addrs)}, true
+		} else {
+			parsed[k] = parseAddressList(s[f])
+		}
+	}
+	b.addrs = addrs
+	lists := [len(fields)]*[]imap.Address{&env.From, &env.Sender, &env.ReplyTo, &env.To, &env.Cc, &env.Bcc}
+	for k := range fields {
+		switch {
+		case isFast[k] && span[k][0] < span[k][1]:
+			*lists[k] = addrs[span[k][0]:span[k][1]:span[k][1]]
+		case !isFast[k]:
+			*lists[k] = parsed[k]
+		}
+	}
 	if len(env.Sender) == 0 {
 		env.Sender = env.From
 	}
@@ -212,16 +261,6 @@ func fastEnvelopeFields(header []byte) (s [envFields]string, seen [envFields]boo
 		}
 	}
 	return s, seen, true
-}
-
-func addressesOf(present bool, v string) []imap.Address {
-	if !present {
-		return nil
-	}
-	if l, ok := fastAddressList(v); ok {
-		return l
-	}
-	return parseAddressList(v)
 }
 
 // headerText is what fastEnvelope reads in a line: printable ASCII,
@@ -424,4 +463,70 @@ var (
 	quoteOrBackslash = byteSetOf("\"\\")
 	nameSpecials     = byteSetOf("()<>@,;:\\\".[]")
 	specSpecials     = byteSetOf(" \t()<>,;:\\\"[]")
+)
+
+// parsePlainDate is time.Parse(rfc5322Date, v) for a date of the form
+// most mail has, "Mon, 2 Jan 2006 15:04:05 -0700" with single spaces and
+// a day of one or two digits, without time.Parse's reading of the
+// layout (a tenth of a folder listing); ok is false for any other form,
+// and for any value time.Parse might read otherwise than here.
+func parsePlainDate(v string) (_ time.Time, ok bool) {
+	// "Mon, 02 Jan 2006 15:04:05 -0700", 31 bytes, in a; a day of one
+	// digit is given its 0.
+	var a [31]byte
+	switch len(v) {
+	case 31:
+		copy(a[:], v)
+	case 30:
+		copy(a[:5], v)
+		a[5] = '0'
+		copy(a[6:], v[5:])
+	default:
+		return time.Time{}, false
+	}
+	if a[3] != ',' || a[4] != ' ' || a[7] != ' ' || a[11] != ' ' || a[16] != ' ' ||
+		a[19] != ':' || a[22] != ':' || a[25] != ' ' || (a[26] != '+' && a[26] != '-') {
+		return time.Time{}, false
+	}
+	if !slices.Contains(shortDays[:], string(a[:3])) {
+		return time.Time{}, false
+	}
+	num := func(s []byte) int {
+		n := 0
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return -1
+			}
+			n = n*10 + int(s[i]-'0')
+		}
+		return n
+	}
+	month := slices.Index(shortMonths[:], string(a[8:11])) + 1
+	day, year := num(a[5:7]), num(a[12:16])
+	hour, min, sec := num(a[17:19]), num(a[20:22]), num(a[23:25])
+	zh, zm := num(a[27:29]), num(a[29:31])
+	if month == 0 || day < 1 || year < 0 || hour < 0 || hour > 23 || min < 0 || min > 59 ||
+		sec < 0 || sec > 59 || zh < 0 || zh > 23 || zm < 0 || zm > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(year, time.Month(month), day, hour, min, sec, 0, time.UTC)
+	if t.Day() != day {
+		return time.Time{}, false // beyond the month's end: time.Parse refuses it
+	}
+	offset := (zh*60 + zm) * 60
+	if a[26] == '-' {
+		offset = -offset
+	}
+	t = t.Add(-time.Duration(offset) * time.Second)
+	// As time.Parse: the local zone when it had that offset then, else a
+	// zone of the offset without a name.
+	if _, local := t.In(time.Local).Zone(); local == offset {
+		return t.In(time.Local), true
+	}
+	return t.In(time.FixedZone("", offset)), true
+}
+
+var (
+	shortDays   = [...]string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
+	shortMonths = [...]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
 )

@@ -70,19 +70,15 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 		}
 	}
 
-	if !objectItems(options) {
-		if d := s.newDirectFetch(w, options); d != nil && !needsWholeBody(options) {
-			return s.fetchDirect(d, v, idx, seen)
-		}
-	}
-
+	// One buffer for the flags and the envelope of every response.
+	buf := new(fetchBuf)
 	if !needsBody(options) {
 		for _, i := range idx {
 			m := v.msgs[i]
 			if m.gone {
 				continue // RFC 2180 section 4.1.2: say nothing of it
 			}
-			if err := writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), nil, options, seen[m.UID]); err != nil {
+			if err := writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), nil, options, seen[m.UID], buf); err != nil {
 				return err
 			}
 		}
@@ -96,7 +92,7 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 		// field envelope reads, and every line of the fields it keeps.
 		return s.eachSummary(v, idx, "fetch", func(i int, header []byte) error {
 			m := v.msgs[i]
-			return writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), header, options, seen[m.UID])
+			return writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), header, options, seen[m.UID], buf)
 		})
 	}
 
@@ -106,33 +102,8 @@ func (s *session) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *
 			return err
 		}
 		// writeMessage is done with body when it returns, as it must be.
-		return writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), body, options, seen[m.UID])
+		return writeMessage(w.CreateMessage(uint32(i+1)), v.withRecent(m.Message), body, options, seen[m.UID], buf)
 	})
-}
-
-// fetchDirect is Fetch when d writes the responses: those of the items
-// a message's record holds, and its ENVELOPE from its summary.
-func (s *session) fetchDirect(d *directFetch, v *view, idx []int, seen map[uint32]bool) error {
-	if !d.o.Envelope {
-		for _, i := range idx {
-			m := v.msgs[i]
-			if m.gone {
-				continue // RFC 2180 section 4.1.2: say nothing of it
-			}
-			if err := d.message(uint32(i+1), v.withRecent(m.Message), nil, seen[m.UID]); err != nil {
-				return err
-			}
-		}
-		return d.flush()
-	}
-	err := s.eachSummary(v, idx, "fetch", func(i int, header []byte) error {
-		m := v.msgs[i]
-		return d.message(uint32(i+1), v.withRecent(m.Message), header, seen[m.UID])
-	})
-	if ferr := d.flush(); err == nil {
-		err = ferr
-	}
-	return err
 }
 
 // eachBody calls fn with the index in v.msgs and the body of each message
@@ -300,10 +271,24 @@ func needsWholeBody(o *imap.FetchOptions) bool {
 		len(o.BinarySection) > 0 || len(o.BinarySectionSize) > 0
 }
 
-func writeMessage(w *imapserver.FetchResponseWriter, m mailstore.Message, body []byte, o *imap.FetchOptions, flagsChanged bool) error {
+// fetchBuf is what writeMessage reuses from one response to the next,
+// imapserver having written the previous one: a folder listing then
+// allocates nothing per message for its flags and most envelopes.
+type fetchBuf struct {
+	envelopeBuf
+	flags []imap.Flag
+}
+
+// writeMessage writes the FETCH response of m, body being its message or
+// its summary (nil when o asks for neither).
+func writeMessage(w *imapserver.FetchResponseWriter, m mailstore.Message, body []byte, o *imap.FetchOptions, flagsChanged bool, buf *fetchBuf) error {
 	w.WriteUID(imap.UID(m.UID))
 	if o.Flags || flagsChanged {
-		w.WriteFlags(toIMAPFlags(m.Flags))
+		buf.flags = buf.flags[:0]
+		for _, f := range m.Flags {
+			buf.flags = append(buf.flags, imap.Flag(f))
+		}
+		w.WriteFlags(buf.flags)
 	}
 	if o.ModSeq {
 		w.WriteModSeq(imapModSeq(m.ModSeq))
@@ -315,7 +300,7 @@ func writeMessage(w *imapserver.FetchResponseWriter, m mailstore.Message, body [
 		w.WriteRFC822Size(m.Size)
 	}
 	if o.Envelope {
-		w.WriteEnvelope(envelopeOf(body))
+		w.WriteEnvelope(buf.envelope(body))
 	}
 	// The MIME structure is parsed once, for what needs it (mimetree.go).
 	var tree *mimePart
@@ -440,6 +425,9 @@ const rfc5322Date = "Mon, 2 Jan 2006 15:04:05 -0700"
 func envelopeDate(v string) time.Time {
 	if v == "" {
 		return time.Time{}
+	}
+	if t, ok := parsePlainDate(strings.TrimSpace(v)); ok {
+		return t
 	}
 	if t, err := time.Parse(rfc5322Date, strings.TrimSpace(v)); err == nil {
 		return t

@@ -164,9 +164,6 @@ type Server struct {
 	conns sync.WaitGroup
 	// serverBugs counts the NO [SERVERBUG] answers (ServerBugs).
 	serverBugs atomic.Int64
-	// noDirectFetch has every FETCH response written by imapserver, for
-	// the tests that hold directFetch's bytes equal to its.
-	noDirectFetch atomic.Bool
 
 	// mu guards sessions, listeners and closed.
 	mu        sync.Mutex

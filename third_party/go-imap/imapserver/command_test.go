@@ -95,57 +95,6 @@ func TestSessionCommands(t *testing.T) {
 	}
 }
 
-// rawFetchSession answers FETCH with a response of imapserver's writer
-// between two written raw.
-type rawFetchSession struct {
-	condSession
-}
-
-func (s *rawFetchSession) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, o *imap.FetchOptions) error {
-	if err := w.WriteRaw([]byte("* 1 FETCH (UID 1)\r\n")); err != nil {
-		return err
-	}
-	rw := w.CreateMessage(2)
-	rw.WriteUID(2)
-	if err := rw.Close(); err != nil {
-		return err
-	}
-	return w.WriteRaw([]byte("* 3 FETCH (UID 3)\r\n"))
-}
-
-// TestFetchWriteRaw: FetchWriter.WriteRaw's bytes go out as they are, in
-// order with imapserver's own responses, before the tagged OK.
-func TestFetchWriteRaw(t *testing.T) {
-	sess := &rawFetchSession{}
-	srv := imapserver.New(&imapserver.Options{
-		NewSession: func(c *imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
-			return sess, nil, nil
-		},
-		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}},
-		InsecureAuth: true,
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	cc := &condClient{t: t, c: c, r: bufio.NewReader(c)}
-	cc.line()
-	cc.do("LOGIN u p")
-	cc.do("SELECT INBOX")
-	untagged, tagged := cc.do("FETCH 1:3 (UID)")
-	want := []string{"* 1 FETCH (UID 1)", "* 2 FETCH (UID 2)", "* 3 FETCH (UID 3)"}
-	if fmt.Sprint(untagged) != fmt.Sprint(want) || tagged != "OK FETCH completed" {
-		t.Errorf("FETCH: %q %q, want %q and OK", untagged, tagged, want)
-	}
-}
-
 // manyFetchSession answers FETCH with 200 responses of imapserver's
 // writer.
 type manyFetchSession struct {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/internal/imapwire"
@@ -130,6 +131,7 @@ func (c *Conn) writeVanished(uids imap.UIDSet, earlier bool) error {
 // (EARLIER), for UIDs expunged before this command (FETCH's VANISHED
 // modifier, SELECT's QRESYNC parameter).
 func (cmd *FetchWriter) WriteVanished(uids imap.UIDSet, earlier bool) error {
+	cmd.deadlineSet = time.Time{} // its writer clears the write deadline
 	return cmd.conn.writeVanished(uids, earlier)
 }
 

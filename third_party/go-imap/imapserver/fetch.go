@@ -351,39 +351,67 @@ type FetchWriter struct {
 	options fetchWriterOptions
 	// modified is what WriteModified recorded (mailhost patch).
 	modified imap.NumSet
+
+	// mailhost patch: while the command's responses are written together
+	// (Conn.batching), one encoder serves them all, and the write
+	// deadline is set when deadlineSet is older than deadlineRefresh
+	// rather than set and cleared around every response; zero when
+	// another writer may have cleared it. See PATCHES.md (the FETCH
+	// encoder).
+	enc         *imapwire.Encoder
+	deadlineSet time.Time
 }
 
-// WriteRaw writes b as it is: whole FETCH responses, each ending with
-// CRLF, that the backend encoded itself (from bytes it keeps ready, say),
-// between the responses of CreateMessage. It goes through the
-// connection's buffered writer and write deadline as those do.
-//
-// mailhost patch: see PATCHES.md.
-func (cmd *FetchWriter) WriteRaw(b []byte) error {
-	enc := newResponseEncoder(cmd.conn)
-	defer enc.end()
-	if _, err := cmd.conn.bw.Write(b); err != nil {
-		return err
-	}
-	if cmd.conn.batching.Load() {
-		return nil // the command's status response flushes
-	}
-	return cmd.conn.bw.Flush()
-}
+// deadlineRefresh is how old the write deadline a FETCH's responses
+// share may grow before it is set again: a write between two responses
+// has respWriteTimeout less at most this (mailhost patch).
+const deadlineRefresh = time.Second
 
 // CreateMessage writes a FETCH response for a message.
 //
 // FetchResponseWriter.Close must be called.
 func (cmd *FetchWriter) CreateMessage(seqNum uint32) *FetchResponseWriter {
-	enc := newResponseEncoder(cmd.conn)
+	enc, shared := cmd.responseEncoder()
 	enc.Atom("*").SP().Number(seqNum).SP().Atom("FETCH").SP().Special('(')
-	return &FetchResponseWriter{enc: enc, options: cmd.options}
+	return &FetchResponseWriter{enc: enc, options: cmd.options, shared: shared}
+}
+
+// responseEncoder is newResponseEncoder for a FETCH response; shared is
+// true when the response is written with the command's others
+// (FetchResponseWriter.Close then leaves the write deadline as it is).
+//
+// mailhost patch: newResponseEncoder set the write deadline and read the
+// enabled capabilities, under a lock, for every response, and its end
+// cleared the deadline: a tenth of a folder listing's encoding, for
+// responses that mostly stay in the write buffer. See PATCHES.md (the
+// FETCH encoder).
+func (cmd *FetchWriter) responseEncoder() (enc *responseEncoder, shared bool) {
+	c := cmd.conn
+	if !c.batching.Load() {
+		return newResponseEncoder(c), false
+	}
+	if cmd.enc == nil {
+		c.mutex.Lock()
+		quotedUTF8 := c.enabled.Has(imap.CapIMAP4rev2) || c.enabled.Has(imap.CapUTF8Accept)
+		c.mutex.Unlock()
+		cmd.enc = imapwire.NewEncoder(c.bw, imapwire.ConnSideServer)
+		cmd.enc.QuotedUTF8 = quotedUTF8
+		cmd.enc.NoFlush = true
+	}
+	c.encMutex.Lock() // released by FetchResponseWriter.Close
+	if now := time.Now(); now.Sub(cmd.deadlineSet) >= deadlineRefresh {
+		c.conn.SetWriteDeadline(now.Add(respWriteTimeout))
+		cmd.deadlineSet = now
+	}
+	return &responseEncoder{Encoder: cmd.enc, conn: c}, true
 }
 
 // FetchResponseWriter writes a single FETCH response for a message.
 type FetchResponseWriter struct {
 	enc     *responseEncoder
 	options fetchWriterOptions
+	// shared: see FetchWriter.responseEncoder (mailhost patch).
+	shared bool
 
 	hasItem bool
 }
@@ -418,7 +446,9 @@ func (w *FetchResponseWriter) WriteRFC822Size(size int64) {
 // WriteInternalDate writes the message's internal date.
 func (w *FetchResponseWriter) WriteInternalDate(t time.Time) {
 	w.writeItemSep()
-	w.enc.Atom("INTERNALDATE").SP().String(t.Format(internal.DateTimeLayout))
+	// mailhost patch: the date written into the buffer (see PATCHES.md,
+	// the FETCH encoder).
+	w.enc.Atom("INTERNALDATE").SP().QuotedTime(t, internal.DateTimeLayout)
 }
 
 // WriteBodySection writes a body section.
@@ -569,7 +599,14 @@ func (w *FetchResponseWriter) Close() error {
 		return fmt.Errorf("imapserver: FetchResponseWriter already closed")
 	}
 	err := w.enc.Special(')').CRLF()
-	w.enc.end()
+	if w.shared {
+		// mailhost patch: the write deadline stays for the next response
+		// (FetchWriter.responseEncoder).
+		w.enc.Encoder = nil
+		w.enc.conn.encMutex.Unlock()
+	} else {
+		w.enc.end()
+	}
 	w.enc = nil
 	return err
 }
@@ -588,11 +625,14 @@ func writeEnvelope(enc *imapwire.Encoder, envelope *imap.Envelope) {
 		replyTo = envelope.From
 	}
 
+	// mailhost patch: the date and the message identifiers written into
+	// the buffer, without time.Format and concatenation (see PATCHES.md,
+	// the FETCH encoder).
 	enc.Special('(')
 	if envelope.Date.IsZero() {
 		enc.NIL()
 	} else {
-		enc.String(envelope.Date.Format(envelopeDateLayout))
+		enc.QuotedTime(envelope.Date, envelopeDateLayout)
 	}
 	enc.SP()
 	writeNString(enc, mime.QEncoding.Encode("utf-8", envelope.Subject))
@@ -610,13 +650,14 @@ func writeEnvelope(enc *imapwire.Encoder, envelope *imap.Envelope) {
 	}
 	enc.SP()
 	if len(envelope.InReplyTo) > 0 {
-		enc.String("<" + strings.Join(envelope.InReplyTo, "> <") + ">")
+		enc.StringJoin("<", envelope.InReplyTo, "> <", ">")
 	} else {
 		enc.NIL()
 	}
 	enc.SP()
 	if envelope.MessageID != "" {
-		enc.String("<" + envelope.MessageID + ">")
+		id := [1]string{envelope.MessageID}
+		enc.StringJoin("<", id[:], "", ">")
 	} else {
 		enc.NIL()
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/emersion/go-imap/v2"
@@ -49,10 +50,11 @@ func NewEncoder(w *bufio.Writer, side ConnSide) *Encoder {
 	return &Encoder{w: w, side: side}
 }
 
-func (enc *Encoder) setErr(err error) {
+func (enc *Encoder) setErr(err error) *Encoder {
 	if enc.err == nil {
 		enc.err = err
 	}
+	return enc
 }
 
 func (enc *Encoder) writeString(s string) *Encoder {
@@ -90,22 +92,54 @@ func (enc *Encoder) SP() *Encoder {
 }
 
 func (enc *Encoder) Special(ch byte) *Encoder {
-	return enc.writeString(string(ch))
+	// mailhost patch: one byte, without a string (see PATCHES.md, the
+	// FETCH encoder).
+	if enc.writable() {
+		enc.setErr(enc.w.WriteByte(ch))
+	}
+	return enc
 }
 
-func (enc *Encoder) Quoted(s string) *Encoder {
-	var sb strings.Builder
-	sb.Grow(2 + len(s))
-	sb.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		if ch == '"' || ch == '\\' {
-			sb.WriteByte('\\')
-		}
-		sb.WriteByte(ch)
+// writable reports whether something may be written now, recording why
+// not when a literal is open.
+//
+// mailhost patch: see PATCHES.md (the FETCH encoder).
+func (enc *Encoder) writable() bool {
+	if enc.err != nil {
+		return false
 	}
-	sb.WriteByte('"')
-	return enc.writeString(sb.String())
+	if enc.literal {
+		enc.err = fmt.Errorf("imapwire: cannot encode while a literal is open")
+		return false
+	}
+	return true
+}
+
+// Quoted writes s as a quoted string, its quotes and backslashes escaped.
+//
+// mailhost patch: written to the buffer in place, by runs between the
+// escapes, where upstream made a copy in a strings.Builder for every
+// string (see PATCHES.md, the FETCH encoder).
+func (enc *Encoder) Quoted(s string) *Encoder {
+	if !enc.writable() {
+		return enc
+	}
+	enc.w.WriteByte('"')
+	enc.quotedBody(s)
+	return enc.setErr(enc.w.WriteByte('"'))
+}
+
+// quotedBody writes s escaped, without its quotes.
+func (enc *Encoder) quotedBody(s string) {
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if ch := s[i]; ch == '"' || ch == '\\' {
+			enc.w.WriteString(s[start:i])
+			enc.w.WriteByte('\\')
+			start = i
+		}
+	}
+	enc.w.WriteString(s[start:])
 }
 
 func (enc *Encoder) String(s string) *Encoder {
@@ -114,6 +148,56 @@ func (enc *Encoder) String(s string) *Encoder {
 		return enc
 	}
 	return enc.Quoted(s)
+}
+
+// StringJoin writes prefix, the elements of elems separated by sep, and
+// suffix as one string, as String writes their concatenation, without
+// making it (an ENVELOPE's "<id1> <id2>", say).
+//
+// mailhost patch: see PATCHES.md (the FETCH encoder).
+func (enc *Encoder) StringJoin(prefix string, elems []string, sep, suffix string) *Encoder {
+	n := len(prefix) + len(suffix)
+	if len(elems) > 1 {
+		n += len(sep) * (len(elems) - 1)
+	}
+	valid := enc.validQuoted(prefix) && enc.validQuoted(sep) && enc.validQuoted(suffix)
+	for _, e := range elems {
+		n += len(e)
+		valid = valid && enc.validQuoted(e)
+	}
+	if !valid || n > 4096 {
+		return enc.String(prefix + strings.Join(elems, sep) + suffix)
+	}
+	if !enc.writable() {
+		return enc
+	}
+	enc.w.WriteByte('"')
+	enc.quotedBody(prefix)
+	for i, e := range elems {
+		if i > 0 {
+			enc.quotedBody(sep)
+		}
+		enc.quotedBody(e)
+	}
+	enc.quotedBody(suffix)
+	return enc.setErr(enc.w.WriteByte('"'))
+}
+
+// QuotedTime writes t.Format(layout) as a quoted string. The layouts of
+// an IMAP date-time and of an ENVELOPE's date are written by hand, for
+// years 1000 to 9999, without time.Format's reading of the layout.
+//
+// mailhost patch: see PATCHES.md (the FETCH encoder).
+func (enc *Encoder) QuotedTime(t time.Time, layout string) *Encoder {
+	if !enc.writable() {
+		return enc
+	}
+	// The bytes go straight into the buffer when it has the room.
+	b := append(enc.w.AvailableBuffer(), '"')
+	b = AppendTime(b, t, layout)
+	b = append(b, '"')
+	_, err := enc.w.Write(b)
+	return enc.setErr(err)
 }
 
 func (enc *Encoder) validQuoted(s string) bool {
@@ -215,17 +299,32 @@ func isValidFlag(s string) bool {
 }
 
 func (enc *Encoder) Number(v uint32) *Encoder {
-	return enc.writeString(strconv.FormatUint(uint64(v), 10))
+	return enc.uint(uint64(v))
 }
 
 func (enc *Encoder) Number64(v int64) *Encoder {
 	// TODO: disallow negative values
-	return enc.writeString(strconv.FormatInt(v, 10))
+	if v < 0 {
+		return enc.writeString(strconv.FormatInt(v, 10))
+	}
+	return enc.uint(uint64(v))
 }
 
 func (enc *Encoder) ModSeq(v uint64) *Encoder {
 	// TODO: disallow zero values
-	return enc.writeString(strconv.FormatUint(v, 10))
+	return enc.uint(v)
+}
+
+// uint writes v in decimal into the buffer, where strconv.FormatUint
+// allocated a string for every number from 100 up.
+//
+// mailhost patch: see PATCHES.md (the FETCH encoder).
+func (enc *Encoder) uint(v uint64) *Encoder {
+	if !enc.writable() {
+		return enc
+	}
+	_, err := enc.w.Write(strconv.AppendUint(enc.w.AvailableBuffer(), v, 10))
+	return enc.setErr(err)
 }
 
 // List writes a parenthesized list.
