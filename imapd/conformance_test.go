@@ -262,7 +262,7 @@ func TestStoreNewKeyword(t *testing.T) {
 	untagged := mustOK(t, rc, "STORE 1 +FLAGS ($Kw1)")
 	want := []string{
 		`* FLAGS (\Seen \Answered \Flagged \Deleted \Draft $Kw1)`,
-		`* OK [PERMANENTFLAGS (\Seen \Answered \Flagged \Deleted \Draft $Kw1 \*)] Flags permitted`,
+		`* OK [PERMANENTFLAGS (\Seen \Answered \Flagged \Deleted \Draft $Kw1 \*)] Permanent flags`,
 		`* 1 FETCH (UID 1 FLAGS ($Kw1))`,
 	}
 	if !slices.Equal(untagged, want) {

@@ -68,22 +68,7 @@ func (s *session) Store(w *imapserver.FetchWriter, numSet imap.NumSet, flags *im
 // STORE set a keyword no message of the folder had: FLAGS and
 // PERMANENTFLAGS again (RFC 3501 section 7.2.6: FLAGS is sent when the
 // list changes), before the FETCH responses, as Dovecot does, so that a
-// client that keeps the list sees its new keyword there. They go out
-// through FetchWriter.WriteRaw (mailhost's copy of go-imap), in order
-// with the FETCH responses that follow.
+// client that keeps the list sees its new keyword there.
 func (s *session) announceFlags(w *imapserver.FetchWriter, flags []imap.Flag) error {
-	b := []byte("* FLAGS (")
-	for i, f := range flags {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = append(b, f...)
-	}
-	b = append(b, ")\r\n* OK [PERMANENTFLAGS ("...)
-	for _, f := range flags {
-		b = append(b, f...)
-		b = append(b, ' ')
-	}
-	b = append(b, "\\*)] Flags permitted\r\n"...)
-	return w.WriteRaw(b)
+	return w.WriteMailboxFlags(flags)
 }

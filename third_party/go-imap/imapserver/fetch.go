@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -360,6 +361,24 @@ type FetchWriter struct {
 	// encoder).
 	enc         *imapwire.Encoder
 	deadlineSet time.Time
+}
+
+// WriteMailboxFlags writes FLAGS and an untagged OK with PERMANENTFLAGS
+// (the flags and \*), in order with the FETCH responses around it: what
+// a STORE sends before its FETCH responses when it set a keyword the
+// mailbox did not have (RFC 9051 section 7.2.6: FLAGS is sent when the
+// list changes).
+//
+// mailhost patch: upstream's FetchWriter could write FETCH responses
+// only. See PATCHES.md.
+func (cmd *FetchWriter) WriteMailboxFlags(flags []imap.Flag) error {
+	// The two responses end with their own encoder, which clears the
+	// write deadline the FETCH responses share.
+	cmd.deadlineSet = time.Time{}
+	if err := cmd.conn.writeFlags(flags); err != nil {
+		return err
+	}
+	return cmd.conn.writePermanentFlags(append(slices.Clip(flags), imap.FlagWildcard))
 }
 
 // deadlineRefresh is how old the write deadline a FETCH's responses
