@@ -65,10 +65,13 @@ log() { echo "sort: $(date +%T) $*" | tee -a "$OUT/sort.log" >&2; }
 log "building into $OUT/bin"
 (cd "$REPO" && go build -o "$OUT/bin/mailhost" ./cmd/mailhost && go build -o "$OUT/bin/folderbench" ./bench/folderbench)
 if [ -n "$MH_BASE" ]; then
+	# A plain copy of the tree, not a git worktree: nothing to undo in
+	# the repository afterwards.
 	rm -rf "$OUT/base-src"
-	git -C "$REPO" worktree add --detach "$OUT/base-src" "$MH_BASE" >/dev/null
+	mkdir -p "$OUT/base-src"
+	git -C "$REPO" archive "$MH_BASE" | tar -x -C "$OUT/base-src"
 	(cd "$OUT/base-src" && go build -o "$OUT/bin/mailhost-base" ./cmd/mailhost)
-	git -C "$REPO" worktree remove --force "$OUT/base-src"
+	rm -rf "$OUT/base-src"
 fi
 FB=$OUT/bin/folderbench
 (cd "$REPO" && git log -1 --format='commit %h %s' && go version && dovecot --version | sed 's/^/dovecot /' && nproc | sed 's/^/cores /') >"$OUT/versions.txt"
