@@ -88,7 +88,11 @@ func TestOrderByRanks(t *testing.T) {
 			ref, got []sortMsg
 		}{{"all", msgs, kept}, {"part", part(msgs), part(kept)}} {
 			want := seqs(sortMessages(tc.ref, c))
-			if got := seqs(orderMsgs(tc.got, c, f.rank)); got != want {
+			var sorted []sortMsg
+			for _, j := range orderMsgs(tc.got, c, f.rank) {
+				sorted = append(sorted, tc.got[j])
+			}
+			if got := seqs(sorted); got != want {
 				t.Errorf("%s: SORT (%s) by ranks = %s\nwant %s", tc.name, p, got, want)
 			}
 		}
@@ -199,11 +203,18 @@ func TestSortKeysFollowTheFolder(t *testing.T) {
 		wantLines(t, "SORT after new mail", c.ok("SORT (SUBJECT) UTF-8 ALL"), "* SORT 4 2 5 1 3")
 		wantLines(t, "SORT FROM after new mail", c.ok("SORT (FROM) UTF-8 ALL"), "* SORT 4 2 5 1 3")
 	}
+	// Kept THREAD answers are renumbered: UIDs 1, 3 and 5 are messages
+	// 1, 3 and 5 now, 1, 2 and 3 after the EXPUNGE below.
+	wantLines(t, "THREAD of UIDs 1,3,5", rc.ok("THREAD ORDEREDSUBJECT UTF-8 UID 1,3,5"), "* THREAD (5)(3)(1)")
+	wantLines(t, "UID THREAD of UIDs 1,3,5", rc.ok("UID THREAD ORDEREDSUBJECT UTF-8 UID 1,3,5"), "* THREAD (5)(3)(1)")
+	wantLines(t, "THREAD after new mail", rc.ok("THREAD REFERENCES UTF-8 ALL"), "* THREAD (5)(4)(3)(2)(1)")
 	rc.ok(`STORE 2,4 +FLAGS.SILENT (\Deleted)`)
 	rc.ok("EXPUNGE")
 	other.ok("NOOP")
 	for _, c := range []*rawConn{rc, other} {
 		wantLines(t, "SORT after EXPUNGE", c.ok("SORT (SUBJECT) UTF-8 ALL"), "* SORT 3 1 2")
 		wantLines(t, "THREAD after EXPUNGE", c.ok("THREAD ORDEREDSUBJECT UTF-8 ALL"), "* THREAD (3)(2)(1)")
+		wantLines(t, "THREAD of UIDs 1,3,5 after EXPUNGE", c.ok("THREAD ORDEREDSUBJECT UTF-8 UID 1,3,5"), "* THREAD (3)(2)(1)")
+		wantLines(t, "THREAD REFERENCES after EXPUNGE", c.ok("THREAD REFERENCES UTF-8 ALL"), "* THREAD (3)(2)(1)")
 	}
 }
