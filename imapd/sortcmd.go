@@ -104,11 +104,9 @@ func wireThreads(threads []*threadNode, msgs []sortMsg, uids bool) []*imapserver
 
 // sortMsgs runs the search of a SORT or THREAD over the selected folder
 // and answers the matching messages in sequence order, with their keys
-// of the groups need (sortkeys.go), and their highest MODSEQ for a search
-// with the MODSEQ key (RFC 7162 section 3.1.5), else 0. The keys are the
-// folder's kept keys, decoded from the summaries of the messages that
-// have none yet (new mail, or the first SORT since the server started);
-// f is the folder's keys, locked: the caller unlocks f.mu once done with
+// of the groups need (sortkeys.go, keptKeys), and their highest MODSEQ
+// for a search with the MODSEQ key (RFC 7162 section 3.1.5), else 0. f
+// is the folder's keys, locked: the caller unlocks f.mu once done with
 // the keys.
 func (s *session) sortMsgs(criteria *imap.SearchCriteria, need keyGroup, op string) (msgs []sortMsg, f *folderKeys, modSeq uint64, err error) {
 	v := s.sel
@@ -121,6 +119,20 @@ func (s *session) sortMsgs(criteria *imap.SearchCriteria, need keyGroup, op stri
 	}
 	seqs, _ := data.All.(imap.SeqSet)
 	nums, _ := seqs.Nums()
+	msgs, f, err = s.keptKeys(v, nums, need, op)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return msgs, f, data.ModSeq, nil
+}
+
+// keptKeys answers the messages nums (ascending sequence numbers) of v
+// that are still there, with their keys of the groups need: the
+// folder's kept keys, decoded from the summaries of the messages that
+// have none yet (new mail, or the first SORT since the server started).
+// f is the folder's keys, locked: the caller unlocks f.mu once done with
+// the keys.
+func (s *session) keptKeys(v *view, nums []uint32, need keyGroup, op string) (msgs []sortMsg, f *folderKeys, err error) {
 	f = s.srv.sortKeys.folder(v.folder.ID)
 	f.mu.Lock()
 	if len(f.uids) > 2*(len(v.msgs)-v.nGone)+1024 {
@@ -152,14 +164,14 @@ func (s *session) sortMsgs(criteria *imap.SearchCriteria, need keyGroup, op stri
 	if len(missing) > 0 {
 		if msgs, err = s.decodeMissing(v, f, msgs, missing, need, op); err != nil {
 			f.mu.Unlock()
-			return nil, nil, 0, err
+			return nil, nil, err
 		}
 		s.srv.sortKeys.account(f, len(f.uids))
 	}
 	for i := range msgs {
 		msgs[i].K = &f.keys[msgs[i].pos]
 	}
-	return msgs, f, data.ModSeq, nil
+	return msgs, f, nil
 }
 
 // decodeMissing decodes the keys of need of msgs[missing] from their

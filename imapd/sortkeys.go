@@ -28,6 +28,7 @@ const (
 	groupTo                           // To: addr-mailbox, display
 	groupCc                           // Cc: addr-mailbox
 	groupRefs                         // Message-ID, References, In-Reply-To
+	groupSearch                       // SEARCH's texts (searchkept.go)
 )
 
 // groupOf is the group a SORT key is decoded in; 0 for ARRIVAL and SIZE,
@@ -68,6 +69,8 @@ type msgKeys struct {
 	// of THREAD's step 1 (0: none); see idHash.
 	id   uint64
 	refs []uint64
+	// hay is SEARCH's texts of the fields of keptFields (searchHays).
+	hay [len(keptFields)][]string
 }
 
 // sentTime is the sent date as a time.Time.
@@ -132,6 +135,9 @@ func decodeKeys(k *msgKeys, header []byte, arrival time.Time, want keyGroup) {
 	}
 	if want&groupRefs != 0 {
 		k.id, k.refs = threadIDs(raw[hdrMessageID], raw[hdrReferences], raw[hdrInReplyTo])
+	}
+	if want&groupSearch != 0 {
+		k.hay = searchHays(header)
 	}
 	k.have |= want
 }
