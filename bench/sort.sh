@@ -134,13 +134,14 @@ dc_stop() { doveadm -c "$dc_conf" stop 2>/dev/null || true; for _ in $(seq 100);
 declare -A MH_PID
 mh_start() { # NAME BIN DATA IMAP HTTP
 	MAILHOST_DATA=$3 MAILHOST_HTTP=$5 MAILHOST_SMTP=127.0.0.1:$((${4##*:} + 10)) MAILHOST_IMAP=$4 \
-		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_HOSTNAME=mailhost.bench.local \
+		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_MANAGESIEVE= MAILHOST_HOSTNAME=mailhost.bench.local \
 		"$2" serve </dev/null >>"$3.log" 2>&1 &
 	MH_PID[$1]=$!
 	# A store of 100,000 messages opens slowly from a dropped page cache
 	# on a loaded machine.
 	for _ in $(seq 1200); do
 		curl -fs "http://$5/healthz" >/dev/null 2>&1 && return
+		kill -0 "${MH_PID[$1]}" 2>/dev/null || break
 		sleep 0.1
 	done
 	log "$1 did not start; see $3.log"
