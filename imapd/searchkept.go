@@ -60,6 +60,9 @@ func keptSearchable(c *imap.SearchCriteria) bool {
 // text, and for an address field its addresses as addressText writes
 // them. A field present gets at least one text, empty or not.
 func searchHays(header []byte) (hay [len(keptFields)][]string) {
+	if hay, ok := fastSearchHays(header); ok {
+		return hay
+	}
 	// Parsed as candidate.parsedHeader parses it.
 	th, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(header)))
 	if err != nil && th.Len() == 0 {
@@ -118,4 +121,69 @@ func (s *session) searchKept(v *view, add func(i int, k *msgKeys) error) error {
 		}
 	}
 	return nil
+}
+
+// fastSearchHays is searchHays for a plain header, as fastHeaderMatch
+// reads it (and TestFastHeaderMatch holds equal to matchField): every
+// line printable ASCII ended by CRLF, each field a name and a colon, the
+// kept fields without encoded words and their addresses as
+// fastAddressList takes them. ok is false for any other header.
+func fastSearchHays(header []byte) (hay [len(keptFields)][]string, ok bool) {
+	type span struct{ field, start, end int }
+	var found []span
+	first := true
+	for pos := 0; ; {
+		eol := bytes.Index(header[pos:], []byte("\r\n"))
+		if eol < 0 {
+			return hay, false
+		}
+		start, end := pos, pos+eol
+		line := header[start:end]
+		pos = end + 2
+		if len(line) == 0 {
+			break
+		}
+		if !printable(line) {
+			return hay, false
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if first {
+				return hay, false
+			}
+			if n := len(found); n > 0 && found[n-1].end == start-2 {
+				found[n-1].end = end
+			}
+			continue
+		}
+		first = false
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 {
+			return hay, false
+		}
+		name := bytes.TrimRight(line[:colon], " \t")
+		if len(name) == 0 || bytes.ContainsAny(name, " \t") {
+			return hay, false
+		}
+		for i, f := range keptFields {
+			if len(name) == len(f) && bytes.EqualFold(name, []byte(f)) {
+				found = append(found, span{i, start + colon + 1, end})
+				break
+			}
+		}
+	}
+	for _, sp := range found {
+		v := unfold(header[sp.start:sp.end])
+		if strings.Contains(v, "=?") {
+			return hay, false
+		}
+		hay[sp.field] = append(hay[sp.field], asciiLower(v))
+		if isAddressField(keptFields[sp.field]) {
+			l, ok := fastAddressList(v)
+			if !ok {
+				return hay, false
+			}
+			hay[sp.field] = append(hay[sp.field], strings.ToLower(addressListText(l)))
+		}
+	}
+	return hay, true
 }

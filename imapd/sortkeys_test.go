@@ -232,8 +232,15 @@ func TestSearchKept(t *testing.T) {
 		mboxMsg(1000, time.Time{}, 1, "From: a@b.c", "From: Second <second@x.org>", "Subject: two froms"),
 		mboxMsg(1001, time.Time{}, 1, "Subject: =?unknown?q?caf=E9?=", "To: =?utf-8?b?w4lsb2RpZQ==?= <elodie@x.org>, g: x@y.z;"),
 		mboxMsg(1002, time.Time{}, 1, "Cc:", "Subject:"),
+		mboxMsg(1003, time.Time{}, 1, "From: Bob\r\n <bob@x.org>", "Cc: a@b.c,\r\n\tZed <z@x.org>", "Subject: two\r\n  lines"),
 	)
-	values := []string{"", "bob", "BOB@X", "x.org", "café", "CAFÉ", "émile", "re:", "undisclosed", "zed", "<bob@x.org>", "second", "élodie", "g:", "two", "caf"}
+	// Plain headers take fastSearchHays' way, the others go-message's.
+	for _, m := range msgs[len(msgs)-2:] {
+		if _, ok := fastSearchHays(m.Header); !ok {
+			t.Errorf("fastSearchHays(%q) not ok", m.Header)
+		}
+	}
+	values := []string{"", "bob", "BOB@X", "x.org", "café", "CAFÉ", "émile", "re:", "undisclosed", "zed", "<bob@x.org>", "second", "élodie", "g:", "two", "caf", "two lines", "bob <bob", "zed <z@"}
 	for _, m := range msgs {
 		var k msgKeys
 		decodeKeys(&k, m.Header, m.Arrival, groupSearch)
