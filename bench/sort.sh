@@ -65,10 +65,13 @@ log() { echo "sort: $(date +%T) $*" | tee -a "$OUT/sort.log" >&2; }
 log "building into $OUT/bin"
 (cd "$REPO" && go build -o "$OUT/bin/mailhost" ./cmd/mailhost && go build -o "$OUT/bin/folderbench" ./bench/folderbench)
 if [ -n "$MH_BASE" ]; then
+	# A plain copy of the tree, not a git worktree: nothing to undo in
+	# the repository afterwards.
 	rm -rf "$OUT/base-src"
-	git -C "$REPO" worktree add --detach "$OUT/base-src" "$MH_BASE" >/dev/null
+	mkdir -p "$OUT/base-src"
+	git -C "$REPO" archive "$MH_BASE" | tar -x -C "$OUT/base-src"
 	(cd "$OUT/base-src" && go build -o "$OUT/bin/mailhost-base" ./cmd/mailhost)
-	git -C "$REPO" worktree remove --force "$OUT/base-src"
+	rm -rf "$OUT/base-src"
 fi
 FB=$OUT/bin/folderbench
 (cd "$REPO" && git log -1 --format='commit %h %s' && go version && dovecot --version | sed 's/^/dovecot /' && nproc | sed 's/^/cores /') >"$OUT/versions.txt"
@@ -131,13 +134,14 @@ dc_stop() { doveadm -c "$dc_conf" stop 2>/dev/null || true; for _ in $(seq 100);
 declare -A MH_PID
 mh_start() { # NAME BIN DATA IMAP HTTP
 	MAILHOST_DATA=$3 MAILHOST_HTTP=$5 MAILHOST_SMTP=127.0.0.1:$((${4##*:} + 10)) MAILHOST_IMAP=$4 \
-		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_HOSTNAME=mailhost.bench.local \
+		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_MANAGESIEVE= MAILHOST_HOSTNAME=mailhost.bench.local \
 		"$2" serve </dev/null >>"$3.log" 2>&1 &
 	MH_PID[$1]=$!
 	# A store of 100,000 messages opens slowly from a dropped page cache
 	# on a loaded machine.
 	for _ in $(seq 1200); do
 		curl -fs "http://$5/healthz" >/dev/null 2>&1 && return
+		kill -0 "${MH_PID[$1]}" 2>/dev/null || break
 		sleep 0.1
 	done
 	log "$1 did not start; see $3.log"

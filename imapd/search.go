@@ -39,9 +39,10 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 	}
 	v.staticCriteria(criteria)
 	now := s.srv.now()
+	var kept *msgKeys // the message's kept keys, for a search from them
 	add := func(i int, body []byte) error {
 		m := v.msgs[i]
-		c := &candidate{v: v, seq: uint32(i + 1), msg: v.withRecent(m.Message), body: body, now: now}
+		c := &candidate{v: v, seq: uint32(i + 1), msg: v.withRecent(m.Message), body: body, kept: kept, now: now}
 		if !c.match(criteria) {
 			return nil
 		}
@@ -59,7 +60,15 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 		data.ModSeq = max(data.ModSeq, imapModSeq(m.ModSeq))
 		return nil
 	}
-	if headerOnly {
+	if headerOnly && keptSearchable(criteria) {
+		err := s.searchKept(v, func(i int, k *msgKeys) error {
+			kept = k
+			return add(i, nil)
+		})
+		if err != nil {
+			return nil, err
+		}
+	} else if headerOnly {
 		all := make([]int, len(v.msgs))
 		for i := range all {
 			all[i] = i
@@ -197,7 +206,10 @@ type candidate struct {
 	msg mailstore.Message
 	// body is the message, or its summary when the criteria need no
 	// more (inSummary).
-	body   []byte
+	body []byte
+	// kept, if not nil, is the message's kept keys, which HEADER
+	// criteria are matched on instead of body (searchkept.go).
+	kept   *msgKeys
 	header *mail.Header
 	// texts is the lower-cased text of the body, made once for all the
 	// BODY and TEXT criteria (searchcost.go).
@@ -244,6 +256,12 @@ func (c *candidate) match(cr *imap.SearchCriteria) bool {
 		return false
 	}
 	for _, hf := range cr.Header {
+		if c.kept != nil {
+			if !c.kept.matchKept(hf.Key, hf.Value) {
+				return false
+			}
+			continue
+		}
 		if m, ok := fastHeaderMatch(c.body, hf.Key, hf.Value); ok && !m {
 			return false
 		} else if !ok && !matchField(c.parsedHeader().FieldsByKey(hf.Key), hf.Value) {

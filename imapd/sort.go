@@ -96,7 +96,12 @@ func sortMessages(msgs []sortMsg, criteria []sortCriterion) []sortMsg {
 	for _, c := range criteria {
 		need |= groupOf(c.Key)
 	}
-	return orderMsgs(withKeys(msgs, need), criteria, nil)
+	order := orderMsgs(withKeys(msgs, need), criteria, nil)
+	out := make([]sortMsg, len(order))
+	for i, j := range order {
+		out[i] = msgs[j]
+	}
+	return out
 }
 
 // withKeys is msgs with the keys of need decoded from their headers, for

@@ -40,7 +40,7 @@ func (s *session) Sort(kind imapserver.NumKind, sortCriteria []imapserver.SortCr
 		return nil, err
 	}
 	defer f.mu.Unlock()
-	sorted := orderMsgs(msgs, crit, func(k sortKey) []int32 {
+	order := orderMsgs(msgs, crit, func(k sortKey) []int32 {
 		// Ranks cost a sort of the whole folder: worth it when most of
 		// the folder is sorted, and for the next SORT.
 		if f.ranks[k] != nil || 4*len(msgs) >= len(f.keys) {
@@ -48,11 +48,11 @@ func (s *session) Sort(kind imapserver.NumKind, sortCriteria []imapserver.SortCr
 		}
 		return nil
 	})
-	data := &imapserver.SortData{Nums: make([]uint32, len(sorted)), ModSeq: modSeq}
-	for i, m := range sorted {
-		data.Nums[i] = m.Seq
+	data := &imapserver.SortData{Nums: make([]uint32, len(order)), ModSeq: modSeq}
+	for i, j := range order {
+		data.Nums[i] = msgs[j].Seq
 		if kind == imapserver.NumKindUID {
-			data.Nums[i] = m.UID
+			data.Nums[i] = msgs[j].UID
 		}
 	}
 	return data, nil
@@ -69,30 +69,34 @@ func (s *session) Thread(kind imapserver.NumKind, algorithm imap.ThreadAlgorithm
 		return nil, err
 	}
 	defer f.mu.Unlock()
-	var threads []*threadNode
+	var thread func([]sortMsg) []*threadNode
 	switch algorithm {
 	case imap.ThreadOrderedSubject:
-		threads = threadOrderedSubject(msgs)
+		thread = threadOrderedSubject
 	case imap.ThreadReferences:
-		threads = threadReferences(msgs)
+		thread = threadReferences
 	case threadAlgRefs:
-		threads = threadRefs(msgs)
+		thread = threadRefs
 	default:
 		return nil, &imap.Error{Type: imap.StatusResponseTypeBad, Code: imap.ResponseCodeClientBug, Text: "Unknown threading algorithm"}
 	}
-	return wireThreads(threads, kind == imapserver.NumKindUID), nil
+	return wireThreads(f.thread(algorithm, msgs, thread), msgs, kind == imapserver.NumKindUID), nil
 }
 
-// wireThreads converts thread trees to imapserver's, numbered by sequence
+// wireThreads converts thread trees whose nodes number msgs from 1 (as
+// folderKeys.thread answers them) to imapserver's, numbered by sequence
 // number or UID.
-func wireThreads(threads []*threadNode, uids bool) []*imapserver.ThreadNode {
+func wireThreads(threads []*threadNode, msgs []sortMsg, uids bool) []*imapserver.ThreadNode {
 	out := make([]*imapserver.ThreadNode, len(threads))
 	for i, t := range threads {
-		n := &imapserver.ThreadNode{Num: t.Seq}
-		if uids && t.Seq != 0 {
-			n.Num = t.UID
+		n := &imapserver.ThreadNode{}
+		if t.Seq != 0 {
+			n.Num = msgs[t.Seq-1].Seq
+			if uids {
+				n.Num = msgs[t.Seq-1].UID
+			}
 		}
-		n.Children = wireThreads(t.Children, uids)
+		n.Children = wireThreads(t.Children, msgs, uids)
 		out[i] = n
 	}
 	return out
@@ -100,11 +104,9 @@ func wireThreads(threads []*threadNode, uids bool) []*imapserver.ThreadNode {
 
 // sortMsgs runs the search of a SORT or THREAD over the selected folder
 // and answers the matching messages in sequence order, with their keys
-// of the groups need (sortkeys.go), and their highest MODSEQ for a search
-// with the MODSEQ key (RFC 7162 section 3.1.5), else 0. The keys are the
-// folder's kept keys, decoded from the summaries of the messages that
-// have none yet (new mail, or the first SORT since the server started);
-// f is the folder's keys, locked: the caller unlocks f.mu once done with
+// of the groups need (sortkeys.go, keptKeys), and their highest MODSEQ
+// for a search with the MODSEQ key (RFC 7162 section 3.1.5), else 0. f
+// is the folder's keys, locked: the caller unlocks f.mu once done with
 // the keys.
 func (s *session) sortMsgs(criteria *imap.SearchCriteria, need keyGroup, op string) (msgs []sortMsg, f *folderKeys, modSeq uint64, err error) {
 	v := s.sel
@@ -117,6 +119,20 @@ func (s *session) sortMsgs(criteria *imap.SearchCriteria, need keyGroup, op stri
 	}
 	seqs, _ := data.All.(imap.SeqSet)
 	nums, _ := seqs.Nums()
+	msgs, f, err = s.keptKeys(v, nums, need, op)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return msgs, f, data.ModSeq, nil
+}
+
+// keptKeys answers the messages nums (ascending sequence numbers) of v
+// that are still there, with their keys of the groups need: the
+// folder's kept keys, decoded from the summaries of the messages that
+// have none yet (new mail, or the first SORT since the server started).
+// f is the folder's keys, locked: the caller unlocks f.mu once done with
+// the keys.
+func (s *session) keptKeys(v *view, nums []uint32, need keyGroup, op string) (msgs []sortMsg, f *folderKeys, err error) {
 	f = s.srv.sortKeys.folder(v.folder.ID)
 	f.mu.Lock()
 	if len(f.uids) > 2*(len(v.msgs)-v.nGone)+1024 {
@@ -148,14 +164,14 @@ func (s *session) sortMsgs(criteria *imap.SearchCriteria, need keyGroup, op stri
 	if len(missing) > 0 {
 		if msgs, err = s.decodeMissing(v, f, msgs, missing, need, op); err != nil {
 			f.mu.Unlock()
-			return nil, nil, 0, err
+			return nil, nil, err
 		}
 		s.srv.sortKeys.account(f, len(f.uids))
 	}
 	for i := range msgs {
 		msgs[i].K = &f.keys[msgs[i].pos]
 	}
-	return msgs, f, data.ModSeq, nil
+	return msgs, f, nil
 }
 
 // decodeMissing decodes the keys of need of msgs[missing] from their

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/emersion/go-imap/v2"
 )
 
 // Sort keys as SORT and THREAD compare them, decoded once from a
@@ -26,6 +28,7 @@ const (
 	groupTo                           // To: addr-mailbox, display
 	groupCc                           // Cc: addr-mailbox
 	groupRefs                         // Message-ID, References, In-Reply-To
+	groupSearch                       // SEARCH's texts (searchkept.go)
 )
 
 // groupOf is the group a SORT key is decoded in; 0 for ARRIVAL and SIZE,
@@ -66,6 +69,8 @@ type msgKeys struct {
 	// of THREAD's step 1 (0: none); see idHash.
 	id   uint64
 	refs []uint64
+	// hay is SEARCH's texts of the fields of keptFields (searchHays).
+	hay [len(keptFields)][]string
 }
 
 // sentTime is the sent date as a time.Time.
@@ -130,6 +135,9 @@ func decodeKeys(k *msgKeys, header []byte, arrival time.Time, want keyGroup) {
 	}
 	if want&groupRefs != 0 {
 		k.id, k.refs = threadIDs(raw[hdrMessageID], raw[hdrReferences], raw[hdrInReplyTo])
+	}
+	if want&groupSearch != 0 {
+		k.hay = searchHays(header)
 	}
 	k.have |= want
 }
@@ -201,6 +209,37 @@ type folderKeys struct {
 	// ranks[k], when not nil, is the rank of each message's key k
 	// among the folder's (sortorder.go): equal keys the same rank.
 	ranks [rankedKeys][]int32
+	// threads is the last THREAD answer of each algorithm.
+	threads map[imap.ThreadAlgorithm]threadMemo
+}
+
+// threadMemo is a THREAD answer, its nodes numbering the messages threaded
+// (uids) from 1.
+type threadMemo struct {
+	uids []uint32
+	tree []*threadNode
+}
+
+// thread answers the threads algorithm (thread) makes of msgs, numbering
+// msgs from 1, the answer kept while the same messages are asked again:
+// their keys, so their threads, do not change while they are in the
+// folder (sequence numbers may, but not their order). f.mu is held.
+func (f *folderKeys) thread(algorithm imap.ThreadAlgorithm, msgs []sortMsg, thread func([]sortMsg) []*threadNode) []*threadNode {
+	if m, ok := f.threads[algorithm]; ok && slices.EqualFunc(m.uids, msgs, func(u uint32, m sortMsg) bool { return u == m.UID }) {
+		return m.tree
+	}
+	numbered := slices.Clone(msgs)
+	uids := make([]uint32, len(msgs))
+	for i := range numbered {
+		numbered[i].Seq = uint32(i + 1)
+		uids[i] = msgs[i].UID
+	}
+	tree := thread(numbered)
+	if f.threads == nil {
+		f.threads = make(map[imap.ThreadAlgorithm]threadMemo)
+	}
+	f.threads[algorithm] = threadMemo{uids: uids, tree: tree}
+	return tree
 }
 
 // folder answers the keys of folder id, kept or new, not locked.
@@ -268,7 +307,7 @@ func (f *folderKeys) insert(uids []uint32, keys []msgKeys) {
 	if len(uids) == 0 {
 		return
 	}
-	f.ranks = [rankedKeys][]int32{}
+	f.ranks, f.threads = [rankedKeys][]int32{}, nil
 	if len(f.uids) == 0 || uids[0] > f.uids[len(f.uids)-1] {
 		// New mail, the usual case: it goes at the end.
 		f.uids = append(f.uids, uids...)
@@ -305,5 +344,5 @@ func (f *folderKeys) keepOnly(live []uint32) {
 	}
 	clear(f.keys[n:])
 	f.uids, f.keys = slices.Clip(f.uids[:n]), slices.Clip(f.keys[:n])
-	f.ranks = [rankedKeys][]int32{}
+	f.ranks, f.threads = [rankedKeys][]int32{}, nil
 }

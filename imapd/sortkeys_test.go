@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/emersion/go-imap/v2"
 )
 
 // randomMsgs is n messages with few distinct subjects, senders and
@@ -88,7 +90,11 @@ func TestOrderByRanks(t *testing.T) {
 			ref, got []sortMsg
 		}{{"all", msgs, kept}, {"part", part(msgs), part(kept)}} {
 			want := seqs(sortMessages(tc.ref, c))
-			if got := seqs(orderMsgs(tc.got, c, f.rank)); got != want {
+			var sorted []sortMsg
+			for _, j := range orderMsgs(tc.got, c, f.rank) {
+				sorted = append(sorted, tc.got[j])
+			}
+			if got := seqs(sorted); got != want {
 				t.Errorf("%s: SORT (%s) by ranks = %s\nwant %s", tc.name, p, got, want)
 			}
 		}
@@ -196,14 +202,56 @@ func TestSortKeysFollowTheFolder(t *testing.T) {
 	rc.ok("NOOP")
 	other.ok("NOOP")
 	for _, c := range []*rawConn{rc, other} {
+		wantLines(t, "SEARCH after new mail", c.ok("SEARCH OR FROM a@x OR SUBJECT ECHO FROM b@X.org"), "* SEARCH 2 3 4")
 		wantLines(t, "SORT after new mail", c.ok("SORT (SUBJECT) UTF-8 ALL"), "* SORT 4 2 5 1 3")
 		wantLines(t, "SORT FROM after new mail", c.ok("SORT (FROM) UTF-8 ALL"), "* SORT 4 2 5 1 3")
 	}
+	// Kept THREAD answers are renumbered: UIDs 1, 3 and 5 are messages
+	// 1, 3 and 5 now, 1, 2 and 3 after the EXPUNGE below.
+	wantLines(t, "THREAD of UIDs 1,3,5", rc.ok("THREAD ORDEREDSUBJECT UTF-8 UID 1,3,5"), "* THREAD (5)(3)(1)")
+	wantLines(t, "UID THREAD of UIDs 1,3,5", rc.ok("UID THREAD ORDEREDSUBJECT UTF-8 UID 1,3,5"), "* THREAD (5)(3)(1)")
+	wantLines(t, "THREAD after new mail", rc.ok("THREAD REFERENCES UTF-8 ALL"), "* THREAD (5)(4)(3)(2)(1)")
 	rc.ok(`STORE 2,4 +FLAGS.SILENT (\Deleted)`)
 	rc.ok("EXPUNGE")
 	other.ok("NOOP")
 	for _, c := range []*rawConn{rc, other} {
 		wantLines(t, "SORT after EXPUNGE", c.ok("SORT (SUBJECT) UTF-8 ALL"), "* SORT 3 1 2")
+		wantLines(t, "SEARCH after EXPUNGE", c.ok("SEARCH OR FROM a@x OR SUBJECT ECHO FROM b@X.org"), "* SEARCH 2")
 		wantLines(t, "THREAD after EXPUNGE", c.ok("THREAD ORDEREDSUBJECT UTF-8 ALL"), "* THREAD (3)(2)(1)")
+		wantLines(t, "THREAD of UIDs 1,3,5 after EXPUNGE", c.ok("THREAD ORDEREDSUBJECT UTF-8 UID 1,3,5"), "* THREAD (3)(2)(1)")
+		wantLines(t, "THREAD REFERENCES after EXPUNGE", c.ok("THREAD REFERENCES UTF-8 ALL"), "* THREAD (3)(2)(1)")
+	}
+}
+
+// TestSearchKept: HEADER criteria on the kept texts match what they
+// match on the summary, for headers plain and not.
+func TestSearchKept(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	msgs := randomMsgs(r, 200)
+	msgs = append(msgs,
+		mboxMsg(1000, time.Time{}, 1, "From: a@b.c", "From: Second <second@x.org>", "Subject: two froms"),
+		mboxMsg(1001, time.Time{}, 1, "Subject: =?unknown?q?caf=E9?=", "To: =?utf-8?b?w4lsb2RpZQ==?= <elodie@x.org>, g: x@y.z;"),
+		mboxMsg(1002, time.Time{}, 1, "Cc:", "Subject:"),
+		mboxMsg(1003, time.Time{}, 1, "From: Bob\r\n <bob@x.org>", "Cc: a@b.c,\r\n\tZed <z@x.org>", "Subject: two\r\n  lines"),
+	)
+	// Plain headers take fastSearchHays' way, the others go-message's.
+	for _, m := range msgs[len(msgs)-2:] {
+		if _, ok := fastSearchHays(m.Header); !ok {
+			t.Errorf("fastSearchHays(%q) not ok", m.Header)
+		}
+	}
+	values := []string{"", "bob", "BOB@X", "x.org", "café", "CAFÉ", "émile", "re:", "undisclosed", "zed", "<bob@x.org>", "second", "élodie", "g:", "two", "caf", "two lines", "bob <bob", "zed <z@"}
+	for _, m := range msgs {
+		var k msgKeys
+		decodeKeys(&k, m.Header, m.Arrival, groupSearch)
+		for _, key := range []string{"From", "TO", "cc", "Subject"} {
+			for _, v := range values {
+				cr := &imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: key, Value: v}}}
+				want := (&candidate{body: m.Header}).match(cr)
+				if got := (&candidate{kept: &k}).match(cr); got != want {
+					t.Errorf("HEADER %s %q on kept texts of %q = %v, want %v", key, v, m.Header, got, want)
+				}
+			}
+		}
 	}
 }

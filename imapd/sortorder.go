@@ -71,12 +71,12 @@ func (f *folderKeys) rank(k sortKey) []int32 {
 	return r
 }
 
-// orderMsgs answers msgs (in sequence order, keys decoded for every
-// criterion) in the order criteria make (RFC 5256 section 3), ties in
-// ascending sequence number whatever REVERSE says. rank, if not nil,
-// answers for a ranked key the ranks msgs' pos index, or nil when it has
-// none.
-func orderMsgs(msgs []sortMsg, criteria []sortCriterion, rank func(sortKey) []int32) []sortMsg {
+// orderMsgs answers the order criteria make of msgs (in sequence order,
+// keys decoded for every criterion), as indexes of msgs (RFC 5256
+// section 3): ties in ascending sequence number whatever REVERSE says.
+// rank, if not nil, answers for a ranked key the ranks msgs' pos index,
+// or nil when it has none.
+func orderMsgs(msgs []sortMsg, criteria []sortCriterion, rank func(sortKey) []int32) []int32 {
 	ranks := make([][]int32, len(criteria))
 	if rank != nil {
 		for i, c := range criteria {
@@ -115,16 +115,13 @@ func orderMsgs(msgs []sortMsg, criteria []sortCriterion, rank func(sortKey) []in
 		}
 		return cmp.Compare(ma.Seq, mb.Seq)
 	})
-	out := make([]sortMsg, len(msgs))
-	for i, j := range idx {
-		out[i] = msgs[j]
-	}
-	return out
+	return idx
 }
 
 // countingSort orders msgs (in sequence order) by their ranks, stably,
-// so that ties stay in sequence order, reversed or not.
-func countingSort(msgs []sortMsg, ranks []int32, reverse bool) []sortMsg {
+// so that ties stay in sequence order, reversed or not, and answers
+// the order as indexes of msgs.
+func countingSort(msgs []sortMsg, ranks []int32, reverse bool) []int32 {
 	var top int32
 	for i := range msgs {
 		top = max(top, ranks[msgs[i].pos])
@@ -142,10 +139,10 @@ func countingSort(msgs []sortMsg, ranks []int32, reverse bool) []sortMsg {
 	for i := 1; i < len(start); i++ {
 		start[i] += start[i-1]
 	}
-	out := make([]sortMsg, len(msgs))
+	out := make([]int32, len(msgs))
 	for i := range msgs {
 		s := slot(&msgs[i])
-		out[start[s]] = msgs[i]
+		out[start[s]] = int32(i)
 		start[s]++
 	}
 	return out
