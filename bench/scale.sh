@@ -4,11 +4,13 @@
 # LABEL=STORE:PARTNERS:DOMAINS:MAILBOXES (STORE a bbolt data directory or
 # a postgres:// URL):
 #
-#   start-up   mailhost serve to its first 200 on /healthz; the node's RSS
+#   start-up   mailhost serve to its first 200 on /healthz, a bbolt file
+#              first dropped from the page cache (COLD=0 not); the node's RSS
 #   imap       LOGIN, SELECT INBOX of u0 (about 2,000 messages), UID FETCH
 #              1:* (UID FLAGS RFC822.SIZE INTERNALDATE) (bench/folderbench)
 #   api        GET /users/?domain_id=&limit=50, /users/{email}/usage,
-#              /domains/{name}/usage (curl, median of 10)
+#              /domains/{name}/usage, /users/?limit=50 first and last page
+#              of p0's mailboxes (curl, median of APIREPS, default 10)
 #   smtp       2,000 messages of 2 KB over 20 sessions to 10 mailboxes of
 #              d0 (mailhost-load); the node's RSS after all this
 #   store      bench/scaleprobe: the store calls alone (RCPT look-up, folder
@@ -28,7 +30,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results/$(date -u +%F)/scale}
-RESTORE=${RESTORE:-1} BACKUP=${BACKUP:-1} VERIFYMAX=${VERIFYMAX:-600}
+RESTORE=${RESTORE:-1} BACKUP=${BACKUP:-1} VERIFYMAX=${VERIFYMAX:-600} APIREPS=${APIREPS:-10} COLD=${COLD:-1}
 MH=${MH:-/tmp/mh-scale} LOAD=${LOAD:-/tmp/mhload-scale}
 mkdir -p "$OUT"
 CGO_ENABLED=0 go build -o "$MH" ./cmd/mailhost
@@ -50,6 +52,9 @@ for spec in "$@"; do
 	if [[ $store == postgres* ]]; then data=$W/$label; mkdir -p "$data"; envstore=$store; else data=$store; envstore=; fi
 	api=127.0.0.1:$(port) mx=127.0.0.1:$(port) imap=127.0.0.1:$(port)
 	log "$label: $store ($np partners, $nd domains, $nm mailboxes)"
+	# Cold: the bbolt file out of the page cache (this file only), so that
+	# start-up reads what it needs from disk.
+	[ -z "$envstore" ] && [ "$COLD" = 1 ] && python3 -c 'import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$data/mailhost.db"
 	t=$(now)
 	MAILHOST_STORE=$envstore MAILHOST_DATA=$data MAILHOST_HTTP=$api MAILHOST_SMTP=$mx MAILHOST_IMAP=$imap \
 		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_HOSTNAME=mx.scale.test \
@@ -61,8 +66,11 @@ for spec in "$@"; do
 	/tmp/folderbench-scale run -addr "$imap" -user u0@d0.scale.test -pass password -reps 3 -label "$label" \
 		-cmd "UID FETCH 1:* (UID FLAGS RFC822.SIZE INTERNALDATE)" >"$OUT/$label.imap.jsonl" 2>>"$OUT/log"
 	did=$(curl -fs -H "Authorization: Bearer $key" "http://$api/domains/d0.scale.test" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-	apitime() { for _ in $(seq 10); do curl -fs -o /dev/null -w '%{time_total}\n' -H "Authorization: Bearer $key" "http://$api$1"; done | sort -n | sed -n 5p; }
+	# The median of APIREPS requests, each a new curl (connection and all).
+	apitime() { for _ in $(seq "$APIREPS"); do curl -fs -o /dev/null -w '%{time_total}\n' -H "Authorization: Bearer $key" "http://$api$1"; done | sort -n | sed -n "$(( (APIREPS + 1) / 2 ))p"; }
+	last=$(( nm / np - 50 )); [ $last -lt 0 ] && last=0
 	list=$(apitime "/users/?domain_id=$did&limit=50") usage=$(apitime "/users/u1@d0.scale.test/usage") dusage=$(apitime "/domains/d0.scale.test/usage")
+	plist=$(apitime "/users/?limit=50") plast=$(apitime "/users/?limit=50&offset=$last")
 	"$LOAD" -provision=false -imap "" -smtp "$mx" -domain d0.scale.test -user 'u%d@' -m 10 -password password -n 2000 -c 20 -size 2048 \
 		-json "$OUT/$label.load.json" >"$OUT/$label.load.txt" 2>&1
 	rss1=$(rss $PID)
@@ -97,7 +105,8 @@ d = dict(label=label, store="$store", partners=$np, domains=$nd, mailboxes=$nm,
          startup_ms=$startup, rss_start_kb=$rss0, rss_after_kb=$rss1,
          imap_login_ms=imap[0]["login_ms"], imap_select_ms=imap[0]["select_ms"],
          imap_fetch_ms=sorted(r["ms"] for r in imap)[len(imap)//2], imap_messages=imap[0]["untagged"],
-         api_list_s=$list, api_user_usage_s=$usage, api_domain_usage_s=$dusage,
+         api_list_s=$list, api_user_usage_s=$usage, api_domain_usage_s=$dusage, api_reps=$APIREPS,
+         api_partner_list_s=$plist, api_partner_list_last_s=$plast, api_partner_list_last_offset=$last,
          verify_ms=$verify, backup_ms=$backup, backup_bytes=$bsize, restore_ms=${restore:-None})
 try:
     d["smtp"] = json.loads(open(f"{out}/{label}.load.json").readlines()[-1])

@@ -142,6 +142,26 @@ func run(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("list: %w", err)
 	}
+	// The partner-wide list, first page and last: OFFSET paging reads the
+	// rows before the page, so the last page of a partner's mailboxes
+	// costs what they are.
+	perPartner := *mailboxes / *partners
+	for _, pg := range []struct {
+		key    string
+		offset int
+	}{{"partner_list_first", 0}, {"partner_list_last", max(perPartner-50, 0)}} {
+		if out[pg.key], err = timeIt(max(*n/10, 5), func(int) error {
+			pid, err := partnerID(r.IntN(*partners))
+			if err != nil {
+				return err
+			}
+			_, _, err = s.Mailboxes(ctx, pid, 0, mailstore.Page{Limit: 50, Offset: pg.offset})
+			return err
+		}); err != nil {
+			return fmt.Errorf("%s: %w", pg.key, err)
+		}
+		out[pg.key+"_offset"] = pg.offset
+	}
 	if out["domains"], err = timeIt(*n, func(int) error {
 		pid, err := partnerID(r.IntN(*partners))
 		if err != nil {

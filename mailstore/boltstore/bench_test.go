@@ -107,6 +107,14 @@ func BenchmarkStore(b *testing.B) {
 			}
 		}
 	})
+	b.Run("Mailboxes/limit_50_first", func(b *testing.B) {
+		for b.Loop() {
+			ms, n, err := s.Mailboxes(ctx, target.ID, d.ID, mailstore.Page{Limit: 50})
+			if err != nil || n != benchTarget || len(ms) != 50 {
+				b.Fatalf("Mailboxes() = %d, %d, %v, want 50 of %d", len(ms), n, err, benchTarget)
+			}
+		}
+	})
 	b.Run("Mailbox", func(b *testing.B) {
 		i := 0
 		for b.Loop() {

@@ -585,20 +585,33 @@ func (s *Store) Mailboxes(ctx context.Context, partnerID int64, domainID int64, 
 	var total int
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		idx, parent := tx.Bucket(bPartnerMailboxes), partnerID
+		// A domain's total is its counter (verify checks it against the
+		// index), so its page stops at its last row instead of walking
+		// the rest of the domain to count it. A partner's would be a sum
+		// over its domains' records, dearer than walking its index keys.
+		counted := false
 		if domainID != 0 {
 			var d mailstore.Domain
 			if !getJSON(tx.Bucket(bDomains), id8(domainID), &d) || d.PartnerID != partnerID {
 				return mailstore.ErrDomainNotFound
 			}
 			idx, parent = tx.Bucket(bDomainMailboxes), domainID
+			total, counted = int(d.MailboxCount), true
 		}
 		records := tx.Bucket(bMailboxes)
 		prefix := id8(parent)
 		out = []mailstore.MailboxEntry{}
 		c := idx.Cursor()
+		n := 0
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			total++
-			if total <= p.Offset || (p.Limit > 0 && len(out) >= p.Limit) {
+			n++
+			if n <= p.Offset {
+				continue
+			}
+			if p.Limit > 0 && len(out) >= p.Limit {
+				if counted {
+					break
+				}
 				continue
 			}
 			if e, ok := parseEntry(k, v); ok {
@@ -609,6 +622,9 @@ func (s *Store) Mailboxes(ctx context.Context, partnerID int64, domainID int64, 
 			if getJSON(records, k[8:], &m) {
 				out = append(out, m.Entry())
 			}
+		}
+		if !counted {
+			total = n
 		}
 		return nil
 	})
