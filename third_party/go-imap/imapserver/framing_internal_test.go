@@ -3,9 +3,14 @@ package imapserver
 // mailhost patch: the framer of Options.CommandLimits (see PATCHES.md).
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
+
+	"github.com/emersion/go-imap/v2"
 )
 
 func TestCommandNameScan(t *testing.T) {
@@ -68,4 +73,29 @@ func FuzzLiteralAtEnd(f *testing.F) {
 			t.Fatalf("literalAtEnd(%q) = %d, true", line, n)
 		}
 	})
+}
+
+// TestRefusalKeepsReadTimeout: the framer bounds its own reading of a
+// command it refuses, then gives the wait for the next command the
+// timeout imapserver had set (35 minutes once logged in), not its own.
+func TestRefusalKeepsReadTimeout(t *testing.T) {
+	server, client := net.Pipe()
+	defer client.Close()
+	c := newConn(server, &Server{options: Options{CommandLimits: &CommandLimits{}}})
+	c.state = imap.ConnStateAuthenticated
+	c.setReadTimeout(idleReadTimeout)
+	go func() {
+		fmt.Fprint(client, "a1  NOOP\r\n")
+		r := bufio.NewReader(client)
+		if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "a1 BAD") {
+			t.Errorf("refusal = %q, want a1 BAD", l)
+		}
+		fmt.Fprint(client, "a2 NOOP\r\n")
+	}()
+	if b, err := c.br.ReadByte(); err != nil || b != 'a' {
+		t.Fatalf("next command: %q, %v", b, err)
+	}
+	if c.readTimeout != idleReadTimeout {
+		t.Errorf("read timeout after a refusal = %v, want %v", c.readTimeout, idleReadTimeout)
+	}
 }
