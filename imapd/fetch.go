@@ -19,12 +19,6 @@ import (
 	"github.com/mailhost/mailhost/mailstore"
 )
 
-// writeBatch is how much FETCH data directFetch (fetch_direct.go)
-// gathers before handing it to FetchWriter.WriteRaw: imapserver's write
-// buffer, which mailhost's copy of go-imap fills with a FETCH's
-// responses before it writes them.
-const writeBatch = 32 << 10
-
 // Fetch answers FETCH and UID FETCH. Reading a body section without PEEK
 // sets \Seen (RFC 9051 section 6.4.5) unless the folder was EXAMINEd; the
 // new flags are then sent along.

@@ -71,6 +71,10 @@ func TestFetchMany(t *testing.T) {
 	}
 }
 
+// writeBatch is the size of imapserver's write buffer, which it fills
+// with a FETCH's responses before it writes them.
+const writeBatch = 32 << 10
+
 // TestFetchGathered: imapserver gathers FETCH output into writes of up to
 // its write buffer (writeBatch); bodies on either side of that size, and
 // across its boundaries, come back whole and in order, and the command
