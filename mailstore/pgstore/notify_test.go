@@ -53,6 +53,12 @@ func TestNotifyInterest(t *testing.T) {
 		t.Errorf("a sent %d notifications with no watcher on another node, want 0", n)
 	}
 
+	// a hears b's and c's announcements (each makes it read the table
+	// again, and ring again what it rang lately: the first delivery);
+	// what follows counts from after them.
+	a.notifier.mu.Lock()
+	gen0 := a.notifier.gen
+	a.notifier.mu.Unlock()
 	ch, stop := b.Watch(ids[0])
 	defer stop()
 	_, stopC := c.Watch(ids[1])
@@ -64,6 +70,21 @@ func TestNotifyInterest(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	for {
+		a.notifier.mu.Lock()
+		heard := a.notifier.gen - gen0
+		a.notifier.mu.Unlock()
+		if heard >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a did not hear b's and c's announcements within 5 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	drain(ch)
+	wokenB, wokenC, sentA := b.notifier.woken.Load(), c.notifier.woken.Load(), a.notifier.sent.Load()
 	start := time.Now()
 	deliver(ids[0])
 	select {
@@ -73,13 +94,13 @@ func TestNotifyInterest(t *testing.T) {
 		t.Fatal("b's watcher not woken within 1 s of a delivery on a")
 	}
 	time.Sleep(200 * time.Millisecond)
-	if n := c.notifier.woken.Load(); n != 0 {
+	if n := c.notifier.woken.Load() - wokenC; n != 0 {
 		t.Errorf("c, watching another account, received %d notifications, want 0", n)
 	}
-	if n := b.notifier.woken.Load(); n != 1 {
+	if n := b.notifier.woken.Load() - wokenB; n != 1 {
 		t.Errorf("b received %d notifications, want 1", n)
 	}
-	if n := a.notifier.sent.Load(); n != 1 {
+	if n := a.notifier.sent.Load() - sentA; n != 1 {
 		t.Errorf("a sent %d notifications, want 1 (to b; none to the dead node)", n)
 	}
 
@@ -117,5 +138,16 @@ func TestNotifyInterest(t *testing.T) {
 	c.Close()
 	if n := rows(inst); n != 0 {
 		t.Errorf("%d rows of c after it closed, want 0", n)
+	}
+}
+
+// drain empties a watcher's channel of signals already sent.
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
 	}
 }
