@@ -389,8 +389,8 @@ func (cmd *FetchWriter) CreateMessage(seqNum uint32) *FetchResponseWriter {
 	enc := cmd.sharedEncoder()
 	b := append(enc.AvailableBuffer(), "* "...)
 	b = strconv.AppendUint(b, uint64(seqNum), 10)
-	enc.Raw(append(b, " FETCH ("...))
-	cmd.resp = FetchResponseWriter{enc: enc, options: cmd.options, shared: true}
+	b = append(b, " FETCH ("...)
+	cmd.resp = FetchResponseWriter{enc: enc, options: cmd.options, shared: true, pending: b}
 	return &cmd.resp
 }
 
@@ -432,11 +432,17 @@ type FetchResponseWriter struct {
 	options fetchWriterOptions
 	// shared: see FetchWriter.sharedEncoder (mailhost patch).
 	shared bool
+	// pending is what was appended to the write buffer's free space
+	// (imapwire.Encoder.AvailableBuffer) and not yet written: the
+	// response's start and the items of WriteUID and the like, written
+	// at once before any other item and at Close (mailhost patch).
+	pending []byte
 
 	hasItem bool
 }
 
 func (w *FetchResponseWriter) writeItemSep() {
+	w.writePending() // mailhost patch
 	if w.hasItem {
 		w.enc.SP()
 	}
@@ -446,17 +452,19 @@ func (w *FetchResponseWriter) writeItemSep() {
 // WriteUID writes the message's UID.
 func (w *FetchResponseWriter) WriteUID(uid imap.UID) {
 	// mailhost patch: the items of a folder listing are appended to the
-	// write buffer's free space and written at once, rather than token
-	// by token (see PATCHES.md, the FETCH encoder).
+	// write buffer's free space, and the response written at once,
+	// rather than token by token (see PATCHES.md, the FETCH encoder).
 	b := append(w.item(), "UID "...)
-	w.enc.Raw(strconv.AppendUint(b, uint64(uid), 10))
+	w.pending = strconv.AppendUint(b, uint64(uid), 10)
 }
 
-// item is the write buffer's free space (imapwire.Encoder.
-// AvailableBuffer) with the separator before an item appended, when
-// one is due (mailhost patch).
+// item is pending, or the write buffer's free space, with the separator
+// before an item appended when one is due (mailhost patch).
 func (w *FetchResponseWriter) item() []byte {
-	b := w.enc.AvailableBuffer()
+	b := w.pending
+	if b == nil {
+		b = w.enc.AvailableBuffer()
+	}
 	if w.hasItem {
 		b = append(b, ' ')
 	}
@@ -464,10 +472,18 @@ func (w *FetchResponseWriter) item() []byte {
 	return b
 }
 
+// writePending writes what is pending (mailhost patch).
+func (w *FetchResponseWriter) writePending() {
+	if w.pending != nil {
+		w.enc.Raw(w.pending)
+		w.pending = nil
+	}
+}
+
 // WriteFlags writes the message's flags.
 func (w *FetchResponseWriter) WriteFlags(flags []imap.Flag) {
 	// mailhost patch: as WriteUID, unless a flag is to be refused.
-	sep := w.hasItem
+	mark, sep := len(w.pending), w.hasItem
 	b := append(w.item(), "FLAGS ("...)
 	ok := true
 	for i, f := range flags {
@@ -479,9 +495,11 @@ func (w *FetchResponseWriter) WriteFlags(flags []imap.Flag) {
 		}
 	}
 	if ok {
-		w.enc.Raw(append(b, ')'))
+		w.pending = append(b, ')')
 		return
 	}
+	w.pending = b[:mark]
+	w.writePending()
 	if sep {
 		w.enc.SP()
 	}
@@ -498,7 +516,7 @@ func (w *FetchResponseWriter) WriteRFC822Size(size int64) {
 		return
 	}
 	b := append(w.item(), "RFC822.SIZE "...)
-	w.enc.Raw(strconv.AppendUint(b, uint64(size), 10))
+	w.pending = strconv.AppendUint(b, uint64(size), 10)
 }
 
 // WriteInternalDate writes the message's internal date.
@@ -507,7 +525,7 @@ func (w *FetchResponseWriter) WriteInternalDate(t time.Time) {
 	// PATCHES.md, the FETCH encoder).
 	b := append(w.item(), "INTERNALDATE \""...)
 	b = imapwire.AppendTime(b, t, internal.DateTimeLayout)
-	w.enc.Raw(append(b, '"'))
+	w.pending = append(b, '"')
 }
 
 // WriteBodySection writes a body section.
@@ -613,12 +631,15 @@ func (w *FetchResponseWriter) WriteBinarySectionSize(section *imap.FetchItemBina
 func (w *FetchResponseWriter) WriteEnvelope(envelope *imap.Envelope) {
 	// mailhost patch: as WriteUID, when every string of the envelope can
 	// be quoted (see PATCHES.md, the FETCH encoder).
-	sep := w.hasItem
+	mark, sep := len(w.pending), w.hasItem
 	b := append(w.item(), "ENVELOPE "...)
-	if b, ok := appendEnvelope(w.enc.Encoder, b, envelope); ok {
-		w.enc.Raw(b)
+	b, ok := appendEnvelope(w.enc.Encoder, b, envelope)
+	if ok {
+		w.pending = b
 		return
 	}
+	w.pending = b[:mark]
+	w.writePending()
 	if sep {
 		w.enc.SP()
 	}
@@ -767,7 +788,14 @@ func (w *FetchResponseWriter) Close() error {
 	if w.enc == nil {
 		return fmt.Errorf("imapserver: FetchResponseWriter already closed")
 	}
-	err := w.enc.Special(')').CRLF()
+	var err error
+	if w.pending != nil { // mailhost patch: the response at once
+		w.pending = append(w.pending, ')')
+		w.writePending()
+		err = w.enc.CRLF()
+	} else {
+		err = w.enc.Special(')').CRLF()
+	}
 	if w.shared {
 		// mailhost patch: the write deadline stays for the next response
 		// (FetchWriter.sharedEncoder).
