@@ -2,7 +2,6 @@ package imapd
 
 import (
 	"bytes"
-	"slices"
 	"strings"
 	"time"
 
@@ -488,7 +487,38 @@ func parsePlainDate(v string) (_ time.Time, ok bool) {
 		a[19] != ':' || a[22] != ':' || a[25] != ' ' || (a[26] != '+' && a[26] != '-') {
 		return time.Time{}, false
 	}
-	if !slices.Contains(shortDays[:], string(a[:3])) {
+	switch string(a[:3]) {
+	case "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun":
+	default:
+		return time.Time{}, false
+	}
+	var month time.Month
+	switch string(a[8:11]) {
+	case "Jan":
+		month = time.January
+	case "Feb":
+		month = time.February
+	case "Mar":
+		month = time.March
+	case "Apr":
+		month = time.April
+	case "May":
+		month = time.May
+	case "Jun":
+		month = time.June
+	case "Jul":
+		month = time.July
+	case "Aug":
+		month = time.August
+	case "Sep":
+		month = time.September
+	case "Oct":
+		month = time.October
+	case "Nov":
+		month = time.November
+	case "Dec":
+		month = time.December
+	default:
 		return time.Time{}, false
 	}
 	num := func(s []byte) int {
@@ -501,23 +531,19 @@ func parsePlainDate(v string) (_ time.Time, ok bool) {
 		}
 		return n
 	}
-	month := slices.Index(shortMonths[:], string(a[8:11])) + 1
 	day, year := num(a[5:7]), num(a[12:16])
 	hour, min, sec := num(a[17:19]), num(a[20:22]), num(a[23:25])
 	zh, zm := num(a[27:29]), num(a[29:31])
-	if month == 0 || day < 1 || year < 0 || hour < 0 || hour > 23 || min < 0 || min > 59 ||
+	if day < 1 || day > daysIn(month, year) || year < 0 || hour < 0 || hour > 23 || min < 0 || min > 59 ||
 		sec < 0 || sec > 59 || zh < 0 || zh > 23 || zm < 0 || zm > 59 {
+		// A day beyond the month's end included: time.Parse refuses it.
 		return time.Time{}, false
-	}
-	t := time.Date(year, time.Month(month), day, hour, min, sec, 0, time.UTC)
-	if t.Day() != day {
-		return time.Time{}, false // beyond the month's end: time.Parse refuses it
 	}
 	offset := (zh*60 + zm) * 60
 	if a[26] == '-' {
 		offset = -offset
 	}
-	t = t.Add(-time.Duration(offset) * time.Second)
+	t := time.Date(year, month, day, hour, min, sec, 0, time.UTC).Add(-time.Duration(offset) * time.Second)
 	// As time.Parse: the local zone when it had that offset then, else a
 	// zone of the offset without a name.
 	if _, local := t.In(time.Local).Zone(); local == offset {
@@ -526,7 +552,17 @@ func parsePlainDate(v string) (_ time.Time, ok bool) {
 	return t.In(time.FixedZone("", offset)), true
 }
 
-var (
-	shortDays   = [...]string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
-	shortMonths = [...]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
-)
+// daysIn is the number of days of month in year (of the proleptic
+// Gregorian calendar, as package time counts).
+func daysIn(month time.Month, year int) int {
+	switch month {
+	case time.February:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case time.April, time.June, time.September, time.November:
+		return 30
+	}
+	return 31
+}

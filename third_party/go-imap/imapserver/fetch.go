@@ -6,6 +6,7 @@ import (
 	"mime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -354,12 +355,15 @@ type FetchWriter struct {
 	modified imap.NumSet
 
 	// mailhost patch: while the command's responses are written together
-	// (Conn.batching), one encoder serves them all, and the write
-	// deadline is set when deadlineSet is older than deadlineRefresh
-	// rather than set and cleared around every response; zero when
-	// another writer may have cleared it. See PATCHES.md (the FETCH
-	// encoder).
+	// (Conn.batching), one encoder and one response writer serve them
+	// all, and the write deadline stays from one response to the next,
+	// set again when it is deadlineRefresh old, which is looked at every
+	// deadlineCheck responses; deadlineSet is zero when another writer
+	// may have cleared it. See PATCHES.md (the FETCH encoder).
 	enc         *imapwire.Encoder
+	renc        responseEncoder
+	resp        FetchResponseWriter
+	responses   int
 	deadlineSet time.Time
 }
 
@@ -382,33 +386,45 @@ func (cmd *FetchWriter) WriteMailboxFlags(flags []imap.Flag) error {
 }
 
 // deadlineRefresh is how old the write deadline a FETCH's responses
-// share may grow before it is set again: a write between two responses
-// has respWriteTimeout less at most this (mailhost patch).
-const deadlineRefresh = time.Second
+// share may grow before it is set again, and deadlineCheck every how
+// many responses that is looked at (the clock is no cheaper than the
+// rest of a short response): a write of the buffer has respWriteTimeout
+// less deadlineRefresh and the time of deadlineCheck responses at the
+// least (mailhost patch).
+const (
+	deadlineRefresh = time.Second
+	deadlineCheck   = 16
+)
 
 // CreateMessage writes a FETCH response for a message.
 //
 // FetchResponseWriter.Close must be called.
 func (cmd *FetchWriter) CreateMessage(seqNum uint32) *FetchResponseWriter {
-	enc, shared := cmd.responseEncoder()
-	enc.Atom("*").SP().Number(seqNum).SP().Atom("FETCH").SP().Special('(')
-	return &FetchResponseWriter{enc: enc, options: cmd.options, shared: shared}
+	if !cmd.conn.batching.Load() {
+		enc := newResponseEncoder(cmd.conn)
+		enc.Atom("*").SP().Number(seqNum).SP().Atom("FETCH").SP().Special('(')
+		return &FetchResponseWriter{enc: enc, options: cmd.options}
+	}
+	enc := cmd.sharedEncoder()
+	b := append(enc.AvailableBuffer(), "* "...)
+	b = strconv.AppendUint(b, uint64(seqNum), 10)
+	b = append(b, " FETCH ("...)
+	cmd.resp = FetchResponseWriter{enc: enc, options: cmd.options, shared: true, pending: b}
+	return &cmd.resp
 }
 
-// responseEncoder is newResponseEncoder for a FETCH response; shared is
-// true when the response is written with the command's others
-// (FetchResponseWriter.Close then leaves the write deadline as it is).
+// sharedEncoder is newResponseEncoder for the responses of a command
+// written together (Conn.batching).
 //
 // mailhost patch: newResponseEncoder set the write deadline and read the
 // enabled capabilities, under a lock, for every response, and its end
-// cleared the deadline: a tenth of a folder listing's encoding, for
-// responses that mostly stay in the write buffer. See PATCHES.md (the
-// FETCH encoder).
-func (cmd *FetchWriter) responseEncoder() (enc *responseEncoder, shared bool) {
+// cleared the deadline; with two allocations, that was a tenth of a
+// folder listing's encoding, for responses that mostly stay in the write
+// buffer. The response writer is reused: as upstream's, it holds the
+// connection's encoder lock until Close, so no two are open at once.
+// See PATCHES.md (the FETCH encoder).
+func (cmd *FetchWriter) sharedEncoder() *responseEncoder {
 	c := cmd.conn
-	if !c.batching.Load() {
-		return newResponseEncoder(c), false
-	}
 	if cmd.enc == nil {
 		c.mutex.Lock()
 		quotedUTF8 := c.enabled.Has(imap.CapIMAP4rev2) || c.enabled.Has(imap.CapUTF8Accept)
@@ -418,24 +434,34 @@ func (cmd *FetchWriter) responseEncoder() (enc *responseEncoder, shared bool) {
 		cmd.enc.NoFlush = true
 	}
 	c.encMutex.Lock() // released by FetchResponseWriter.Close
-	if now := time.Now(); now.Sub(cmd.deadlineSet) >= deadlineRefresh {
-		c.conn.SetWriteDeadline(now.Add(respWriteTimeout))
-		cmd.deadlineSet = now
+	if cmd.deadlineSet.IsZero() || cmd.responses%deadlineCheck == 0 {
+		if now := time.Now(); now.Sub(cmd.deadlineSet) >= deadlineRefresh {
+			c.conn.SetWriteDeadline(now.Add(respWriteTimeout))
+			cmd.deadlineSet = now
+		}
 	}
-	return &responseEncoder{Encoder: cmd.enc, conn: c}, true
+	cmd.responses++
+	cmd.renc = responseEncoder{Encoder: cmd.enc, conn: c}
+	return &cmd.renc
 }
 
 // FetchResponseWriter writes a single FETCH response for a message.
 type FetchResponseWriter struct {
 	enc     *responseEncoder
 	options fetchWriterOptions
-	// shared: see FetchWriter.responseEncoder (mailhost patch).
+	// shared: see FetchWriter.sharedEncoder (mailhost patch).
 	shared bool
+	// pending is what was appended to the write buffer's free space
+	// (imapwire.Encoder.AvailableBuffer) and not yet written: the
+	// response's start and the items of WriteUID and the like, written
+	// at once before any other item and at Close (mailhost patch).
+	pending []byte
 
 	hasItem bool
 }
 
 func (w *FetchResponseWriter) writeItemSep() {
+	w.writePending() // mailhost patch
 	if w.hasItem {
 		w.enc.SP()
 	}
@@ -444,13 +470,58 @@ func (w *FetchResponseWriter) writeItemSep() {
 
 // WriteUID writes the message's UID.
 func (w *FetchResponseWriter) WriteUID(uid imap.UID) {
-	w.writeItemSep()
-	w.enc.Atom("UID").SP().UID(uid)
+	// mailhost patch: the items of a folder listing are appended to the
+	// write buffer's free space, and the response written at once,
+	// rather than token by token (see PATCHES.md, the FETCH encoder).
+	b := append(w.item(), "UID "...)
+	w.pending = strconv.AppendUint(b, uint64(uid), 10)
+}
+
+// item is pending, or the write buffer's free space, with the separator
+// before an item appended when one is due (mailhost patch).
+func (w *FetchResponseWriter) item() []byte {
+	b := w.pending
+	if b == nil {
+		b = w.enc.AvailableBuffer()
+	}
+	if w.hasItem {
+		b = append(b, ' ')
+	}
+	w.hasItem = true
+	return b
+}
+
+// writePending writes what is pending (mailhost patch).
+func (w *FetchResponseWriter) writePending() {
+	if w.pending != nil {
+		w.enc.Raw(w.pending)
+		w.pending = nil
+	}
 }
 
 // WriteFlags writes the message's flags.
 func (w *FetchResponseWriter) WriteFlags(flags []imap.Flag) {
-	w.writeItemSep()
+	// mailhost patch: as WriteUID, unless a flag is to be refused.
+	mark, sep := len(w.pending), w.hasItem
+	b := append(w.item(), "FLAGS ("...)
+	ok := true
+	for i, f := range flags {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		if b, ok = imapwire.AppendFlag(b, f); !ok {
+			break
+		}
+	}
+	if ok {
+		w.pending = append(b, ')')
+		return
+	}
+	w.pending = b[:mark]
+	w.writePending()
+	if sep {
+		w.enc.SP()
+	}
 	w.enc.Atom("FLAGS").SP().List(len(flags), func(i int) {
 		w.enc.Flag(flags[i])
 	})
@@ -458,16 +529,22 @@ func (w *FetchResponseWriter) WriteFlags(flags []imap.Flag) {
 
 // WriteRFC822Size writes the message's full size.
 func (w *FetchResponseWriter) WriteRFC822Size(size int64) {
-	w.writeItemSep()
-	w.enc.Atom("RFC822.SIZE").SP().Number64(size)
+	if size < 0 { // mailhost patch: as WriteUID for the others
+		w.writeItemSep()
+		w.enc.Atom("RFC822.SIZE").SP().Number64(size)
+		return
+	}
+	b := append(w.item(), "RFC822.SIZE "...)
+	w.pending = strconv.AppendUint(b, uint64(size), 10)
 }
 
 // WriteInternalDate writes the message's internal date.
 func (w *FetchResponseWriter) WriteInternalDate(t time.Time) {
-	w.writeItemSep()
-	// mailhost patch: the date written into the buffer (see PATCHES.md,
-	// the FETCH encoder).
-	w.enc.Atom("INTERNALDATE").SP().QuotedTime(t, internal.DateTimeLayout)
+	// mailhost patch: as WriteUID, the date without time.Format (see
+	// PATCHES.md, the FETCH encoder).
+	b := append(w.item(), "INTERNALDATE \""...)
+	b = imapwire.AppendTime(b, t, internal.DateTimeLayout)
+	w.pending = append(b, '"')
 }
 
 // WriteBodySection writes a body section.
@@ -571,10 +648,123 @@ func (w *FetchResponseWriter) WriteBinarySectionSize(section *imap.FetchItemBina
 
 // WriteEnvelope writes the message's envelope.
 func (w *FetchResponseWriter) WriteEnvelope(envelope *imap.Envelope) {
-	w.writeItemSep()
+	// mailhost patch: as WriteUID, when every string of the envelope can
+	// be quoted (see PATCHES.md, the FETCH encoder).
+	mark, sep := len(w.pending), w.hasItem
+	b := append(w.item(), "ENVELOPE "...)
+	b, ok := appendEnvelope(w.enc.Encoder, b, envelope)
+	if ok {
+		w.pending = b
+		return
+	}
+	w.pending = b[:mark]
+	w.writePending()
+	if sep {
+		w.enc.SP()
+	}
 	enc := w.enc.Encoder
 	enc.Atom("ENVELOPE").SP()
 	writeEnvelope(enc, envelope)
+}
+
+// appendEnvelope appends what writeEnvelope writes for envelope to b;
+// ok is false when a string of it is to be written as a literal.
+//
+// mailhost patch: see PATCHES.md (the FETCH encoder).
+func appendEnvelope(enc *imapwire.Encoder, b []byte, envelope *imap.Envelope) (_ []byte, ok bool) {
+	if envelope == nil {
+		envelope = new(imap.Envelope)
+	}
+	sender := envelope.Sender
+	if sender == nil {
+		sender = envelope.From
+	}
+	replyTo := envelope.ReplyTo
+	if replyTo == nil {
+		replyTo = envelope.From
+	}
+	b = append(b, '(')
+	if envelope.Date.IsZero() {
+		b = append(b, "NIL"...)
+	} else {
+		b = append(b, '"')
+		b = imapwire.AppendTime(b, envelope.Date, envelopeDateLayout)
+		b = append(b, '"')
+	}
+	b = append(b, ' ')
+	if b, ok = appendNString(enc, b, mime.QEncoding.Encode("utf-8", envelope.Subject)); !ok {
+		return b, false
+	}
+	// Sender and Reply-To are most often From itself: its bytes are
+	// copied rather than written again.
+	var from []byte
+	for k, l := range [...][]imap.Address{envelope.From, sender, replyTo, envelope.To, envelope.Cc, envelope.Bcc} {
+		b = append(b, ' ')
+		if len(l) == 0 {
+			b = append(b, "NIL"...)
+			continue
+		}
+		if k > 0 && from != nil && sameList(l, envelope.From) {
+			b = append(b, from...)
+			continue
+		}
+		start := len(b)
+		b = append(b, '(')
+		for i, addr := range l {
+			if i > 0 {
+				b = append(b, ' ')
+			}
+			b = append(b, '(')
+			if b, ok = appendNString(enc, b, mime.QEncoding.Encode("utf-8", addr.Name)); !ok {
+				return b, false
+			}
+			b = append(b, " NIL "...)
+			if b, ok = appendNString(enc, b, addr.Mailbox); !ok {
+				return b, false
+			}
+			b = append(b, ' ')
+			if b, ok = appendNString(enc, b, addr.Host); !ok {
+				return b, false
+			}
+			b = append(b, ')')
+		}
+		b = append(b, ')')
+		if k == 0 {
+			from = b[start:len(b):len(b)]
+		}
+	}
+	b = append(b, ' ')
+	if len(envelope.InReplyTo) > 0 {
+		if b, ok = enc.AppendQuotedJoin(b, "<", envelope.InReplyTo, "> <", ">"); !ok {
+			return b, false
+		}
+	} else {
+		b = append(b, "NIL"...)
+	}
+	b = append(b, ' ')
+	if envelope.MessageID != "" {
+		id := [1]string{envelope.MessageID}
+		if b, ok = enc.AppendQuotedJoin(b, "<", id[:], "", ">"); !ok {
+			return b, false
+		}
+	} else {
+		b = append(b, "NIL"...)
+	}
+	return append(b, ')'), true
+}
+
+// sameList reports whether a and b are the same slice (mailhost patch).
+func sameList(a, b []imap.Address) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
+}
+
+// appendNString appends s as writeNString writes it, when not as a
+// literal (mailhost patch).
+func appendNString(enc *imapwire.Encoder, b []byte, s string) ([]byte, bool) {
+	if s == "" {
+		return append(b, "NIL"...), true
+	}
+	return enc.AppendQuoted(b, s)
 }
 
 // WriteBodyStructure writes the message's body structure (either BODYSTRUCTURE
@@ -617,10 +807,17 @@ func (w *FetchResponseWriter) Close() error {
 	if w.enc == nil {
 		return fmt.Errorf("imapserver: FetchResponseWriter already closed")
 	}
-	err := w.enc.Special(')').CRLF()
+	var err error
+	if w.pending != nil { // mailhost patch: the response at once
+		w.pending = append(w.pending, ')')
+		w.writePending()
+		err = w.enc.CRLF()
+	} else {
+		err = w.enc.Special(')').CRLF()
+	}
 	if w.shared {
 		// mailhost patch: the write deadline stays for the next response
-		// (FetchWriter.responseEncoder).
+		// (FetchWriter.sharedEncoder).
 		w.enc.Encoder = nil
 		w.enc.conn.encMutex.Unlock()
 	} else {

@@ -82,6 +82,9 @@ func upstreamEnvelope(env *imap.Envelope) string {
 	return b.String()
 }
 
+// encodeEnvelope is what writeEnvelope writes for env, and what
+// appendEnvelope, WriteEnvelope's fast path, appends (unless it leaves
+// env to writeEnvelope): both must be upstream's.
 func encodeEnvelope(t testing.TB, env *imap.Envelope) string {
 	t.Helper()
 	var buf bytes.Buffer
@@ -91,7 +94,11 @@ func encodeEnvelope(t testing.TB, env *imap.Envelope) string {
 	if err := enc.CRLF(); err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSuffix(buf.String(), "\r\n")
+	written := strings.TrimSuffix(buf.String(), "\r\n")
+	if appended, ok := appendEnvelope(enc, nil, env); ok && string(appended) != written {
+		t.Fatalf("appendEnvelope(%+v)\n = %q\nwriteEnvelope wrote %q", env, appended, written)
+	}
+	return written
 }
 
 var envelopeCases = []*imap.Envelope{

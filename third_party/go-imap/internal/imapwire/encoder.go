@@ -117,29 +117,16 @@ func (enc *Encoder) writable() bool {
 
 // Quoted writes s as a quoted string, its quotes and backslashes escaped.
 //
-// mailhost patch: written to the buffer in place, by runs between the
-// escapes, where upstream made a copy in a strings.Builder for every
-// string (see PATCHES.md, the FETCH encoder).
+// mailhost patch: appended to the write buffer's free space, where
+// upstream made a copy in a strings.Builder for every string (see
+// PATCHES.md, the FETCH encoder).
 func (enc *Encoder) Quoted(s string) *Encoder {
 	if !enc.writable() {
 		return enc
 	}
-	enc.w.WriteByte('"')
-	enc.quotedBody(s)
-	return enc.setErr(enc.w.WriteByte('"'))
-}
-
-// quotedBody writes s escaped, without its quotes.
-func (enc *Encoder) quotedBody(s string) {
-	start := 0
-	for i := 0; i < len(s); i++ {
-		if ch := s[i]; ch == '"' || ch == '\\' {
-			enc.w.WriteString(s[start:i])
-			enc.w.WriteByte('\\')
-			start = i
-		}
-	}
-	enc.w.WriteString(s[start:])
+	b := append(enc.w.AvailableBuffer(), '"')
+	b = appendQuotedBody(b, s)
+	return enc.Raw(append(b, '"'))
 }
 
 func (enc *Encoder) String(s string) *Encoder {
@@ -156,6 +143,53 @@ func (enc *Encoder) String(s string) *Encoder {
 //
 // mailhost patch: see PATCHES.md (the FETCH encoder).
 func (enc *Encoder) StringJoin(prefix string, elems []string, sep, suffix string) *Encoder {
+	b, ok := enc.AppendQuotedJoin(enc.w.AvailableBuffer(), prefix, elems, sep, suffix)
+	if !ok {
+		return enc.String(prefix + strings.Join(elems, sep) + suffix)
+	}
+	return enc.Raw(b)
+}
+
+// AvailableBuffer is an empty slice over the free space of the write
+// buffer, for a caller to append a whole item to and hand to Raw: one
+// write instead of one per token. It is valid until the next write.
+//
+// mailhost patch: see PATCHES.md (the FETCH encoder).
+func (enc *Encoder) AvailableBuffer() []byte {
+	return enc.w.AvailableBuffer()
+}
+
+// Raw writes b as it is; the caller has made it valid IMAP (with the
+// Append functions, say).
+//
+// mailhost patch: see PATCHES.md (the FETCH encoder).
+func (enc *Encoder) Raw(b []byte) *Encoder {
+	if !enc.writable() {
+		return enc
+	}
+	_, err := enc.w.Write(b)
+	return enc.setErr(err)
+}
+
+// AppendQuoted appends s to b as String writes it when String quotes
+// it; ok is false when String would write a literal (b is then to be
+// dropped).
+//
+// mailhost patch: see PATCHES.md (the FETCH encoder).
+func (enc *Encoder) AppendQuoted(b []byte, s string) (_ []byte, ok bool) {
+	if !enc.validQuoted(s) {
+		return b, false
+	}
+	b = append(b, '"')
+	b = appendQuotedBody(b, s)
+	return append(b, '"'), true
+}
+
+// AppendQuotedJoin is AppendQuoted of prefix, the elements of elems
+// separated by sep, and suffix, without making the string.
+//
+// mailhost patch: see PATCHES.md (the FETCH encoder).
+func (enc *Encoder) AppendQuotedJoin(b []byte, prefix string, elems []string, sep, suffix string) (_ []byte, ok bool) {
 	n := len(prefix) + len(suffix)
 	if len(elems) > 1 {
 		n += len(sep) * (len(elems) - 1)
@@ -166,21 +200,41 @@ func (enc *Encoder) StringJoin(prefix string, elems []string, sep, suffix string
 		valid = valid && enc.validQuoted(e)
 	}
 	if !valid || n > 4096 {
-		return enc.String(prefix + strings.Join(elems, sep) + suffix)
+		return b, false
 	}
-	if !enc.writable() {
-		return enc
-	}
-	enc.w.WriteByte('"')
-	enc.quotedBody(prefix)
+	b = append(b, '"')
+	b = appendQuotedBody(b, prefix)
 	for i, e := range elems {
 		if i > 0 {
-			enc.quotedBody(sep)
+			b = appendQuotedBody(b, sep)
 		}
-		enc.quotedBody(e)
+		b = appendQuotedBody(b, e)
 	}
-	enc.quotedBody(suffix)
-	return enc.setErr(enc.w.WriteByte('"'))
+	b = appendQuotedBody(b, suffix)
+	return append(b, '"'), true
+}
+
+func appendQuotedBody(b []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if ch := s[i]; ch == '"' || ch == '\\' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\')
+			start = i
+		}
+	}
+	return append(b, s[start:]...)
+}
+
+// AppendFlag appends flag to b as Flag writes it; ok is false when Flag
+// would refuse it.
+//
+// mailhost patch: see PATCHES.md (the FETCH encoder).
+func AppendFlag(b []byte, flag imap.Flag) (_ []byte, ok bool) {
+	if flag != "\\*" && !isValidFlag(string(flag)) {
+		return b, false
+	}
+	return append(b, flag...), true
 }
 
 // QuotedTime writes t.Format(layout) as a quoted string. The layouts of
