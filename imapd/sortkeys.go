@@ -19,7 +19,7 @@ import (
 // as a command needs them: a SORT (DATE) decodes no addresses.
 
 // keyGroup is a set of the groups of sort keys.
-type keyGroup uint8
+type keyGroup uint16
 
 const (
 	groupDate    keyGroup = 1 << iota // sent date
@@ -28,7 +28,13 @@ const (
 	groupTo                           // To: addr-mailbox, display
 	groupCc                           // Cc: addr-mailbox
 	groupRefs                         // Message-ID, References, In-Reply-To
-	groupSearch                       // SEARCH's texts (searchkept.go)
+	// SEARCH's texts of From, To, Cc and Subject, in the order of
+	// keptFields (searchkept.go).
+	groupHayFrom
+	groupHayTo
+	groupHayCc
+	groupHaySubject
+	groupHays = groupHayFrom | groupHayTo | groupHayCc | groupHaySubject
 )
 
 // groupOf is the group a SORT key is decoded in; 0 for ARRIVAL and SIZE,
@@ -136,8 +142,13 @@ func decodeKeys(k *msgKeys, header []byte, arrival time.Time, want keyGroup) {
 	if want&groupRefs != 0 {
 		k.id, k.refs = threadIDs(raw[hdrMessageID], raw[hdrReferences], raw[hdrInReplyTo])
 	}
-	if want&groupSearch != 0 {
-		k.hay = searchHays(header)
+	if want&groupHays != 0 {
+		hay := searchHays(header, want)
+		for i := range keptFields {
+			if want&(groupHayFrom<<i) != 0 {
+				k.hay[i] = hay[i]
+			}
+		}
 	}
 	k.have |= want
 }
