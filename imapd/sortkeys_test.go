@@ -255,3 +255,52 @@ func TestSearchKept(t *testing.T) {
 		}
 	}
 }
+
+// TestSortKeysConcurrent: sessions sorting, threading and searching one
+// folder at once while mail comes (run with -race in CI) each get the
+// whole folder, in order.
+func TestSortKeysConcurrent(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	at := time.Date(2024, 1, 5, 0, 0, 0, 0, time.UTC)
+	msg := func(i int) string {
+		return crlf(fmt.Sprintf("From: u%d@x.org\nSubject: s%03d\nMessage-ID: <m%d@x>\n\nbody\n", i%7, i, i))
+	}
+	for i := range 50 {
+		e.deliver(msg(i), at.Add(time.Duration(i)*time.Second))
+	}
+	conns := make([]*rawConn, 3)
+	for i := range conns {
+		conns[i] = rawLogin(t, e)
+		conns[i].ok("SELECT INBOX")
+	}
+	done := make(chan string, len(conns))
+	for i, rc := range conns {
+		go func() {
+			for range 20 {
+				for _, cmd := range []string{"SORT (SUBJECT) UTF-8 ALL", "THREAD REFERENCES UTF-8 ALL", "SEARCH FROM u3@x.org", "NOOP"} {
+					if _, tagged := rc.cmd("%s", cmd); !strings.HasPrefix(tagged, "OK") {
+						done <- fmt.Sprintf("session %d: %s: %s", i, cmd, tagged)
+						return
+					}
+				}
+			}
+			done <- ""
+		}()
+	}
+	for i := range 20 {
+		e.deliver(msg(50+i), at.Add(time.Duration(50+i)*time.Second))
+	}
+	for range conns {
+		if err := <-done; err != "" {
+			t.Error(err)
+		}
+	}
+	var want []string
+	for i := range 70 {
+		want = append(want, fmt.Sprint(i+1))
+	}
+	for i, rc := range conns {
+		rc.ok("NOOP")
+		wantLines(t, fmt.Sprintf("session %d: SORT", i), rc.ok("SORT (SUBJECT) UTF-8 ALL"), "* SORT "+strings.Join(want, " "))
+	}
+}
