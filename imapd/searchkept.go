@@ -100,6 +100,9 @@ func searchHays(header []byte, want keyGroup) (hay [len(keptFields)][]string) {
 
 // matchKept is matchField over the kept texts of field key.
 func (k *msgKeys) matchKept(key, value string) bool {
+	if k.hay == nil {
+		return false
+	}
 	hay := k.hay[keptField(key)]
 	if value == "" {
 		return len(hay) > 0

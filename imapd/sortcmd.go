@@ -2,6 +2,7 @@ package imapd
 
 import (
 	"reflect"
+	"slices"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
@@ -218,6 +219,14 @@ func (s *session) decodeMissing(v *view, f *folderKeys, msgs []sortMsg, missing 
 	var newUIDs []uint32
 	var newKeys []msgKeys
 	var added keyGroup
+	if len(f.uids) == 0 && !slices.Contains(got, false) {
+		// The folder's first command: every key is new, no copy.
+		newUIDs, newKeys = make([]uint32, len(missing)), keys
+		for k, j := range missing {
+			newUIDs[k] = msgs[j].UID
+		}
+		missing = nil
+	}
 	for k, j := range missing {
 		switch p := msgs[j].pos; {
 		case !got[k]:

@@ -75,8 +75,9 @@ type msgKeys struct {
 	// of THREAD's step 1 (0: none); see idHash.
 	id   uint64
 	refs []uint64
-	// hay is SEARCH's texts of the fields of keptFields (searchHays).
-	hay [len(keptFields)][]string
+	// hay is SEARCH's texts of the fields of keptFields (searchHays),
+	// nil until some are decoded: most messages are only sorted.
+	hay *[len(keptFields)][]string
 }
 
 // sentTime is the sent date as a time.Time.
@@ -144,11 +145,15 @@ func decodeKeys(k *msgKeys, header []byte, arrival time.Time, want keyGroup) {
 	}
 	if want&groupHays != 0 {
 		hay := searchHays(header, want)
-		for i := range keptFields {
-			if want&(groupHayFrom<<i) != 0 {
-				k.hay[i] = hay[i]
+		// A new array: the one k has may be another copy's.
+		if k.hay != nil {
+			for i := range keptFields {
+				if want&(groupHayFrom<<i) == 0 {
+					hay[i] = k.hay[i]
+				}
 			}
 		}
+		k.hay = &hay
 	}
 	k.have |= want
 }
@@ -313,13 +318,19 @@ func (f *folderKeys) find(uid uint32, from int) (int, bool) {
 }
 
 // insert adds messages not yet kept, in ascending UID order, with their
-// keys; every rank is dropped.
+// keys, which f may keep as they are; every rank is dropped.
 func (f *folderKeys) insert(uids []uint32, keys []msgKeys) {
 	if len(uids) == 0 {
 		return
 	}
 	f.ranks, f.threads = [rankedKeys][]int32{}, nil
-	if len(f.uids) == 0 || uids[0] > f.uids[len(f.uids)-1] {
+	if len(f.uids) == 0 {
+		// The first command on the folder: uids and keys are the
+		// caller's to give.
+		f.uids, f.keys = uids, keys
+		return
+	}
+	if uids[0] > f.uids[len(f.uids)-1] {
 		// New mail, the usual case: it goes at the end.
 		f.uids = append(f.uids, uids...)
 		f.keys = append(f.keys, keys...)
