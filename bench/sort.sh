@@ -43,11 +43,13 @@ MH_BASE=${MH_BASE:-}
 MAXLOAD=${MAXLOAD:-1.5}
 MAXWAIT=${MAXWAIT:-900}
 STATE=${SORT_STATE:-/var/lib/mailhost-sortbench}
-DC_IMAP=127.0.0.1:32164
-MH_IMAP=127.0.0.1:32163
-MH_HTTP=127.0.0.1:38093
-MHB_IMAP=127.0.0.1:32165
-MHB_HTTP=127.0.0.1:38094
+# Below the kernel's ephemeral range (32768-60999 by default), where a
+# client connection of other work on the machine may hold a port.
+DC_IMAP=127.0.0.1:21164
+MH_IMAP=127.0.0.1:21163
+MH_HTTP=127.0.0.1:28093
+MHB_IMAP=127.0.0.1:21165
+MHB_HTTP=127.0.0.1:28094
 PASSWORD=load-test-password
 DEFAULT_CMDS='UID SORT (DATE) UTF-8 ALL
 UID SORT (SUBJECT) UTF-8 ALL

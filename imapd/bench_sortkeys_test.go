@@ -55,6 +55,31 @@ func BenchmarkSortKeys(b *testing.B) {
 			threadRefs(kept)
 		}
 	})
+	// A folder's first SORT (SUBJECT): every key decoded, ranked, then
+	// the counting sort; against comparing the decoded keys directly.
+	subj := []sortCriterion{{Key: sortSubject}}
+	b.Run("first_SORT_SUBJECT", func(b *testing.B) {
+		for b.Loop() {
+			g := &folderKeys{}
+			keys := make([]msgKeys, len(msgs))
+			uids := make([]uint32, len(msgs))
+			ms := make([]sortMsg, len(msgs))
+			for i := range msgs {
+				decodeKeys(&keys[i], msgs[i].Header, msgs[i].Arrival, groupSubject)
+				uids[i] = msgs[i].UID
+			}
+			g.insert(uids, keys)
+			for i := range ms {
+				ms[i] = sortMsg{Seq: msgs[i].Seq, UID: msgs[i].UID, K: &g.keys[i], pos: int32(i)}
+			}
+			orderMsgs(ms, subj, g.rank)
+		}
+	})
+	b.Run("first_SORT_SUBJECT_compare", func(b *testing.B) {
+		for b.Loop() {
+			sortMessages(msgs, subj)
+		}
+	})
 	b.Run("decode", func(b *testing.B) {
 		for b.Loop() {
 			var k msgKeys

@@ -39,10 +39,10 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 	}
 	v.staticCriteria(criteria)
 	now := s.srv.now()
-	var kept *msgKeys // the message's kept keys, for a search from them
+	var keys *msgKeys // the message's kept keys, for a search from them
 	add := func(i int, body []byte) error {
 		m := v.msgs[i]
-		c := &candidate{v: v, seq: uint32(i + 1), msg: v.withRecent(m.Message), body: body, kept: kept, now: now}
+		c := &candidate{v: v, seq: uint32(i + 1), msg: v.withRecent(m.Message), body: body, kept: keys, now: now}
 		if !c.match(criteria) {
 			return nil
 		}
@@ -60,9 +60,10 @@ func (s *session) Search(kind imapserver.NumKind, criteria *imap.SearchCriteria,
 		data.ModSeq = max(data.ModSeq, imapModSeq(m.ModSeq))
 		return nil
 	}
-	if headerOnly && keptSearchable(criteria) {
-		err := s.searchKept(v, func(i int, k *msgKeys) error {
-			kept = k
+	keptNeed, kept := keptSearchable(criteria)
+	if headerOnly && kept {
+		err := s.searchKept(v, keptNeed, func(i int, k *msgKeys) error {
+			keys = k
 			return add(i, nil)
 		})
 		if err != nil {

@@ -30,37 +30,46 @@ func keptField(key string) int {
 	return -1
 }
 
-// keptSearchable reports whether the kept keys hold everything c looks
-// into: of the message's content, only HEADER (FROM, TO, CC, SUBJECT)
-// on the kept fields.
-func keptSearchable(c *imap.SearchCriteria) bool {
+// keptSearchable answers the groups of kept texts (searchkept.go) that
+// hold everything c looks into, and whether they do: of the message's
+// content, only HEADER (FROM, TO, CC, SUBJECT) on the kept fields.
+func keptSearchable(c *imap.SearchCriteria) (keyGroup, bool) {
 	if len(c.Body) > 0 || len(c.Text) > 0 || !c.SentSince.IsZero() || !c.SentBefore.IsZero() {
-		return false
+		return 0, false
 	}
+	var need keyGroup
 	for _, h := range c.Header {
-		if keptField(h.Key) < 0 {
-			return false
+		i := keptField(h.Key)
+		if i < 0 {
+			return 0, false
 		}
+		need |= groupHayFrom << i
 	}
 	for i := range c.Not {
-		if !keptSearchable(&c.Not[i]) {
-			return false
+		g, ok := keptSearchable(&c.Not[i])
+		if !ok {
+			return 0, false
 		}
+		need |= g
 	}
 	for i := range c.Or {
-		if !keptSearchable(&c.Or[i][0]) || !keptSearchable(&c.Or[i][1]) {
-			return false
+		g0, ok0 := keptSearchable(&c.Or[i][0])
+		g1, ok1 := keptSearchable(&c.Or[i][1])
+		if !ok0 || !ok1 {
+			return 0, false
 		}
+		need |= g0 | g1
 	}
-	return true
+	return need, true
 }
 
-// searchHays is, for each kept field, the lower-cased texts matchField
-// searches in each of the header's fields of that name: the decoded
-// text, and for an address field its addresses as addressText writes
-// them. A field present gets at least one text, empty or not.
-func searchHays(header []byte) (hay [len(keptFields)][]string) {
-	if hay, ok := fastSearchHays(header); ok {
+// searchHays is, for each kept field of want (groupHayFrom...), the
+// lower-cased texts matchField searches in each of the header's fields
+// of that name: the decoded text, and for an address field its
+// addresses as addressText writes them. A field present gets at least
+// one text, empty or not.
+func searchHays(header []byte, want keyGroup) (hay [len(keptFields)][]string) {
+	if hay, ok := fastSearchHays(header, want); ok {
 		return hay
 	}
 	// Parsed as candidate.parsedHeader parses it.
@@ -70,6 +79,9 @@ func searchHays(header []byte) (hay [len(keptFields)][]string) {
 	}
 	h := gomessage.Header{Header: th}
 	for i, key := range keptFields {
+		if want&(groupHayFrom<<i) == 0 {
+			continue
+		}
 		fields := h.FieldsByKey(key)
 		for fields.Next() {
 			raw := fields.Value()
@@ -88,6 +100,9 @@ func searchHays(header []byte) (hay [len(keptFields)][]string) {
 
 // matchKept is matchField over the kept texts of field key.
 func (k *msgKeys) matchKept(key, value string) bool {
+	if k.hay == nil {
+		return false
+	}
 	hay := k.hay[keptField(key)]
 	if value == "" {
 		return len(hay) > 0
@@ -102,15 +117,15 @@ func (k *msgKeys) matchKept(key, value string) bool {
 }
 
 // searchKept is the search of SEARCH over every live message of v from
-// the kept keys: add is called for each with its keys.
-func (s *session) searchKept(v *view, add func(i int, k *msgKeys) error) error {
+// the kept texts of need: add is called for each with its keys.
+func (s *session) searchKept(v *view, need keyGroup, add func(i int, k *msgKeys) error) error {
 	nums := make([]uint32, 0, len(v.msgs))
 	for i, m := range v.msgs {
 		if !m.gone {
 			nums = append(nums, uint32(i+1))
 		}
 	}
-	msgs, f, err := s.keptKeys(v, nums, groupSearch, "search")
+	msgs, f, err := s.keptKeys(v, nums, need, "search")
 	if err != nil {
 		return err
 	}
@@ -126,9 +141,9 @@ func (s *session) searchKept(v *view, add func(i int, k *msgKeys) error) error {
 // fastSearchHays is searchHays for a plain header, as fastHeaderMatch
 // reads it (and TestFastHeaderMatch holds equal to matchField): every
 // line printable ASCII ended by CRLF, each field a name and a colon, the
-// kept fields without encoded words and their addresses as
+// wanted fields without encoded words and their addresses as
 // fastAddressList takes them. ok is false for any other header.
-func fastSearchHays(header []byte) (hay [len(keptFields)][]string, ok bool) {
+func fastSearchHays(header []byte, want keyGroup) (hay [len(keptFields)][]string, ok bool) {
 	type span struct{ field, start, end int }
 	var found []span
 	first := true
@@ -165,7 +180,7 @@ func fastSearchHays(header []byte) (hay [len(keptFields)][]string, ok bool) {
 			return hay, false
 		}
 		for i, f := range keptFields {
-			if len(name) == len(f) && bytes.EqualFold(name, []byte(f)) {
+			if want&(groupHayFrom<<i) != 0 && len(name) == len(f) && bytes.EqualFold(name, []byte(f)) {
 				found = append(found, span{i, start + colon + 1, end})
 				break
 			}

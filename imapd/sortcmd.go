@@ -1,6 +1,9 @@
 package imapd
 
 import (
+	"reflect"
+	"slices"
+
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
 )
@@ -113,17 +116,28 @@ func (s *session) sortMsgs(criteria *imap.SearchCriteria, need keyGroup, op stri
 	if v == nil {
 		return nil, nil, 0, errNoSelection
 	}
-	data, err := s.Search(imapserver.NumKindSeq, criteria, &imap.SearchOptions{ReturnAll: true})
-	if err != nil {
-		return nil, nil, 0, err
+	var nums []uint32
+	if reflect.ValueOf(*criteria).IsZero() {
+		// ALL, what a client sorting a folder asks: every message
+		// still there (keptKeys leaves out the gone), no search.
+		nums = make([]uint32, len(v.msgs))
+		for i := range nums {
+			nums[i] = uint32(i + 1)
+		}
+	} else {
+		data, err := s.Search(imapserver.NumKindSeq, criteria, &imap.SearchOptions{ReturnAll: true})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		seqs, _ := data.All.(imap.SeqSet)
+		nums, _ = seqs.Nums()
+		modSeq = data.ModSeq
 	}
-	seqs, _ := data.All.(imap.SeqSet)
-	nums, _ := seqs.Nums()
 	msgs, f, err = s.keptKeys(v, nums, need, op)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	return msgs, f, data.ModSeq, nil
+	return msgs, f, modSeq, nil
 }
 
 // keptKeys answers the messages nums (ascending sequence numbers) of v
@@ -205,6 +219,14 @@ func (s *session) decodeMissing(v *view, f *folderKeys, msgs []sortMsg, missing 
 	var newUIDs []uint32
 	var newKeys []msgKeys
 	var added keyGroup
+	if len(f.uids) == 0 && !slices.Contains(got, false) {
+		// The folder's first command: every key is new, no copy.
+		newUIDs, newKeys = make([]uint32, len(missing)), keys
+		for k, j := range missing {
+			newUIDs[k] = msgs[j].UID
+		}
+		missing = nil
+	}
 	for k, j := range missing {
 		switch p := msgs[j].pos; {
 		case !got[k]:

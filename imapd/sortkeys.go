@@ -19,7 +19,7 @@ import (
 // as a command needs them: a SORT (DATE) decodes no addresses.
 
 // keyGroup is a set of the groups of sort keys.
-type keyGroup uint8
+type keyGroup uint16
 
 const (
 	groupDate    keyGroup = 1 << iota // sent date
@@ -28,7 +28,13 @@ const (
 	groupTo                           // To: addr-mailbox, display
 	groupCc                           // Cc: addr-mailbox
 	groupRefs                         // Message-ID, References, In-Reply-To
-	groupSearch                       // SEARCH's texts (searchkept.go)
+	// SEARCH's texts of From, To, Cc and Subject, in the order of
+	// keptFields (searchkept.go).
+	groupHayFrom
+	groupHayTo
+	groupHayCc
+	groupHaySubject
+	groupHays = groupHayFrom | groupHayTo | groupHayCc | groupHaySubject
 )
 
 // groupOf is the group a SORT key is decoded in; 0 for ARRIVAL and SIZE,
@@ -69,8 +75,9 @@ type msgKeys struct {
 	// of THREAD's step 1 (0: none); see idHash.
 	id   uint64
 	refs []uint64
-	// hay is SEARCH's texts of the fields of keptFields (searchHays).
-	hay [len(keptFields)][]string
+	// hay is SEARCH's texts of the fields of keptFields (searchHays),
+	// nil until some are decoded: most messages are only sorted.
+	hay *[len(keptFields)][]string
 }
 
 // sentTime is the sent date as a time.Time.
@@ -136,8 +143,17 @@ func decodeKeys(k *msgKeys, header []byte, arrival time.Time, want keyGroup) {
 	if want&groupRefs != 0 {
 		k.id, k.refs = threadIDs(raw[hdrMessageID], raw[hdrReferences], raw[hdrInReplyTo])
 	}
-	if want&groupSearch != 0 {
-		k.hay = searchHays(header)
+	if want&groupHays != 0 {
+		hay := searchHays(header, want)
+		// A new array: the one k has may be another copy's.
+		if k.hay != nil {
+			for i := range keptFields {
+				if want&(groupHayFrom<<i) == 0 {
+					hay[i] = k.hay[i]
+				}
+			}
+		}
+		k.hay = &hay
 	}
 	k.have |= want
 }
@@ -302,13 +318,19 @@ func (f *folderKeys) find(uid uint32, from int) (int, bool) {
 }
 
 // insert adds messages not yet kept, in ascending UID order, with their
-// keys; every rank is dropped.
+// keys, which f may keep as they are; every rank is dropped.
 func (f *folderKeys) insert(uids []uint32, keys []msgKeys) {
 	if len(uids) == 0 {
 		return
 	}
 	f.ranks, f.threads = [rankedKeys][]int32{}, nil
-	if len(f.uids) == 0 || uids[0] > f.uids[len(f.uids)-1] {
+	if len(f.uids) == 0 {
+		// The first command on the folder: uids and keys are the
+		// caller's to give.
+		f.uids, f.keys = uids, keys
+		return
+	}
+	if uids[0] > f.uids[len(f.uids)-1] {
 		// New mail, the usual case: it goes at the end.
 		f.uids = append(f.uids, uids...)
 		f.keys = append(f.keys, keys...)

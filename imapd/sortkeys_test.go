@@ -236,14 +236,14 @@ func TestSearchKept(t *testing.T) {
 	)
 	// Plain headers take fastSearchHays' way, the others go-message's.
 	for _, m := range msgs[len(msgs)-2:] {
-		if _, ok := fastSearchHays(m.Header); !ok {
+		if _, ok := fastSearchHays(m.Header, groupHays); !ok {
 			t.Errorf("fastSearchHays(%q) not ok", m.Header)
 		}
 	}
 	values := []string{"", "bob", "BOB@X", "x.org", "café", "CAFÉ", "émile", "re:", "undisclosed", "zed", "<bob@x.org>", "second", "élodie", "g:", "two", "caf", "two lines", "bob <bob", "zed <z@"}
 	for _, m := range msgs {
 		var k msgKeys
-		decodeKeys(&k, m.Header, m.Arrival, groupSearch)
+		decodeKeys(&k, m.Header, m.Arrival, groupHays)
 		for _, key := range []string{"From", "TO", "cc", "Subject"} {
 			for _, v := range values {
 				cr := &imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: key, Value: v}}}
@@ -253,5 +253,54 @@ func TestSearchKept(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSortKeysConcurrent: sessions sorting, threading and searching one
+// folder at once while mail comes (run with -race in CI) each get the
+// whole folder, in order.
+func TestSortKeysConcurrent(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	at := time.Date(2024, 1, 5, 0, 0, 0, 0, time.UTC)
+	msg := func(i int) string {
+		return crlf(fmt.Sprintf("From: u%d@x.org\nSubject: s%03d\nMessage-ID: <m%d@x>\n\nbody\n", i%7, i, i))
+	}
+	for i := range 50 {
+		e.deliver(msg(i), at.Add(time.Duration(i)*time.Second))
+	}
+	conns := make([]*rawConn, 3)
+	for i := range conns {
+		conns[i] = rawLogin(t, e)
+		conns[i].ok("SELECT INBOX")
+	}
+	done := make(chan string, len(conns))
+	for i, rc := range conns {
+		go func() {
+			for range 20 {
+				for _, cmd := range []string{"SORT (SUBJECT) UTF-8 ALL", "THREAD REFERENCES UTF-8 ALL", "SEARCH FROM u3@x.org", "NOOP"} {
+					if _, tagged := rc.cmd("%s", cmd); !strings.HasPrefix(tagged, "OK") {
+						done <- fmt.Sprintf("session %d: %s: %s", i, cmd, tagged)
+						return
+					}
+				}
+			}
+			done <- ""
+		}()
+	}
+	for i := range 20 {
+		e.deliver(msg(50+i), at.Add(time.Duration(50+i)*time.Second))
+	}
+	for range conns {
+		if err := <-done; err != "" {
+			t.Error(err)
+		}
+	}
+	var want []string
+	for i := range 70 {
+		want = append(want, fmt.Sprint(i+1))
+	}
+	for i, rc := range conns {
+		rc.ok("NOOP")
+		wantLines(t, fmt.Sprintf("session %d: SORT", i), rc.ok("SORT (SUBJECT) UTF-8 ALL"), "* SORT "+strings.Join(want, " "))
 	}
 }
