@@ -330,9 +330,11 @@ func TestServerAcceptErrorHandling(t *testing.T) {
 	l.Send(temporaryError)
 	permanentError := newMockError("permanent mock error", false)
 	l.Send(permanentError)
-	s.Close()
 
+	// Close only after Serve has returned: a Close that came first made
+	// Serve return nil before it read the permanent error.
 	serveError := <-done
+	s.Close()
 	if serveError == nil {
 		t.Fatal("Serve had exited without an expected error")
 	} else if serveError != permanentError {
