@@ -45,17 +45,19 @@ SIZES=${SIZES:-2000 10000 100000}
 REPS=${REPS:-7}
 MH_BASE=${MH_BASE:-}
 MH_PG=${MH_PG:-}
-MHP_IMAP=127.0.0.1:32156
-MHP_HTTP=127.0.0.1:38092
+MHP_IMAP=127.0.0.1:22156
+MHP_HTTP=127.0.0.1:28092
 PG_URL=postgres://postgres@127.0.0.1:5432/$MH_PG
 MAXLOAD=${MAXLOAD:-1.5}
 MAXWAIT=${MAXWAIT:-1200}
 STATE=${FOLDER_STATE:-/var/lib/mailhost-folderbench}
-DC_IMAP=127.0.0.1:32154
-MH_IMAP=127.0.0.1:32153
-MH_HTTP=127.0.0.1:38090
-MHB_IMAP=127.0.0.1:32155
-MHB_HTTP=127.0.0.1:38091
+# The ports lie below Linux's ephemeral range (32768-60999), where a
+# client connection of anything else on the machine may hold one.
+DC_IMAP=127.0.0.1:22154
+MH_IMAP=127.0.0.1:22153
+MH_HTTP=127.0.0.1:28090
+MHB_IMAP=127.0.0.1:22155
+MHB_HTTP=127.0.0.1:28091
 PASSWORD=load-test-password
 OPEN="UID FETCH 1:* (UID FLAGS RFC822.SIZE INTERNALDATE ENVELOPE)"
 # A folder listing by header fields, as Thunderbird's (less Priority and
@@ -69,10 +71,13 @@ log() { echo "folder: $(date +%T) $*" | tee -a "$OUT/folder.log" >&2; }
 log "building into $OUT/bin"
 (cd "$REPO" && go build -o "$OUT/bin/mailhost" ./cmd/mailhost && go build -o "$OUT/bin/folderbench" ./bench/folderbench)
 if [ -n "$MH_BASE" ]; then
+	# An export of the revision, not a worktree: the repository's
+	# worktrees are left as they are.
 	rm -rf "$OUT/base-src"
-	git -C "$REPO" worktree add --detach "$OUT/base-src" "$MH_BASE" >/dev/null
+	mkdir -p "$OUT/base-src"
+	git -C "$REPO" archive "$MH_BASE" | tar -x -C "$OUT/base-src"
 	(cd "$OUT/base-src" && go build -o "$OUT/bin/mailhost-base" ./cmd/mailhost)
-	git -C "$REPO" worktree remove --force "$OUT/base-src"
+	rm -rf "$OUT/base-src"
 fi
 FB=$OUT/bin/folderbench
 (cd "$REPO" && git log -1 --format='commit %h %s' && go version && dovecot --version | sed 's/^/dovecot /') >"$OUT/versions.txt"
@@ -136,7 +141,7 @@ mh_start() { # NAME BIN DATA IMAP HTTP
 	local store=
 	[ "$1" = mailhost-pg ] && store=$PG_URL
 	MAILHOST_STORE=$store MAILHOST_DATA=$3 MAILHOST_HTTP=$5 MAILHOST_SMTP=127.0.0.1:$((${4##*:} + 10)) MAILHOST_IMAP=$4 \
-		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_HOSTNAME=mailhost.bench.local \
+		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_MANAGESIEVE= MAILHOST_HOSTNAME=mailhost.bench.local \
 		"$2" serve </dev/null >>"$3.log" 2>&1 &
 	MH_PID[$1]=$!
 	for _ in $(seq 200); do

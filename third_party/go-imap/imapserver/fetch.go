@@ -692,7 +692,7 @@ func appendEnvelope(enc *imapwire.Encoder, b []byte, envelope *imap.Envelope) (_
 		b = append(b, '"')
 	}
 	b = append(b, ' ')
-	if b, ok = appendNString(enc, b, mime.QEncoding.Encode("utf-8", envelope.Subject)); !ok {
+	if b, ok = appendText(enc, b, envelope.Subject); !ok {
 		return b, false
 	}
 	// Sender and Reply-To are most often From itself: its bytes are
@@ -715,7 +715,7 @@ func appendEnvelope(enc *imapwire.Encoder, b []byte, envelope *imap.Envelope) (_
 				b = append(b, ' ')
 			}
 			b = append(b, '(')
-			if b, ok = appendNString(enc, b, mime.QEncoding.Encode("utf-8", addr.Name)); !ok {
+			if b, ok = appendText(enc, b, addr.Name); !ok {
 				return b, false
 			}
 			b = append(b, " NIL "...)
@@ -756,6 +756,31 @@ func appendEnvelope(enc *imapwire.Encoder, b []byte, envelope *imap.Envelope) (_
 // sameList reports whether a and b are the same slice (mailhost patch).
 func sameList(a, b []imap.Address) bool {
 	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
+}
+
+// appendText appends what writeNString writes for
+// mime.QEncoding.Encode("utf-8", s) (a subject, a display name): for
+// printable ASCII and tabs, which Encode leaves as they are, in one pass
+// over s (mailhost patch).
+func appendText(enc *imapwire.Encoder, b []byte, s string) ([]byte, bool) {
+	if s == "" {
+		return append(b, "NIL"...), true
+	}
+	escape := false
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case (ch < ' ' || ch > '~') && ch != '\t':
+			return appendNString(enc, b, mime.QEncoding.Encode("utf-8", s))
+		case ch == '"', ch == '\\':
+			escape = true
+		}
+	}
+	if escape || len(s) > 4096 {
+		return enc.AppendQuoted(b, s)
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), true
 }
 
 // appendNString appends s as writeNString writes it, when not as a

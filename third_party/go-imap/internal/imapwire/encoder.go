@@ -177,11 +177,25 @@ func (enc *Encoder) Raw(b []byte) *Encoder {
 //
 // mailhost patch: see PATCHES.md (the FETCH encoder).
 func (enc *Encoder) AppendQuoted(b []byte, s string) (_ []byte, ok bool) {
-	if !enc.validQuoted(s) {
+	// validQuoted and the search for escapes in one pass.
+	if len(s) > 4096 {
 		return b, false
 	}
+	escape := false
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == 0, ch == '\r', ch == '\n', ch > unicode.MaxASCII && !enc.QuotedUTF8:
+			return b, false
+		case ch == '"', ch == '\\':
+			escape = true
+		}
+	}
 	b = append(b, '"')
-	b = appendQuotedBody(b, s)
+	if escape {
+		b = appendQuotedBody(b, s)
+	} else {
+		b = append(b, s...)
+	}
 	return append(b, '"'), true
 }
 

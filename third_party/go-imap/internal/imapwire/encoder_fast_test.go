@@ -80,6 +80,12 @@ func checkString(t *testing.T, s string, quotedUTF8 bool) {
 	if got := encode(t, quotedUTF8, func(enc *Encoder) { enc.String(s) }); got != want {
 		t.Fatalf("String(%q) = %q, want %q", s, got, want)
 	}
+	// AppendQuoted: String's bytes, unless String writes a literal.
+	enc := NewEncoder(bufio.NewWriter(new(bytes.Buffer)), ConnSideServer)
+	enc.QuotedUTF8 = quotedUTF8
+	if got, ok := enc.AppendQuoted(nil, s); ok != (want[0] == '"') || ok && string(got) != want {
+		t.Fatalf("AppendQuoted(%q) = %q, %v, want %q", s, got, ok, want)
+	}
 	// The message identifiers of an ENVELOPE, as imapserver joins them.
 	parts := strings.Split(s, " ")
 	want = upstreamString("<"+strings.Join(parts, "> <")+">", quotedUTF8)
