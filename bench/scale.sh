@@ -4,6 +4,9 @@
 # LABEL=STORE:PARTNERS:DOMAINS:MAILBOXES (STORE a bbolt data directory or
 # a postgres:// URL):
 #
+# The node runs without the API's rate limit, which the repeated requests
+# would pass.
+#
 #   start-up   mailhost serve to its first 200 on /healthz, a bbolt file
 #              first dropped from the page cache (COLD=0 not); the node's RSS
 #   imap       LOGIN, SELECT INBOX of u0 (about 2,000 messages), UID FETCH
@@ -17,9 +20,12 @@
 #              open, list pages, usage, Deliver rate, a retention pass of
 #              1,000 deletions)
 #   verify     mailhost store verify
-#   backup     mailhost backup / pg_dump -Fc, and the restore (a copy of
-#              the file / pg_restore into a new database; RESTORE=0 skips
-#              PostgreSQL's, BACKUP=0 both); verify stops after VERIFYMAX s
+#   backup     mailhost backup / pg_dump $PGDUMPOPTS (default -Fc) into
+#              DUMPDIR, and the restore (a copy of the file / pg_restore
+#              into a new database; RESTORE=inplace drops the store's own
+#              database, restores it and verifies it again; RESTORE=0
+#              skips PostgreSQL's, BACKUP=0 both); verify stops after
+#              VERIFYMAX s
 #   bytes      the file, or PostgreSQL's tables, indexes and TOAST, per
 #              message and per mailbox
 #
@@ -30,7 +36,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results/$(date -u +%F)/scale}
-RESTORE=${RESTORE:-1} BACKUP=${BACKUP:-1} VERIFYMAX=${VERIFYMAX:-600} APIREPS=${APIREPS:-10} COLD=${COLD:-1}
+RESTORE=${RESTORE:-1} BACKUP=${BACKUP:-1} PGDUMPOPTS=${PGDUMPOPTS:--Fc} VERIFYMAX=${VERIFYMAX:-600} APIREPS=${APIREPS:-10} COLD=${COLD:-1}
 MH=${MH:-/tmp/mh-scale} LOAD=${LOAD:-/tmp/mhload-scale}
 mkdir -p "$OUT"
 CGO_ENABLED=0 go build -o "$MH" ./cmd/mailhost
@@ -57,10 +63,13 @@ for spec in "$@"; do
 	[ -z "$envstore" ] && [ "$COLD" = 1 ] && python3 -c 'import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$data/mailhost.db"
 	t=$(now)
 	MAILHOST_STORE=$envstore MAILHOST_DATA=$data MAILHOST_HTTP=$api MAILHOST_SMTP=$mx MAILHOST_IMAP=$imap \
-		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_HOSTNAME=mx.scale.test \
+		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_MANAGESIEVE= MAILHOST_API_RATE_LIMIT=100000 MAILHOST_API_RATE_BURST=100000 MAILHOST_HOSTNAME=mx.scale.test \
 		MAILHOST_INBOUND_CHECKS=false MAILHOST_NODE=scale "$MH" serve </dev/null >>"$W/$label.log" 2>&1 &
 	PID=$!
-	until curl -fs "http://$api/healthz" >/dev/null 2>&1; do sleep 0.05; done
+	until curl -fs "http://$api/healthz" >/dev/null 2>&1; do
+		kill -0 $PID 2>/dev/null || { log "$label: mailhost serve exited: $(tail -n 1 "$W/$label.log")"; exit 1; }
+		sleep 0.05
+	done
 	startup=$(ms "$t") rss0=$(rss $PID)
 	key=$(MAILHOST_STORE=$envstore MAILHOST_DATA=$data "$MH" key create p0 2>>"$W/$label.log" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("key") or d.get("api_key") or d.get("secret"))')
 	/tmp/folderbench-scale run -addr "$imap" -user u0@d0.scale.test -pass password -reps 3 -label "$label" \
@@ -80,20 +89,35 @@ for spec in "$@"; do
 	if [[ $store == postgres* ]]; then
 		db=${store%%\?*}; db=${db##*/}; base=${store%/*}
 		backup=None bsize=None restore=
-		[ "$BACKUP" = 1 ] && { t=$(now); pg_dump -Fc -f "$W/$label.dump" "$store" 2>>"$OUT/log"; backup=$(ms "$t"); bsize=$(stat -c %s "$W/$label.dump"); }
+		sizes() {
+			psql "$store" -AtX -F' ' -c "SELECT c.relname, pg_relation_size(c.oid), pg_indexes_size(c.oid), COALESCE(pg_total_relation_size(NULLIF(c.reltoastrelid,0)),0), c.reltuples::bigint
+				FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY pg_total_relation_size(c.oid) DESC" >"$OUT/$label.sizes$1.txt"
+			psql "$store" -AtX -c "SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM mailboxes), (SELECT count(*) FROM blobs), pg_database_size(current_database()), pg_current_wal_lsn() - '0/0'::pg_lsn" >"$OUT/$label.counts$1.txt"
+		}
+		sizes ""
+		dump=${DUMPDIR:-$W}/$label.dump
+		[ "$BACKUP" = 1 ] && { t=$(now); pg_dump $PGDUMPOPTS -f "$dump" "$store" 2>>"$OUT/log"; backup=$(ms "$t"); bsize=$(stat -c %s "$dump"); }
 		if [ "$BACKUP" = 1 ] && [ "$RESTORE" = 1 ]; then
-			psql "$base/postgres?sslmode=disable" -qc "DROP DATABASE IF EXISTS restore_$label" -c "CREATE DATABASE restore_$label"
-			t=$(now); pg_restore -j 2 -d "$base/restore_$label?sslmode=disable" "$W/$label.dump" 2>>"$OUT/log" || true; restore=$(ms "$t")
-			psql "$base/postgres?sslmode=disable" -qc "DROP DATABASE restore_$label"
+			psql "$base/template1?sslmode=disable" -qc "DROP DATABASE IF EXISTS restore_$label" -c "CREATE DATABASE restore_$label"
+			t=$(now); pg_restore -j 2 -d "$base/restore_$label?sslmode=disable" "$dump" 2>>"$OUT/log" || true; restore=$(ms "$t")
+			psql "$base/template1?sslmode=disable" -qc "DROP DATABASE restore_$label"
+		elif [ "$BACKUP" = 1 ] && [ "$RESTORE" = inplace ]; then
+			# No room for a second copy: the store's own database is dropped
+			# and restored from the dump, then verified again.
+			psql "$base/template1?sslmode=disable" -qc "DROP DATABASE $db" -c "CREATE DATABASE $db"
+			t=$(now); pg_restore -j 2 -d "$store" "$dump" 2>>"$OUT/log" || echo "pg_restore exit $?" >>"$OUT/log"; restore=$(ms "$t")
+			t=$(now); MAILHOST_STORE=$envstore MAILHOST_DATA=$data timeout "$VERIFYMAX" "$MH" store verify >"$OUT/$label.verify-restored.txt" 2>&1 || echo "exit $?" >>"$OUT/$label.verify-restored.txt"
+			echo "verify after restore: $(ms "$t") ms" >>"$OUT/$label.verify-restored.txt"
+			sizes -restored
 		fi
-		rm -f "$W/$label.dump"
-		psql "$store" -AtX -F' ' -c "SELECT c.relname, pg_relation_size(c.oid), pg_indexes_size(c.oid), COALESCE(pg_total_relation_size(NULLIF(c.reltoastrelid,0)),0), c.reltuples::bigint
-			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY pg_total_relation_size(c.oid) DESC" >"$OUT/$label.sizes.txt"
-		psql "$store" -AtX -c "SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM mailboxes), (SELECT count(*) FROM blobs), pg_database_size(current_database()), pg_current_wal_lsn() - '0/0'::pg_lsn" >"$OUT/$label.counts.txt"
+		rm -f "$dump"
 	else
-		t=$(now); MAILHOST_DATA=$data "$MH" backup "$W/$label.db" >>"$OUT/log" 2>&1; backup=$(ms "$t"); bsize=$(stat -c %s "$W/$label.db")
-		mkdir -p "$W/restore"; t=$(now); cp "$W/$label.db" "$W/restore/mailhost.db"; sync "$W/restore/mailhost.db"; restore=$(ms "$t")
-		rm -rf "$W/restore" "$W/$label.db"
+		backup=None bsize=None restore=
+		if [ "$BACKUP" = 1 ]; then
+			t=$(now); MAILHOST_DATA=$data "$MH" backup "$W/$label.db" >>"$OUT/log" 2>&1; backup=$(ms "$t"); bsize=$(stat -c %s "$W/$label.db")
+			mkdir -p "$W/restore"; t=$(now); cp "$W/$label.db" "$W/restore/mailhost.db"; sync "$W/restore/mailhost.db"; restore=$(ms "$t")
+			rm -rf "$W/restore" "$W/$label.db"
+		fi
 		stat -c '%n %s' "$data/mailhost.db" >"$OUT/$label.sizes.txt"
 		MAILHOST_DATA=$data "$MH" store stats -json >>"$OUT/$label.sizes.txt" 2>&1 || true
 	fi
