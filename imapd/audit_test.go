@@ -157,6 +157,13 @@ func TestAuditLimits(t *testing.T) {
 			{send: "a AUTHENTICATE PLAIN\r\n", want: "+"},
 			{send: "!!!!\r\n", want: "a BAD"},
 			{send: "b NOOP\r\n", want: "b OK"}}},
+		// The rest of a SASL response over imapserver's 4 KiB buffer was
+		// read as the next command, the client's next command glued to
+		// it.
+		{"AUTHENTICATE with a response of 20 KB", false, []auditStep{
+			{send: "a AUTHENTICATE PLAIN\r\n", want: "+"},
+			{send: strings.Repeat("QUFB", 5000) + "\r\n", want: "a BAD [TOOBIG]"},
+			{send: "b NOOP\r\n", want: "b OK"}}},
 		{"AUTHENTICATE, then a login", false, []auditStep{
 			{send: "a AUTHENTICATE PLAIN\r\n", want: "+"},
 			{send: plain(alice, password) + "\r\n", want: "a OK"},

@@ -96,7 +96,9 @@ func (c *Conn) handleAuthenticate(tag string, dec *imapwire.Decoder) error {
 		if err != nil {
 			return err
 		} else if isPrefix {
-			return fmt.Errorf("SASL response too long")
+			// mailhost patch: the rest of the line is dropped, not read
+			// as the next command (see PATCHES.md, item 22).
+			return c.dropSASLLine()
 		} else if string(encodedResp) == "*" {
 			return &imap.Error{
 				Type: imap.StatusResponseTypeBad,
@@ -145,4 +147,31 @@ func (c *Conn) handleUnauthenticate(dec *imapwire.Decoder) error {
 	c.enabled = make(imap.CapSet)
 	c.mutex.Unlock()
 	return nil
+}
+
+// dropSASLLine reads and drops the rest of a SASL response longer than
+// br's buffer, so that what the client sent of it is not read as a
+// command, and answers BAD. Past maxCommandSize the connection ends (the
+// framer, with Options.CommandLimits, says BYE before that).
+//
+// mailhost patch: see PATCHES.md, item 22.
+func (c *Conn) dropSASLLine() error {
+	dropped := c.br.Size()
+	for {
+		b, isPrefix, err := c.br.ReadLine()
+		if err != nil {
+			return fmt.Errorf("SASL response: %w", err)
+		}
+		dropped += len(b)
+		if dropped > maxCommandSize {
+			return fmt.Errorf("SASL response over %d bytes", maxCommandSize)
+		}
+		if !isPrefix {
+			return &imap.Error{
+				Type: imap.StatusResponseTypeBad,
+				Code: imap.ResponseCodeTooBig,
+				Text: "SASL response too long",
+			}
+		}
+	}
 }
