@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/flate"
+	"context"
 	"crypto/tls"
 	"encoding/base64"
 	"errors"
@@ -164,6 +165,9 @@ func TestAuditLimits(t *testing.T) {
 			{send: "a AUTHENTICATE PLAIN\r\n", want: "+"},
 			{send: strings.Repeat("QUFB", 5000) + "\r\n", want: "a BAD [TOOBIG]"},
 			{send: "b NOOP\r\n", want: "b OK"}}},
+		{"AUTHENTICATE with a response of 120 KB", false, []auditStep{
+			{send: "a AUTHENTICATE PLAIN\r\n", want: "+"},
+			{send: strings.Repeat("QUFB", 30_000) + "\r\n", want: "* BYE", closed: true}}},
 		{"AUTHENTICATE, then a login", false, []auditStep{
 			{send: "a AUTHENTICATE PLAIN\r\n", want: "+"},
 			{send: plain(alice, password) + "\r\n", want: "a OK"},
@@ -337,4 +341,23 @@ func TestAuditLoginThrottle(t *testing.T) {
 		{send: "d AUTHENTICATE PLAIN\r\n", want: "+"},
 		{send: auth(password) + "\r\n", want: "d NO [UNAVAILABLE]"},
 	})
+}
+
+// TestAuditShutdownDuringAuthenticate: a client that leaves AUTHENTICATE
+// waiting for its response does not hold Shutdown up: imapserver held
+// its response encoder while waiting, and Bye waited for the read's 30 s
+// timeout.
+func TestAuditShutdownDuringAuthenticate(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true})
+	rc := dialRaw(t, e.addr)
+	runSteps(t, rc, []auditStep{{send: "a AUTHENTICATE PLAIN\r\n", want: "+"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := e.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v after %v", err, time.Since(start))
+	}
+	if err := waitLine(rc, "* BYE"); err != "" {
+		t.Error(err)
+	}
 }

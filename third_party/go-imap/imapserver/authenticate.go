@@ -72,9 +72,9 @@ func (c *Conn) handleAuthenticate(tag string, dec *imapwire.Decoder) error {
 		})
 	}
 
-	enc := newResponseEncoder(c)
-	defer enc.end()
-
+	// mailhost patch: the encoder is held only while a response is
+	// written, not while the client's answer is awaited: Bye (Shutdown)
+	// and the framer's BYE wait for it (see PATCHES.md, item 22).
 	resp := initialResp
 	for {
 		challenge, done, err := saslServer.Next(resp)
@@ -88,7 +88,10 @@ func (c *Conn) handleAuthenticate(tag string, dec *imapwire.Decoder) error {
 		if challenge != nil {
 			challengeStr = internal.EncodeSASL(challenge)
 		}
-		if err := writeContReq(enc.Encoder, challengeStr); err != nil {
+		enc := newResponseEncoder(c)
+		err = writeContReq(enc.Encoder, challengeStr)
+		enc.end()
+		if err != nil {
 			return err
 		}
 
@@ -113,6 +116,8 @@ func (c *Conn) handleAuthenticate(tag string, dec *imapwire.Decoder) error {
 	}
 
 	c.state = imap.ConnStateAuthenticated
+	enc := newResponseEncoder(c)
+	defer enc.end()
 	text := fmt.Sprintf("%v authentication successful", mech)
 	return writeCapabilityOK(enc.Encoder, tag, c.availableCaps(), text)
 }
