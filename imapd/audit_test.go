@@ -168,6 +168,14 @@ func TestAuditLimits(t *testing.T) {
 		{"AUTHENTICATE with a response of 120 KB", false, []auditStep{
 			{send: "a AUTHENTICATE PLAIN\r\n", want: "+"},
 			{send: strings.Repeat("QUFB", 30_000) + "\r\n", want: "* BYE", closed: true}}},
+		{"AUTHENTICATE with a response ending as a literal", false, []auditStep{
+			{send: "a AUTHENTICATE PLAIN\r\n", want: "+"},
+			{send: "abc {5+}\r\n", want: "a BAD"},
+			{send: "b NOOP\r\n", want: "b OK"}}},
+		{"AUTHENTICATE with a response ending as a big literal", false, []auditStep{
+			{send: "a AUTHENTICATE PLAIN\r\n", want: "+"},
+			{send: "abc {99999}\r\n", want: "a BAD"},
+			{send: "b NOOP\r\n", want: "b OK"}}},
 		{"AUTHENTICATE, then a login", false, []auditStep{
 			{send: "a AUTHENTICATE PLAIN\r\n", want: "+"},
 			{send: plain(alice, password) + "\r\n", want: "a OK"},
@@ -215,6 +223,16 @@ func TestAuditIdle(t *testing.T) {
 		{"a command instead of DONE", []auditStep{
 			{send: "i IDLE\r\n", want: "+"},
 			{send: "x LOGOUT\r\n", want: "i BAD"},
+			{send: "b NOOP\r\n", want: "b OK"}}},
+		// DONE is a line, no command: "{5+}" there announces nothing,
+		// and the next command is not taken for a literal.
+		{"DONE with a literal", []auditStep{
+			{send: "i IDLE\r\n", want: "+"},
+			{send: "DONE {5+}\r\n", want: "i BAD"},
+			{send: "b NOOP\r\n", want: "b OK"}}},
+		{"DONE with a literal over 4096", []auditStep{
+			{send: "i IDLE\r\n", want: "+"},
+			{send: "DONE {5000+}\r\n", want: "i BAD"},
 			{send: "b NOOP\r\n", want: "b OK"}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -48,6 +48,8 @@ import (
 //     without a word): BAD, tagged when the line starts with a tag, else
 //     untagged (RFC 9051 section 7.1.5); before login, then BYE, as
 //     upstream ends a connection at an unknown command there.
+//   - A line that the command being served reads itself (IDLE's DONE, a
+//     SASL response) announces no literal, whatever its end.
 //   - A limit met in a line after a literal, once part of the command
 //     was read: BYE, and the connection is closed.
 //   - A non-synchronizing literal of a command answered before the
@@ -135,6 +137,10 @@ type framer struct {
 	tail    []byte // the last bytes of an overlong line, to find a literal at its end
 	// afterLiteral: the line being read follows a literal (appendRest).
 	afterLiteral bool
+	// commandRead: the line being read is one the command being served
+	// reads itself (IDLE's DONE, a SASL response), which holds no
+	// literal: "DONE {5+}" announces none.
+	commandRead bool
 	// inFlight: a command's first line was handed on and the command
 	// is not yet answered (endCommand).
 	inFlight bool
@@ -173,6 +179,7 @@ func (f *framer) reset(r io.Reader) {
 	f.br.Reset(r)
 	f.pending, f.tail = nil, f.tail[:0]
 	f.state, f.lit = inLineStart, 0
+	f.commandRead = false
 }
 
 // endCommand records that the command being served is answered.
@@ -241,6 +248,10 @@ func (f *framer) next() error {
 		}
 	}
 	first := f.state == inLineStart && !f.inFlight
+	if f.state == inLineStart && f.inFlight {
+		f.commandRead = true
+	}
+	commandRead := f.commandRead
 	line, err := f.br.ReadSlice('\n')
 	whole := err == nil
 	long := false
@@ -283,7 +294,7 @@ func (f *framer) next() error {
 		if n, _, ok := literalAtEnd(line); ok && f.buffersLiterals(name) {
 			f.cmd.literals = n
 		}
-	} else if err := f.checkRest(line, whole); err != nil {
+	} else if err := f.checkRest(line, whole && !commandRead); err != nil {
 		return err
 	} else {
 		line = f.appendRest(line, whole)
@@ -297,8 +308,9 @@ func (f *framer) next() error {
 	}
 	n, sync, ok := literalAtEnd(f.joinTail(line))
 	f.tail = f.tail[:0]
+	f.commandRead = false
 	switch {
-	case !ok:
+	case !ok || commandRead:
 		f.state = inLineStart
 	case sync:
 		f.contSeen = false
@@ -688,6 +700,7 @@ func (f *framer) dropAnswered() error {
 	}
 	f.state = inLineStart
 	f.tail = f.tail[:0]
+	f.commandRead = false
 	f.cmd = cmdState{}
 	f.rearm()
 	return nil
