@@ -72,9 +72,9 @@ func (c *Conn) handleAuthenticate(tag string, dec *imapwire.Decoder) error {
 		})
 	}
 
-	enc := newResponseEncoder(c)
-	defer enc.end()
-
+	// mailhost patch: the encoder is held only while a response is
+	// written, not while the client's answer is awaited: Bye (Shutdown)
+	// and the framer's BYE wait for it (see PATCHES.md, item 22).
 	resp := initialResp
 	for {
 		challenge, done, err := saslServer.Next(resp)
@@ -88,7 +88,10 @@ func (c *Conn) handleAuthenticate(tag string, dec *imapwire.Decoder) error {
 		if challenge != nil {
 			challengeStr = internal.EncodeSASL(challenge)
 		}
-		if err := writeContReq(enc.Encoder, challengeStr); err != nil {
+		enc := newResponseEncoder(c)
+		err = writeContReq(enc.Encoder, challengeStr)
+		enc.end()
+		if err != nil {
 			return err
 		}
 
@@ -96,7 +99,9 @@ func (c *Conn) handleAuthenticate(tag string, dec *imapwire.Decoder) error {
 		if err != nil {
 			return err
 		} else if isPrefix {
-			return fmt.Errorf("SASL response too long")
+			// mailhost patch: the rest of the line is dropped, not read
+			// as the next command (see PATCHES.md, item 22).
+			return c.dropSASLLine()
 		} else if string(encodedResp) == "*" {
 			return &imap.Error{
 				Type: imap.StatusResponseTypeBad,
@@ -111,6 +116,8 @@ func (c *Conn) handleAuthenticate(tag string, dec *imapwire.Decoder) error {
 	}
 
 	c.state = imap.ConnStateAuthenticated
+	enc := newResponseEncoder(c)
+	defer enc.end()
 	text := fmt.Sprintf("%v authentication successful", mech)
 	return writeCapabilityOK(enc.Encoder, tag, c.availableCaps(), text)
 }
@@ -145,4 +152,31 @@ func (c *Conn) handleUnauthenticate(dec *imapwire.Decoder) error {
 	c.enabled = make(imap.CapSet)
 	c.mutex.Unlock()
 	return nil
+}
+
+// dropSASLLine reads and drops the rest of a SASL response longer than
+// br's buffer, so that what the client sent of it is not read as a
+// command, and answers BAD. Past maxCommandSize the connection ends (the
+// framer, with Options.CommandLimits, says BYE before that).
+//
+// mailhost patch: see PATCHES.md, item 22.
+func (c *Conn) dropSASLLine() error {
+	dropped := c.br.Size()
+	for {
+		b, isPrefix, err := c.br.ReadLine()
+		if err != nil {
+			return fmt.Errorf("SASL response: %w", err)
+		}
+		dropped += len(b)
+		if dropped > maxCommandSize {
+			return fmt.Errorf("SASL response over %d bytes", maxCommandSize)
+		}
+		if !isPrefix {
+			return &imap.Error{
+				Type: imap.StatusResponseTypeBad,
+				Code: imap.ResponseCodeTooBig,
+				Text: "SASL response too long",
+			}
+		}
+	}
 }

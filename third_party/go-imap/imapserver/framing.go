@@ -27,13 +27,18 @@ import (
 //   - A command line longer than 50 KiB besides its literals (RFC 2683
 //     section 3.2.1.5 asks for 8,000 octets) is answered BAD and dropped
 //     up to its end.
-//   - A literal over 4096 bytes outside APPEND (what imapserver buffers)
-//     is answered BAD [TOOBIG]: the client sends nothing more of a
-//     synchronizing one (RFC 9051 section 7.5); a non-synchronizing one
-//     is read and dropped with the rest of the command. A command a
+//   - A literal over 4096 bytes outside APPEND (what imapserver buffers),
+//     or in an APPEND before login (imapserver read its messages whole,
+//     any number of them, before refusing it), is answered BAD
+//     [TOOBIG]: the client sends nothing more of a synchronizing one (RFC
+//     9051 section 7.5); a non-synchronizing one is read and dropped
+//     with the rest of the command. A command a
 //     session serves (SessionCommands, and STARTTLS) gets imapserver's
 //     NO [TOOBIG] for a synchronizing literal, as RFC 9208's and RFC
 //     2971's clients expect.
+//   - Literals of one such command over 64 KiB in all (each within 4096
+//     bytes, only the 50 KiB of the lines between them would bound their
+//     number): BYE.
 //   - More than MaxNesting parentheses open at once: BAD.
 //   - A quoted string left open at the end of a line (a quoted string
 //     holds no CR or LF, RFC 9051 section 4.3; the decoder would read the
@@ -43,6 +48,8 @@ import (
 //     without a word): BAD, tagged when the line starts with a tag, else
 //     untagged (RFC 9051 section 7.1.5); before login, then BYE, as
 //     upstream ends a connection at an unknown command there.
+//   - A line that the command being served reads itself (IDLE's DONE, a
+//     SASL response) announces no literal, whatever its end.
 //   - A limit met in a line after a literal, once part of the command
 //     was read: BYE, and the connection is closed.
 //   - A non-synchronizing literal of a command answered before the
@@ -86,6 +93,13 @@ const (
 	// maxBufferedLiteral is what imapserver buffers of a literal outside
 	// APPEND (checkBufferedLiteral).
 	maxBufferedLiteral = 4096
+	// maxBufferedLiterals bounds the literals of one command that
+	// imapserver buffers, in all: each is at most maxBufferedLiteral,
+	// and without this bound only the 50 KiB of the lines between them
+	// would limit their number (some 5,000, 20 MB held for an ID
+	// before login). Dovecot's imap_max_line_length, 64 KiB, counts
+	// literals the same way.
+	maxBufferedLiterals = 64 << 10
 )
 
 // inState is what the next bytes from the client are.
@@ -123,6 +137,10 @@ type framer struct {
 	tail    []byte // the last bytes of an overlong line, to find a literal at its end
 	// afterLiteral: the line being read follows a literal (appendRest).
 	afterLiteral bool
+	// commandRead: the line being read is one the command being served
+	// reads itself (IDLE's DONE, a SASL response), which holds no
+	// literal: "DONE {5+}" announces none.
+	commandRead bool
 	// inFlight: a command's first line was handed on and the command
 	// is not yet answered (endCommand).
 	inFlight bool
@@ -161,6 +179,7 @@ func (f *framer) reset(r io.Reader) {
 	f.br.Reset(r)
 	f.pending, f.tail = nil, f.tail[:0]
 	f.state, f.lit = inLineStart, 0
+	f.commandRead = false
 }
 
 // endCommand records that the command being served is answered.
@@ -229,6 +248,10 @@ func (f *framer) next() error {
 		}
 	}
 	first := f.state == inLineStart && !f.inFlight
+	if f.state == inLineStart && f.inFlight {
+		f.commandRead = true
+	}
+	commandRead := f.commandRead
 	line, err := f.br.ReadSlice('\n')
 	whole := err == nil
 	long := false
@@ -268,7 +291,10 @@ func (f *framer) next() error {
 		f.inFlight = true
 		f.cmd = cmdState{name: name}
 		f.cmd.scan(line, f.limits.MaxNesting)
-	} else if err := f.checkRest(line, whole); err != nil {
+		if n, _, ok := literalAtEnd(line); ok && f.buffersLiterals(name) {
+			f.cmd.literals = n
+		}
+	} else if err := f.checkRest(line, whole && !commandRead); err != nil {
 		return err
 	} else {
 		line = f.appendRest(line, whole)
@@ -282,8 +308,9 @@ func (f *framer) next() error {
 	}
 	n, sync, ok := literalAtEnd(f.joinTail(line))
 	f.tail = f.tail[:0]
+	f.commandRead = false
 	switch {
-	case !ok:
+	case !ok || commandRead:
 		f.state = inLineStart
 	case sync:
 		f.contSeen = false
@@ -444,11 +471,14 @@ func isAtomChar(ch byte) bool {
 // cmdState follows the command being read, for the limits it can meet
 // only in the lines after a literal.
 type cmdState struct {
-	name    string // upper case, "" between commands
-	bytes   int    // non-literal bytes so far
-	depth   int    // parentheses open
-	inQuote bool
-	escaped bool
+	name  string // upper case, "" between commands
+	bytes int    // non-literal bytes so far
+	// literals: bytes of the literals announced so far, of a command
+	// whose literals imapserver buffers (buffersLiterals).
+	literals int64
+	depth    int // parentheses open
+	inQuote  bool
+	escaped  bool
 	// openAtEOL: a quoted string was still open at the end of a line.
 	openAtEOL bool
 }
@@ -525,7 +555,7 @@ func (f *framer) refusal(name string, line []byte, long bool) string {
 	// is answered NO [TOOBIG] by checkBufferedLiteral; a
 	// non-synchronizing one must be dropped here, its bytes being on
 	// their way.
-	if n, sync, ok := literalAtEnd(line); ok && n > maxBufferedLiteral && name != "APPEND" && !(sync && f.c.sessionServes(name)) {
+	if n, sync, ok := literalAtEnd(line); ok && n > maxBufferedLiteral && f.buffersLiterals(name) && !(sync && f.c.sessionServes(name)) {
 		return fmt.Sprintf("BAD [TOOBIG] Literal too big: at most %d bytes outside APPEND", maxBufferedLiteral)
 	}
 	return ""
@@ -670,6 +700,7 @@ func (f *framer) dropAnswered() error {
 	}
 	f.state = inLineStart
 	f.tail = f.tail[:0]
+	f.commandRead = false
 	f.cmd = cmdState{}
 	f.rearm()
 	return nil
@@ -685,13 +716,29 @@ func (f *framer) checkRest(piece []byte, whole bool) error {
 	if text := f.cmd.scan(piece, f.limits.MaxNesting); text != "" {
 		return f.bye(text)
 	}
-	if !whole || f.cmd.name == "APPEND" {
+	if !whole || !f.buffersLiterals(f.cmd.name) {
 		return nil
 	}
-	if n, _, ok := literalAtEnd(f.joinTail(piece)); ok && n > maxBufferedLiteral {
+	n, _, ok := literalAtEnd(f.joinTail(piece))
+	if !ok {
+		return nil
+	}
+	if n > maxBufferedLiteral {
 		return f.bye(fmt.Sprintf("Literal too big: at most %d bytes outside APPEND", maxBufferedLiteral))
 	}
+	if f.cmd.literals += n; f.cmd.literals > maxBufferedLiterals {
+		return f.bye(fmt.Sprintf("Command too long: at most %d bytes of literals outside APPEND", maxBufferedLiterals))
+	}
 	return nil
+}
+
+// buffersLiterals reports whether the literals of command name are
+// limited as imapserver's buffered ones are: those of every command but
+// APPEND, and those of APPEND too before login, where it is refused
+// after its messages are read and dropped (MULTIAPPEND reads any number
+// of them, each with literalReadTimeout).
+func (f *framer) buffersLiterals(name string) bool {
+	return name != "APPEND" || f.c.state == imap.ConnStateNotAuthenticated
 }
 
 // appendRest is the line the decoder gets after an APPEND's literal:

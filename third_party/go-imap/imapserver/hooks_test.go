@@ -180,6 +180,12 @@ func TestCommandName(t *testing.T) {
 	if got := strings.Join(sess.listCmds, ","); got != "LIST,LSUB" {
 		t.Errorf("CommandName in List = %q, want LIST,LSUB", got)
 	}
+	// The tagged answer is written before the command's end is
+	// recorded: wait for it, within a deadline.
+	deadline := time.Now().Add(5 * time.Second)
+	for sess.conn.CommandName() != "" && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	if name := sess.conn.CommandName(); name != "" {
 		t.Errorf("CommandName between commands = %q, want none", name)
 	}
