@@ -1,4 +1,5 @@
-# lib.sh: what the side-by-side scripts (compare.sh, outbound-compare.sh)
+# lib.sh: what the side-by-side scripts (compare.sh, outbound-compare.sh,
+# folder.sh, sort.sh, roundcube.sh)
 # share. Sourced; the caller defines log, MAXLOAD and MAXWAIT.
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
@@ -17,4 +18,81 @@ wait_quiet() {
 		waited=$((waited + 15))
 	done
 	log "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+# dc_conf_write INSTANCE TLS [EXTRA] writes $dc_conf: a Dovecot of the
+# script's own under $STATE, IMAP only, on $DC_IMAP, Maildir, the users
+# of $STATE/passwd (which the caller writes: user:{PLAIN}password),
+# their mail owned by vmail. TLS=yes serves STARTTLS with a self-signed
+# certificate made once in $STATE and refuses plain logins; TLS=no
+# allows them. EXTRA goes into the configuration as it is (a namespace).
+dc_conf_write() {
+	local instance=$1 tls=$2 extra=${3:-} ssl
+	mkdir -p "$STATE/run" "$STATE/state" "$STATE/mail"
+	id vmail >/dev/null 2>&1 || useradd --system --no-create-home --home-dir "$STATE/mail" --shell /usr/sbin/nologin vmail
+	chgrp dovecot "$STATE/passwd"
+	chmod 640 "$STATE/passwd"
+	if [ "$tls" = yes ]; then
+		if [ ! -s "$STATE/cert.pem" ]; then
+			openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+				-subj "/CN=dovecot.bench.local" -keyout "$STATE/key.pem" -out "$STATE/cert.pem" 2>/dev/null
+			chmod 600 "$STATE/key.pem"
+		fi
+		ssl="ssl = yes
+ssl_cert = <$STATE/cert.pem
+ssl_key = <$STATE/key.pem
+disable_plaintext_auth = yes"
+	else
+		ssl="ssl = no
+disable_plaintext_auth = no"
+	fi
+	cat >"$dc_conf" <<CONF
+# Written by bench/$(basename "$0"); rewritten on every run.
+instance_name = $instance
+base_dir = $STATE/run
+state_dir = $STATE/state
+log_path = $STATE/dovecot.log
+protocols = imap
+listen = 127.0.0.1
+$ssl
+auth_mechanisms = plain login
+passdb {
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%u $STATE/passwd
+}
+userdb {
+  driver = static
+  args = uid=vmail gid=vmail home=$STATE/mail/%d/%n
+}
+mail_location = maildir:~/Maildir
+$extra
+service imap-login {
+  inet_listener imap {
+    address = 127.0.0.1
+    port = ${DC_IMAP##*:}
+  }
+  inet_listener imaps {
+    port = 0
+  }
+}
+CONF
+}
+
+# dc_start starts the Dovecot of $dc_conf and waits for its IMAP port;
+# dc_stop stops it and waits for it to be gone.
+dc_start() {
+	dovecot -c "$dc_conf"
+	for _ in $(seq 100); do
+		(exec 3<>/dev/tcp/127.0.0.1/${DC_IMAP##*:}) 2>/dev/null && return
+		sleep 0.1
+	done
+	log "dovecot did not start"
+	exit 1
+}
+dc_stop() {
+	doveadm -c "$dc_conf" stop 2>/dev/null || true
+	for _ in $(seq 100); do
+		pgrep -f "dovecot -c $dc_conf" >/dev/null || return 0
+		sleep 0.1
+	done
 }

@@ -83,52 +83,17 @@ MH_SIEVE=127.0.0.1:$(freeport)
 
 STATE=$OUT/dovecot
 dc_conf=$STATE/dovecot.conf
-mkdir -p "$STATE/run" "$STATE/state" "$STATE/mail"
-id vmail >/dev/null 2>&1 || useradd --system --no-create-home --home-dir "$STATE/mail" --shell /usr/sbin/nologin vmail
+mkdir -p "$STATE"
 echo "$USER_EMAIL:{PLAIN}$PASSWORD" >"$STATE/passwd"
-chgrp dovecot "$STATE/passwd"
-chmod 640 "$STATE/passwd"
 chmod 755 "$OUT"
-cat >"$dc_conf" <<EOF
-# Written by bench/roundcube.sh.
-instance_name = mailhost-roundcube
-base_dir = $STATE/run
-state_dir = $STATE/state
-log_path = $STATE/dovecot.log
-protocols = imap
-listen = 127.0.0.1
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = plain login
-passdb {
-  driver = passwd-file
-  args = scheme=PLAIN username_format=%u $STATE/passwd
-}
-userdb {
-  driver = static
-  args = uid=vmail gid=vmail home=$STATE/mail/%d/%n
-}
-mail_location = maildir:~/Maildir
-namespace inbox {
+dc_conf_write mailhost-roundcube no 'namespace inbox {
   inbox = yes
   separator = /
   mailbox Trash {
-    special_use = \\Trash
+    special_use = \Trash
   }
-}
-service imap-login {
-  inet_listener imap {
-    address = 127.0.0.1
-    port = ${DC_IMAP##*:}
-  }
-  inet_listener imaps {
-    port = 0
-  }
-}
-EOF
+}'
 chown -R vmail:vmail "$STATE/mail"
-dc_start() { dovecot -c "$dc_conf"; for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/${DC_IMAP##*:}) 2>/dev/null && return; sleep 0.1; done; log "dovecot did not start"; exit 1; }
-dc_stop() { doveadm -c "$dc_conf" stop 2>/dev/null || true; for _ in $(seq 100); do pgrep -f "dovecot -c $dc_conf" >/dev/null || return 0; sleep 0.1; done; }
 
 # --- mailhost ---------------------------------------------------------------
 

@@ -84,52 +84,11 @@ FB=$OUT/bin/folderbench
 command -v dovecot >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q dovecot-imapd
 dc_conf=$STATE/dovecot.conf
 dc_setup() {
-	mkdir -p "$STATE/run" "$STATE/state" "$STATE/mail"
-	id vmail >/dev/null 2>&1 || useradd --system --no-create-home --home-dir "$STATE/mail" --shell /usr/sbin/nologin vmail
-	if [ ! -s "$STATE/cert.pem" ]; then
-		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
-			-subj "/CN=dovecot.bench.local" -keyout "$STATE/key.pem" -out "$STATE/cert.pem" 2>/dev/null
-		chmod 600 "$STATE/key.pem"
-	fi
+	mkdir -p "$STATE"
 	: >"$STATE/passwd"
 	for n in $SIZES; do echo "n$n@bench.test:{PLAIN}$PASSWORD" >>"$STATE/passwd"; done
-	chgrp dovecot "$STATE/passwd"
-	chmod 640 "$STATE/passwd"
-	cat >"$dc_conf" <<CONF
-# Written by bench/sort.sh; rewritten on every run.
-instance_name = mailhost-sortbench
-base_dir = $STATE/run
-state_dir = $STATE/state
-log_path = $STATE/dovecot.log
-protocols = imap
-listen = 127.0.0.1
-ssl = yes
-ssl_cert = <$STATE/cert.pem
-ssl_key = <$STATE/key.pem
-disable_plaintext_auth = yes
-auth_mechanisms = plain login
-passdb {
-  driver = passwd-file
-  args = scheme=PLAIN username_format=%u $STATE/passwd
+	dc_conf_write mailhost-sortbench yes
 }
-userdb {
-  driver = static
-  args = uid=vmail gid=vmail home=$STATE/mail/%d/%n
-}
-mail_location = maildir:~/Maildir
-service imap-login {
-  inet_listener imap {
-    address = 127.0.0.1
-    port = ${DC_IMAP##*:}
-  }
-  inet_listener imaps {
-    port = 0
-  }
-}
-CONF
-}
-dc_start() { dovecot -c "$dc_conf"; for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/${DC_IMAP##*:}) 2>/dev/null && return; sleep 0.1; done; log "dovecot did not start"; exit 1; }
-dc_stop() { doveadm -c "$dc_conf" stop 2>/dev/null || true; for _ in $(seq 100); do pgrep -f "dovecot -c $dc_conf" >/dev/null || return 0; sleep 0.1; done; }
 
 # --- mailhost ---------------------------------------------------------------
 
