@@ -322,6 +322,15 @@ func TestAuditCompressPipelined(t *testing.T) {
 		if got := waitLine(zc, "c2 NO [COMPRESSIONACTIVE]"); got != "" {
 			t.Error(got)
 		}
+		// 4 MiB without a line end, a few KB on the wire: the limits
+		// apply to what is inflated.
+		rc.c.Write(deflate("b NOOP " + strings.Repeat("x", 4<<20)))
+		if got := waitLine(zc, "* BYE"); got != "" {
+			t.Error(got)
+		}
+		if err := waitClosed(zc); err != nil {
+			t.Error(err)
+		}
 	})
 	t.Run("clear text", func(t *testing.T) {
 		rc := rawLogin(t, e)
@@ -377,5 +386,69 @@ func TestAuditShutdownDuringAuthenticate(t *testing.T) {
 	}
 	if err := waitLine(rc, "* BYE"); err != "" {
 		t.Error(err)
+	}
+}
+
+// TestAuditSlowClients: a client that sends nothing, or a command a byte
+// at a time, holds its connection only for imapserver's command read
+// timeout (30 s from the start of the command, whatever arrives
+// meanwhile), not as long as it keeps sending.
+func TestAuditSlowClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the 30 s read timeout; run without -short")
+	}
+	const timeout = 30 * time.Second
+	e := newEnv(t, envOptions{insecureAuth: true})
+	for _, tt := range []struct {
+		name, first string
+		trickle     bool
+	}{
+		{"silent before login", "", false},
+		{"a literal a byte a second", "a LOGIN {100}\r\n", true},
+		{"a line a byte a second", "a NOOP", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rc := dialRaw(t, e.addr)
+			start := time.Now()
+			if tt.first != "" {
+				runSteps(t, rc, []auditStep{{send: tt.first}})
+			}
+			closed := make(chan time.Duration, 1)
+			go func() {
+				rc.c.SetReadDeadline(time.Now().Add(timeout + 15*time.Second))
+				io.Copy(io.Discard, rc.r)
+				closed <- time.Since(start)
+			}()
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case took := <-closed:
+					if took < timeout-time.Second || took > timeout+10*time.Second {
+						t.Errorf("closed after %v, want about %v", took, timeout)
+					}
+					return
+				case <-tick.C:
+					if tt.trickle {
+						rc.c.SetWriteDeadline(time.Now().Add(time.Second))
+						rc.c.Write([]byte("x"))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAuditStartTLSSilent: a client that asks for STARTTLS and sends no
+// ClientHello is dropped after Config.HandshakeTimeout.
+func TestAuditStartTLSSilent(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	e := newEnv(t, envOptions{handshakeTimeout: timeout})
+	rc := dialRaw(t, e.addr)
+	start := time.Now()
+	runSteps(t, rc, []auditStep{{send: "a STARTTLS\r\n", want: "a OK", closed: true}})
+	if took := time.Since(start); took < timeout/2 || took > timeout+3*time.Second {
+		t.Errorf("closed after %v, want about %v", took, timeout)
 	}
 }
