@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mailhost/mailhost/internal/dovecottest"
 )
 
 // Probes of imapd's framing from outside, over raw sockets, as an
@@ -322,6 +324,15 @@ func TestAuditCompressPipelined(t *testing.T) {
 		if got := waitLine(zc, "c2 NO [COMPRESSIONACTIVE]"); got != "" {
 			t.Error(got)
 		}
+		// 4 MiB without a line end, a few KB on the wire: the limits
+		// apply to what is inflated.
+		rc.c.Write(deflate("b NOOP " + strings.Repeat("x", 4<<20)))
+		if got := waitLine(zc, "* BYE"); got != "" {
+			t.Error(got)
+		}
+		if err := waitClosed(zc); err != nil {
+			t.Error(err)
+		}
 	})
 	t.Run("clear text", func(t *testing.T) {
 		rc := rawLogin(t, e)
@@ -377,5 +388,119 @@ func TestAuditShutdownDuringAuthenticate(t *testing.T) {
 	}
 	if err := waitLine(rc, "* BYE"); err != "" {
 		t.Error(err)
+	}
+}
+
+// TestAuditSlowClients: a client that sends nothing, or a command a byte
+// at a time, holds its connection only for imapserver's command read
+// timeout (30 s from the start of the command, whatever arrives
+// meanwhile), not as long as it keeps sending.
+func TestAuditSlowClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the 30 s read timeout; run without -short")
+	}
+	const timeout = 30 * time.Second
+	e := newEnv(t, envOptions{insecureAuth: true})
+	for _, tt := range []struct {
+		name, first string
+		trickle     bool
+	}{
+		{"silent before login", "", false},
+		{"a literal a byte a second", "a LOGIN {100}\r\n", true},
+		{"a line a byte a second", "a NOOP", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rc := dialRaw(t, e.addr)
+			start := time.Now()
+			if tt.first != "" {
+				runSteps(t, rc, []auditStep{{send: tt.first}})
+			}
+			closed := make(chan time.Duration, 1)
+			go func() {
+				rc.c.SetReadDeadline(time.Now().Add(timeout + 15*time.Second))
+				io.Copy(io.Discard, rc.r)
+				closed <- time.Since(start)
+			}()
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case took := <-closed:
+					if took < timeout-time.Second || took > timeout+10*time.Second {
+						t.Errorf("closed after %v, want about %v", took, timeout)
+					}
+					return
+				case <-tick.C:
+					if tt.trickle {
+						rc.c.SetWriteDeadline(time.Now().Add(time.Second))
+						rc.c.Write([]byte("x"))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAuditStartTLSSilent: a client that asks for STARTTLS and sends no
+// ClientHello is dropped after Config.HandshakeTimeout.
+func TestAuditStartTLSSilent(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	e := newEnv(t, envOptions{handshakeTimeout: timeout})
+	rc := dialRaw(t, e.addr)
+	start := time.Now()
+	runSteps(t, rc, []auditStep{{send: "a STARTTLS\r\n", want: "a OK", closed: true}})
+	if took := time.Since(start); took < timeout/2 || took > timeout+3*time.Second {
+		t.Errorf("closed after %v, want about %v", took, timeout)
+	}
+}
+
+// TestAuditAgainstDovecot: where mailhost and Dovecot answer the same
+// abuse alike (the class of the answer, and whether the connection goes
+// on), both are held to it. They differ elsewhere, each bounded: a 10 KB
+// tag (Dovecot: BYE; mailhost answers), "LOGIN {4097}" (Dovecot sends
+// "+"; mailhost, which lists LITERAL-, BAD [TOOBIG]), a 20 KB SASL
+// response (Dovecot closes; mailhost BAD [TOOBIG] and goes on), a bad
+// base64 SASL response (Dovecot NO, mailhost BAD).
+func TestAuditAgainstDovecot(t *testing.T) {
+	e := newEnv(t, envOptions{insecureAuth: true, noRateLimit: true})
+	d := dovecottest.Start(t, dovecottest.Options{})
+	lit4k := strings.Repeat("v", 4096)
+	tests := []struct {
+		name  string
+		login bool
+		steps []auditStep
+	}{
+		{"IDLE ended by garbage", true, []auditStep{
+			{send: "i IDLE\r\n", want: "+"},
+			{send: "xyz\r\n", want: "i BAD"},
+			{send: "b NOOP\r\n", want: "b OK"}}},
+		{"AUTHENTICATE cancelled", false, []auditStep{
+			{send: "a AUTHENTICATE PLAIN\r\n", want: "+"},
+			{send: "*\r\n", want: "a BAD"},
+			{send: "b NOOP\r\n", want: "b OK"}}},
+		{"line of 2 MiB without CRLF", false, []auditStep{{send: "a NOOP " + strings.Repeat("x", 2<<20), want: "* BYE", closed: true}}},
+		{"ID with 300 literals of 4 KiB", false, []auditStep{
+			{send: "a ID (" + strings.Repeat("\"k\" {4096+}\r\n"+lit4k+" ", 300) + "\"k\" \"v\")\r\n", want: "* BYE", closed: true}}},
+		{"SEARCH with 300 literals of 4 KiB", true, []auditStep{
+			{send: "a SEARCH " + strings.Repeat("TEXT {4096+}\r\n"+lit4k+" ", 300) + "ALL\r\n", want: "* BYE", closed: true}}},
+		{"FETCH with 3,000 parentheses", true, []auditStep{
+			{send: "a FETCH 1 " + strings.Repeat("(", 3000) + "\r\n", want: "a BAD"},
+			{send: "b NOOP\r\n", want: "b OK"}}},
+		{"APPEND of 64 MiB before login", false, []auditStep{
+			{send: "a APPEND INBOX {67108864+}\r\n" + strings.Repeat("x", 2<<20), want: "* BYE", closed: true}}},
+	}
+	for _, srv := range []struct{ name, addr, user string }{{"mailhost", e.addr, alice}, {"dovecot", d.IMAPAddr, dovecottest.User}} {
+		for _, tt := range tests {
+			t.Run(srv.name+"/"+tt.name, func(t *testing.T) {
+				rc := dialRaw(t, srv.addr)
+				if tt.login {
+					runSteps(t, rc, []auditStep{
+						{send: fmt.Sprintf("l LOGIN %q %q\r\n", srv.user, password), want: "l OK"},
+						{send: "s SELECT INBOX\r\n", want: "s OK"}})
+				}
+				runSteps(t, rc, tt.steps)
+			})
+		}
 	}
 }

@@ -252,6 +252,15 @@ func (c *Conn) serve() {
 		if c.state == imap.ConnStateLogout || dec.EOF() {
 			break
 		}
+		// mailhost patch: a read that failed while waiting for a
+		// command (the idle timeout) ends the connection, rather than
+		// another wait of cmdReadTimeout in readCommand.
+		if err := dec.Err(); err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				c.server.logger().Printf("failed to read command: %v", err)
+			}
+			break
+		}
 
 		c.setReadTimeout(cmdReadTimeout)
 		if err := c.readCommand(dec); err != nil {
@@ -420,8 +429,10 @@ func (c *Conn) readCommand(dec *imapwire.Decoder) error {
 			Code: imap.ResponseCodeClientBug,
 			Text: "Syntax error: " + decErr.Message,
 		}
-	} else if err != nil && c.framer != nil && c.framer.closed {
-		// mailhost patch: the framer ended the connection with BYE.
+	} else if err != nil && c.framer != nil && (c.framer.closed || c.framer.readFailed) {
+		// mailhost patch: the framer ended the connection with BYE, or
+		// the client's input failed (its read timeout passed, it
+		// closed): no answer, the connection ends.
 		return err
 	} else if err != nil && c.framer != nil && !c.framer.readFailed {
 		// mailhost patch: with Options.CommandLimits, an error that is

@@ -150,7 +150,12 @@ type framer struct {
 	// readFailed: a read from the client failed; closed: the framer
 	// said BYE and closed the connection.
 	readFailed bool
-	closed     bool
+	// err is the first failed read's error, returned by every Read
+	// after it: imapserver sets its read deadline again for each
+	// command, so a client past its deadline (one that trickles a
+	// byte a second) would otherwise be read on.
+	err    error
+	closed bool
 }
 
 func newFramer(c *Conn, r io.Reader, limits CommandLimits) *framer {
@@ -180,6 +185,7 @@ func (f *framer) reset(r io.Reader) {
 	f.pending, f.tail = nil, f.tail[:0]
 	f.state, f.lit = inLineStart, 0
 	f.commandRead = false
+	f.err, f.readFailed = nil, false
 }
 
 // endCommand records that the command being served is answered.
@@ -196,9 +202,13 @@ func (f *framer) answered() bool {
 // Read gives br the client's bytes, at most up to the end of the current
 // line or literal, after refusing what CommandLimits refuse.
 func (f *framer) Read(p []byte) (n int, err error) {
+	if f.err != nil && len(f.pending) == 0 {
+		return 0, f.err
+	}
 	defer func() {
 		if err != nil {
 			f.readFailed = true
+			f.err = err
 		}
 	}()
 	if (f.state == inLiteral || f.state == inLineRest) && len(f.pending) == 0 && f.answered() {
@@ -266,9 +276,10 @@ func (f *framer) next() error {
 	}
 	if err != nil {
 		if len(line) > 0 {
-			// Give br what came; the error comes again next time.
+			// Give br what came; the error comes once it is read.
 			f.pending = line
 			f.state = inLineRest
+			f.err = err
 			return nil
 		}
 		return err
