@@ -178,6 +178,8 @@ func Start(o Options) (*Server, error) {
 	b.WriteString("$config['mail_domain'] = '';\n$config['username_domain'] = '';\n")
 	if o.Debug {
 		b.WriteString("$config['imap_debug'] = true;\n$config['smtp_debug'] = true;\n$config['managesieve_debug'] = true;\n")
+		// Microseconds, so that each command's time can be read from the log.
+		b.WriteString("$config['log_date_format'] = 'd-M-Y H:i:s.u O';\n")
 	}
 	if o.SMTP != "" {
 		fmt.Fprintf(&b, "$config['smtp_host'] = %s;\n$config['smtp_user'] = '';\n$config['smtp_pass'] = '';\n", q(o.SMTP))
