@@ -96,3 +96,49 @@ dc_stop() {
 		sleep 0.1
 	done
 }
+
+# The mailhost side of folder.sh and sort.sh: MH_PID by name; SERVERS
+# (name, binary, data directory, IMAP address, HTTP address) and ACTION
+# (start or stop) for mh_all; SIZES and PASSWORD for mh_provision; PG_URL
+# for the server named mailhost-pg, which runs on PostgreSQL.
+declare -A MH_PID
+mh_start() { # NAME BIN DATA IMAP HTTP
+	local store=
+	[ "$1" = mailhost-pg ] && store=$PG_URL
+	MAILHOST_STORE=$store MAILHOST_DATA=$3 MAILHOST_HTTP=$5 MAILHOST_SMTP=127.0.0.1:$((${4##*:} + 10)) MAILHOST_IMAP=$4 \
+		MAILHOST_IMAPS= MAILHOST_SUBMISSION= MAILHOST_SUBMISSIONS= MAILHOST_MANAGESIEVE= MAILHOST_HOSTNAME=mailhost.bench.local \
+		"$2" serve </dev/null >>"$3.log" 2>&1 &
+	MH_PID[$1]=$!
+	# A store of 100,000 messages opens slowly from a dropped page cache
+	# on a loaded machine.
+	for _ in $(seq 1200); do
+		curl -fs "http://$5/healthz" >/dev/null 2>&1 && return
+		kill -0 "${MH_PID[$1]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	log "$1 did not start; see $3.log"
+	exit 1
+}
+mh_stop() { # NAME
+	local pid=${MH_PID[$1]:-}
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	MH_PID[$1]=
+}
+mh_provision() { # HTTP DATA
+	local key api=http://$1
+	key=$(cat "$2/initial-api-key")
+	auth=(-fsS -o /dev/null -H "Authorization: Bearer $key" -H "Content-Type: application/json")
+	curl "${auth[@]}" -X POST "$api/domains/" -d '{"name":"bench.test","plan":"enterprise"}'
+	for n in $SIZES; do
+		curl "${auth[@]}" -X POST "$api/users/" -d "{\"domain_name\":\"bench.test\",\"email\":\"n$n@bench.test\",\"password\":\"$PASSWORD\"}"
+	done
+}
+mh_all() {
+	local s
+	for s in "${SERVERS[@]}"; do
+		set -- $s
+		if [ "$ACTION" = start ]; then mh_start "$1" "$2" "$3" "$4" "$5"; else mh_stop "$1"; fi
+	done
+}
