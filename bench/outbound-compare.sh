@@ -59,7 +59,7 @@ trap cleanup EXIT
 mh_serve() {
 	MAILHOST_DATA=$D/data MAILHOST_HTTP=$MH_API MAILHOST_SMTP=127.0.0.1:32581 \
 	MAILHOST_SUBMISSION=$MH_SUB MAILHOST_SUBMISSIONS= MAILHOST_IMAP=127.0.0.1:32582 \
-	MAILHOST_IMAPS= MAILHOST_RELAY=$SINK MAILHOST_HOSTNAME=mh.test \
+	MAILHOST_IMAPS= MAILHOST_MANAGESIEVE= MAILHOST_RELAY=$SINK MAILHOST_HOSTNAME=mh.test \
 		"$BIN/mailhost" serve >>"$D/serve.log" 2>&1 &
 	MH_PID=$!
 	for _ in $(seq 100); do curl -s -o /dev/null "http://$MH_API/" && return; sleep 0.1; done
