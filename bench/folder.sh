@@ -68,19 +68,8 @@ mkdir -p "$OUT/bin"
 log() { echo "folder: $(date +%T) $*" | tee -a "$OUT/folder.log" >&2; }
 . "$BENCH/lib.sh"
 
-log "building into $OUT/bin"
-(cd "$REPO" && go build -o "$OUT/bin/mailhost" ./cmd/mailhost && go build -o "$OUT/bin/folderbench" ./bench/folderbench)
-if [ -n "$MH_BASE" ]; then
-	# An export of the revision, not a worktree: the repository's
-	# worktrees are left as they are.
-	rm -rf "$OUT/base-src"
-	mkdir -p "$OUT/base-src"
-	git -C "$REPO" archive "$MH_BASE" | tar -x -C "$OUT/base-src"
-	(cd "$OUT/base-src" && go build -o "$OUT/bin/mailhost-base" ./cmd/mailhost)
-	rm -rf "$OUT/base-src"
-fi
+mh_build
 FB=$OUT/bin/folderbench
-(cd "$REPO" && git log -1 --format='commit %h %s' && go version && dovecot --version | sed 's/^/dovecot /') >"$OUT/versions.txt"
 
 # --- Dovecot ----------------------------------------------------------------
 

@@ -142,3 +142,23 @@ mh_all() {
 		if [ "$ACTION" = start ]; then mh_start "$1" "$2" "$3" "$4" "$5"; else mh_stop "$1"; fi
 	done
 }
+
+# mh_build builds mailhost and folderbench into $OUT/bin, and with
+# MH_BASE a second mailhost (mailhost-base) from that revision, and
+# writes what was built to $OUT/versions.txt. The base is built from an
+# export of the revision, not a worktree: the repository's worktrees
+# are left as they are.
+mh_build() {
+	log "building into $OUT/bin"
+	mkdir -p "$OUT/bin"
+	(cd "$REPO" && go build -o "$OUT/bin/mailhost" ./cmd/mailhost && go build -o "$OUT/bin/folderbench" ./bench/folderbench)
+	if [ -n "$MH_BASE" ]; then
+		rm -rf "$OUT/base-src"
+		mkdir -p "$OUT/base-src"
+		git -C "$REPO" archive "$MH_BASE" | tar -x -C "$OUT/base-src"
+		(cd "$OUT/base-src" && go build -o "$OUT/bin/mailhost-base" ./cmd/mailhost)
+		rm -rf "$OUT/base-src"
+	fi
+	(cd "$REPO" && git log -1 --format='commit %h %s' && go version && dovecot --version | sed 's/^/dovecot /' && nproc | sed 's/^/cores /') >"$OUT/versions.txt"
+	if [ -n "$MH_BASE" ]; then echo "mailhost-base $(git -C "$REPO" rev-parse --short "$MH_BASE")" >>"$OUT/versions.txt"; fi
+}

@@ -64,20 +64,8 @@ mkdir -p "$OUT/bin"
 log() { echo "sort: $(date +%T) $*" | tee -a "$OUT/sort.log" >&2; }
 . "$BENCH/lib.sh"
 
-log "building into $OUT/bin"
-(cd "$REPO" && go build -o "$OUT/bin/mailhost" ./cmd/mailhost && go build -o "$OUT/bin/folderbench" ./bench/folderbench)
-if [ -n "$MH_BASE" ]; then
-	# A plain copy of the tree, not a git worktree: nothing to undo in
-	# the repository afterwards.
-	rm -rf "$OUT/base-src"
-	mkdir -p "$OUT/base-src"
-	git -C "$REPO" archive "$MH_BASE" | tar -x -C "$OUT/base-src"
-	(cd "$OUT/base-src" && go build -o "$OUT/bin/mailhost-base" ./cmd/mailhost)
-	rm -rf "$OUT/base-src"
-fi
+mh_build
 FB=$OUT/bin/folderbench
-(cd "$REPO" && git log -1 --format='commit %h %s' && go version && dovecot --version | sed 's/^/dovecot /' && nproc | sed 's/^/cores /') >"$OUT/versions.txt"
-[ -n "$MH_BASE" ] && echo "mailhost-base $(git -C "$REPO" rev-parse --short "$MH_BASE")" >>"$OUT/versions.txt"
 
 # --- Dovecot ----------------------------------------------------------------
 

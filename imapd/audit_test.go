@@ -124,9 +124,9 @@ func TestAuditLimits(t *testing.T) {
 		{"ID's synchronizing literal of 4097", false, []auditStep{
 			{send: "a ID {4097}\r\n", want: "a NO [TOOBIG]"},
 			{send: "b NOOP\r\n", want: "b OK"}}},
-		// imapserver read all of an APPEND's message before saying it
-		// needs a login, up to APPENDLIMIT (64 MiB), and MULTIAPPEND
-		// any number of them.
+		// An APPEND before login is bounded as any other command: its
+		// message is not read up to APPENDLIMIT (64 MiB) before the
+		// answer that it needs a login, nor MULTIAPPEND's any number.
 		{"APPEND of 200 KB before login", false, []auditStep{
 			{send: "a APPEND INBOX {200000+}\r\n", want: "a BAD [TOOBIG]"},
 			{send: strings.Repeat("x", 200_000) + "\r\nb NOOP\r\n", want: "b OK"}}},

@@ -70,15 +70,6 @@ func (s *session) Command(w *imapserver.CommandWriter, name string, args []byte)
 	return err
 }
 
-// appendStatus appends a status response (RFC 9051 section 7.1).
-func appendStatus(b []byte, tag string, st *imap.Error) []byte {
-	b = fmt.Appendf(b, "%s %s ", tag, st.Type)
-	if st.Code != "" {
-		b = fmt.Appendf(b, "[%s] ", st.Code)
-	}
-	return fmt.Appendf(b, "%s\r\n", st.Text)
-}
-
 // appendString appends s as a quoted string, or as a literal when it holds
 // what a quoted string cannot (RFC 9051 section 4.3).
 func appendString(b []byte, s string) []byte {

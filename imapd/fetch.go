@@ -245,12 +245,6 @@ func marksSeen(o *imap.FetchOptions) bool {
 	return false
 }
 
-// objectItems reports whether o asks for an item of OBJECTID or PREVIEW,
-// which only writeMessage writes.
-func objectItems(o *imap.FetchOptions) bool {
-	return o.EmailID || o.ThreadID || o.Preview != nil
-}
-
 // needsBody reports whether a FETCH reads anything of the message beyond
 // its record: a summary at least.
 func needsBody(o *imap.FetchOptions) bool {

@@ -163,3 +163,20 @@ func TestHeaderValues(t *testing.T) {
 		t.Errorf("unfoldValue(%q) = %q", v[hdrSubject], got)
 	}
 }
+
+// sortMessages, for the tests, answers msgs in the order criteria make (RFC 5256 section
+// 3), ties in ascending sequence number whatever REVERSE says. msgs is
+// not changed. Each message's header is read once, for the keys the
+// criteria name, unless its keys are decoded already.
+func sortMessages(msgs []sortMsg, criteria []sortCriterion) []sortMsg {
+	var need keyGroup
+	for _, c := range criteria {
+		need |= groupOf(c.Key)
+	}
+	order := orderMsgs(withKeys(msgs, need), criteria, nil)
+	out := make([]sortMsg, len(order))
+	for i, j := range order {
+		out[i] = msgs[j]
+	}
+	return out
+}

@@ -80,9 +80,6 @@ type msgKeys struct {
 	hay *[len(keptFields)][]string
 }
 
-// sentTime is the sent date as a time.Time.
-func (k *msgKeys) sentTime() time.Time { return time.Unix(k.sent, int64(k.sentNs)).UTC() }
-
 // compareSent orders by sent date.
 func (k *msgKeys) compareSent(o *msgKeys) int {
 	if k.sent != o.sent {

@@ -207,8 +207,8 @@ func BenchmarkFolderUpdate(b *testing.B) {
 // BenchmarkDeliverFreelist is what writing the freelist at each commit
 // costs a delivery (one at a time, one commit each, 4 KB), with no free
 // pages and with the ~40,000 a retention pass of 20,000 messages of 4 KB
-// leaves, against not writing it (NoFreelistSync, the store's earlier
-// setting, whose price is a walk of the whole file at every open).
+// leaves, against not writing it (NoFreelistSync, whose price is a walk
+// of the whole file at every open).
 func BenchmarkDeliverFreelist(b *testing.B) {
 	for _, purged := range []int{0, 20_000} {
 		for _, written := range []bool{false, true} {

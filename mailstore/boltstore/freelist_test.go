@@ -52,7 +52,7 @@ func metaFreelist(t *testing.T, path string) uint64 {
 
 // TestOpenWritesFreelist: a store written by Open has its freelist on
 // disk, so that the next open reads one page instead of walking the file;
-// a file last written without one (the store's earlier setting) gets it
+// a file last written without one (NoFreelistSync, as older releases wrote) gets it
 // at its first open, and keeps its data.
 func TestOpenWritesFreelist(t *testing.T) {
 	ctx := context.Background()
@@ -70,7 +70,7 @@ func TestOpenWritesFreelist(t *testing.T) {
 		t.Fatalf("after a write through Open the meta page's freelist is %#x (none written), want a page", got)
 	}
 
-	// Written without a freelist, as before.
+	// Written without a freelist, as older releases write.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		t.Fatal(err)

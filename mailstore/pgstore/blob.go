@@ -22,17 +22,6 @@ func addBlob(ctx context.Context, tx pgx.Tx, body, summary []byte, refs int64) (
 	return id, nil
 }
 
-// refBlob adds n references to a body and reports whether it still
-// exists: a COPY whose source message was expunged (and its body freed)
-// by a transaction that committed meanwhile finds it gone.
-func refBlob(ctx context.Context, tx pgx.Tx, id, n int64) (bool, error) {
-	tag, err := tx.Exec(ctx, `UPDATE blobs SET refs = refs + $2 WHERE id = $1`, id, n)
-	if err != nil {
-		return false, fmt.Errorf("reference body %d: %w", id, err)
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
 // unrefBlobs drops references (blob id -> how many) and deletes the
 // bodies left with none, in one statement each.
 func unrefBlobs(ctx context.Context, tx pgx.Tx, drops map[int64]int64) error {

@@ -416,11 +416,11 @@ func (cmd *FetchWriter) CreateMessage(seqNum uint32) *FetchResponseWriter {
 // sharedEncoder is newResponseEncoder for the responses of a command
 // written together (Conn.batching).
 //
-// mailhost patch: newResponseEncoder set the write deadline and read the
-// enabled capabilities, under a lock, for every response, and its end
-// cleared the deadline; with two allocations, that was a tenth of a
-// folder listing's encoding, for responses that mostly stay in the write
-// buffer. The response writer is reused: as upstream's, it holds the
+// mailhost patch: newResponseEncoder sets the write deadline and reads
+// the enabled capabilities, under a lock, for every response, and its
+// end clears the deadline; with its two allocations that is a tenth of
+// a folder listing's encoding, for responses that mostly stay in the
+// write buffer, so a batched command's responses share one encoder. The response writer is reused: as upstream's, it holds the
 // connection's encoder lock until Close, so no two are open at once.
 // See PATCHES.md (the FETCH encoder).
 func (cmd *FetchWriter) sharedEncoder() *responseEncoder {
