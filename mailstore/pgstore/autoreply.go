@@ -44,6 +44,7 @@ func (s *Store) SetAutoReply(ctx context.Context, a mailstore.AutoReply) error {
 	if !a.Start.IsZero() && !a.End.IsZero() && !a.End.After(a.Start) {
 		return fmt.Errorf("set auto-reply of mailbox %d: end not after start: %w", a.MailboxID, mailstore.ErrInvalidArgument)
 	}
+	defer s.forgetRecipients() // the answers say whether it has one
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO autoreplies (mailbox_id, enabled, subject, body, starts_at, ends_at)
 		VALUES ($1, $2, $3, $4, $5, $6)
@@ -71,6 +72,7 @@ func optTime(t time.Time) *time.Time {
 
 // DeleteAutoReply implements mailstore.AutoReplies.
 func (s *Store) DeleteAutoReply(ctx context.Context, mailboxID int64) error {
+	defer s.forgetRecipients() // the answers say whether it has one
 	_, err := s.pool.Exec(ctx, `
 		WITH a AS (DELETE FROM autoreplies WHERE mailbox_id = $1)
 		DELETE FROM autoreply_sent WHERE mailbox_id = $1`, mailboxID)

@@ -166,7 +166,7 @@ func (s *Store) AddEvent(ctx context.Context, e mailstore.Event) (mailstore.Even
 // so that two nodes refusing at once record one event.
 func (s *Store) QuotaFull(ctx context.Context, mailboxID int64, now time.Time) (bool, error) {
 	recorded := false
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		recorded = false
 		var m mailstore.Mailbox
 		var domain string
@@ -201,7 +201,7 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease
 	}
 	until := now.Add(lease).Truncate(time.Second).Add(time.Second).UTC()
 	var out []mailstore.WebhookDelivery
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, `
 			WITH c AS (
 				SELECT id FROM webhook_deliveries WHERE next_attempt <= $1

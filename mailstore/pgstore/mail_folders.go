@@ -70,7 +70,7 @@ func (s *Store) CreateFolder(ctx context.Context, mailboxID int64, name string) 
 		return mailstore.Folder{}, fmt.Errorf("create folder: %w", err)
 	}
 	var f mailstore.Folder
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		// A taken name is ErrFolderExists even at the limit.
 		var taken bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM folders WHERE mailbox_id = $1 AND name = $2)`, mailboxID, name).Scan(&taken); err != nil {
@@ -121,7 +121,7 @@ func (s *Store) DeleteFolder(ctx context.Context, mailboxID int64, name string) 
 	if name == "INBOX" {
 		return fmt.Errorf("delete folder %q: %w", name, mailstore.ErrFolderProtected)
 	}
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		var fid int64
 		err := tx.QueryRow(ctx, `SELECT id FROM folders WHERE mailbox_id = $1 AND name = $2 FOR UPDATE`, mailboxID, name).Scan(&fid)
 		if noRows(err) {
@@ -184,7 +184,7 @@ func (s *Store) RenameFolder(ctx context.Context, mailboxID int64, oldName, newN
 	if err := mailstore.CheckFolderName(newName); err != nil {
 		return fmt.Errorf("rename folder %q: %w", oldName, err)
 	}
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT id, name FROM folders
 			WHERE mailbox_id = $1 AND (name = $2 OR left(name, length($3)) = $3)
 			ORDER BY id FOR NO KEY UPDATE`, mailboxID, oldName, oldName+"/")

@@ -264,7 +264,7 @@ func (s *Store) AppendMany(ctx context.Context, mailboxID, folderID int64, msgs 
 		summaries[i] = mailstore.HeaderSummary(m.Body)
 	}
 	var out []mailstore.Message
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		fs, err := lockFolders(ctx, tx, mailboxID, folderID)
 		if err != nil {
 			return err
@@ -329,7 +329,7 @@ func (s *Store) setFlags(ctx context.Context, mailboxID, folderID int64, uids []
 	}
 	var out []mailstore.Message
 	var modified []uint32
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		out, modified = []mailstore.Message{}, nil
 		fs, err := lockFolders(ctx, tx, mailboxID, folderID)
 		if err != nil {
@@ -448,7 +448,7 @@ func sources(ctx context.Context, tx pgx.Tx, folderID int64, uids []uint32) ([]m
 // message does.
 func (s *Store) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error) {
 	var out []uint32
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		out = []uint32{}
 		fs, err := lockFolders(ctx, tx, mailboxID, fromFolderID, toFolderID)
 		if err != nil {
@@ -517,7 +517,7 @@ func (s *Store) Copy(ctx context.Context, mailboxID, fromFolderID int64, uids []
 // not change, nor do body references.
 func (s *Store) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []uint32, toFolderID int64) ([]uint32, error) {
 	var out []uint32
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		out = []uint32{}
 		fs, err := lockFolders(ctx, tx, mailboxID, fromFolderID, toFolderID)
 		if err != nil {
@@ -568,7 +568,7 @@ func (s *Store) Move(ctx context.Context, mailboxID, fromFolderID int64, uids []
 // order.
 func (s *Store) Expunge(ctx context.Context, mailboxID, folderID int64, uids []uint32) ([]uint32, error) {
 	var out []uint32
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		out = []uint32{}
 		fs, err := lockFolders(ctx, tx, mailboxID, folderID)
 		if err != nil {

@@ -50,7 +50,7 @@ func (s *Store) PurgeBefore(ctx context.Context, now time.Time) ([]mailstore.Pur
 // set-based. entries is how many messages it found.
 func (s *Store) purgeDomainBatch(ctx context.Context, domainID int64, cutoff time.Time) (entries int, msgs, bytes int64, err error) {
 	var touched []int64
-	err = s.write(ctx, func(tx pgx.Tx) error {
+	err = s.writeKeep(ctx, func(tx pgx.Tx) error {
 		entries, msgs, bytes, touched = 0, 0, 0, nil
 		rows, err := tx.Query(ctx, `SELECT folder_id, uid FROM messages
 			WHERE domain_id = $1 AND received_at < $2 ORDER BY received_at LIMIT $3`, domainID, cutoff, purgeBatch)

@@ -38,7 +38,7 @@ func (s *Store) Subscribe(ctx context.Context, mailboxID int64, name string) err
 	if err := mailstore.CheckFolderName(name); err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `SELECT 1 FROM mailboxes WHERE id = $1 FOR NO KEY UPDATE`, mailboxID).Scan(new(int))
 		if noRows(err) {
 			return mailstore.ErrMailboxNotFound
@@ -70,7 +70,7 @@ func (s *Store) Subscribe(ctx context.Context, mailboxID int64, name string) err
 // Unsubscribe implements mailstore.Store.
 func (s *Store) Unsubscribe(ctx context.Context, mailboxID int64, name string) error {
 	name = mailstore.CanonFolder(name)
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM subscriptions WHERE mailbox_id = $1 AND name = $2`, mailboxID, name)
 		if err != nil || tag.RowsAffected() > 0 {
 			return err

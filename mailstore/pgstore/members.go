@@ -15,7 +15,7 @@ var _ interface {
 // Heartbeat implements mailstore.Members.
 func (s *Store) Heartbeat(ctx context.Context, node string, now time.Time, ttl time.Duration) (int, error) {
 	var n int
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO nodes (name, seen_at) VALUES ($1, $2)
 			ON CONFLICT (name) DO UPDATE SET seen_at = greatest(nodes.seen_at, EXCLUDED.seen_at)`, node, now.UTC()); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -481,6 +482,12 @@ func (b *notifier) record(ctx context.Context, tx pgx.Tx, renew bool, drop, upse
 	return err
 }
 
+// recipientsChanged is the payload of the database's announcements on the
+// shared channel that a recipient's look-up may answer otherwise
+// (017_recipient_changes.sql; recipients.go). It has no colon, so older
+// nodes skip it.
+const recipientsChanged = "/r"
+
 // announce marks a payload on the shared channel as new interest
 // ("instance/w:id,..."), not a notification.
 const announce = "/w"
@@ -518,7 +525,9 @@ func (b *notifier) listen(ctx context.Context, ready chan<- error) {
 	defer b.wg.Done()
 	first := true
 	for backoff := 100 * time.Millisecond; ctx.Err() == nil; {
-		conn, err := pgx.ConnectConfig(ctx, b.s.pool.Config().ConnConfig.Copy())
+		cfg := b.s.pool.Config().ConnConfig.Copy()
+		cfg.DialFunc = listenDialer.DialContext
+		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err == nil {
 			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{b.channel}.Sanitize()+"; LISTEN "+pgx.Identifier{b.own}.Sanitize())
 		}
@@ -537,6 +546,7 @@ func (b *notifier) listen(ctx context.Context, ready chan<- error) {
 		}
 		if err == nil {
 			backoff = 100 * time.Millisecond
+			b.s.recipients.listen(true)
 			for {
 				n, werr := conn.WaitForNotification(ctx)
 				if werr != nil {
@@ -544,6 +554,7 @@ func (b *notifier) listen(ctx context.Context, ready chan<- error) {
 				}
 				b.deliver(n.Channel, n.Payload)
 			}
+			b.s.recipients.listen(false)
 		}
 		if conn != nil {
 			conn.Close(context.Background())
@@ -557,7 +568,25 @@ func (b *notifier) listen(ctx context.Context, ready chan<- error) {
 	}
 }
 
+// listenDialer finds a listening connection that died without a word (a
+// database host gone, a network cut) by TCP keepalives within about 25 s,
+// rather than the system's two hours: until then the recipient cache
+// would keep answers whose changes it can no longer hear of.
+var listenDialer = &net.Dialer{
+	Timeout: 10 * time.Second,
+	KeepAliveConfig: net.KeepAliveConfig{
+		Enable:   true,
+		Idle:     10 * time.Second,
+		Interval: 5 * time.Second,
+		Count:    3,
+	},
+}
+
 func (b *notifier) deliver(channel, payload string) {
+	if channel == b.channel && payload == recipientsChanged {
+		b.s.recipients.forget()
+		return
+	}
 	inst, list, ok := strings.Cut(payload, ":")
 	if !ok || strings.TrimSuffix(inst, announce) == b.instance {
 		return

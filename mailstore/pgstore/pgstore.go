@@ -68,10 +68,11 @@ type Options struct {
 	// turns off the cache of the bodies' summaries (16 MiB), which keeps
 	// a folder's listing and header SEARCH in the same way.
 	BodyCacheBytes int64
-	// RecipientTTL bounds how long this node's MX may decide on a
-	// recipient from its cached look-up (recipients.go) while a change
-	// through another node goes unseen; zero means 1 s, less than zero no
-	// cache.
+	// RecipientTTL bounds how old the used bytes of this node's MX's
+	// cached recipient look-ups may be (recipients.go): other nodes'
+	// deliveries go unseen by RCPT meanwhile (changes to what else an
+	// answer says are announced by the database). Zero means a minute,
+	// less than zero no cache.
 	RecipientTTL time.Duration
 	// MaxKeywords is the most distinct keywords a folder may hold
 	// (mailstore.DefaultMaxKeywords): zero means that default, less than
@@ -212,11 +213,6 @@ func (s *Store) tx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if opts.AccessMode != pgx.ReadOnly && s.recipients != nil {
-		// Whatever it changes, the MX decides on it from here on
-		// (recipients.go), even if it failed after its commit.
-		defer s.recipients.forget()
-	}
 	return retry(ctx, func() error {
 		tx, err := s.pool.BeginTx(ctx, opts)
 		if err != nil {
@@ -295,7 +291,24 @@ func retry(ctx context.Context, try func() error) error {
 // write is tx for a read-write transaction at READ COMMITTED, the level
 // every method uses unless it says otherwise: rows are locked where a
 // decision depends on them.
+//
+// Whatever it changes, this node's MX decides on it from the moment it
+// returns (recipients.go), even if it failed after its commit: the other
+// nodes learn of it from the database's triggers, at the commit.
 func (s *Store) write(ctx context.Context, fn func(pgx.Tx) error) error {
+	if s.recipients != nil {
+		defer s.recipients.forget()
+	}
+	return s.tx(ctx, pgx.TxOptions{}, fn)
+}
+
+// writeKeep is write for the writes that change nothing a recipient's
+// look-up answers (messages, folders, the queue, webhook events, node
+// heartbeats), so that they keep this node's recipient cache: a busy IMAP
+// node or a job's claim every second would otherwise void it again and
+// again. A mailbox's used bytes are no such thing: the cache bounds
+// their age itself.
+func (s *Store) writeKeep(ctx context.Context, fn func(pgx.Tx) error) error {
 	return s.tx(ctx, pgx.TxOptions{}, fn)
 }
 

@@ -82,7 +82,7 @@ func (s *Store) ClaimOutbound(ctx context.Context, now time.Time, lease time.Dur
 	}
 	until := ceilSecond(now.Add(lease))
 	var out []mailstore.Outbound
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		var err error
 		if len(opt.Skip) == 0 && opt.PerDestination <= 0 {
 			out, err = s.claimDue(ctx, tx, now, until, limit)
@@ -245,7 +245,7 @@ func (s *Store) claimSpread(ctx context.Context, tx pgx.Tx, now, until time.Time
 // is due already.
 func (s *Store) ReleaseLeases(ctx context.Context, now time.Time) (int, error) {
 	var n int
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
 			UPDATE queue SET next_attempt = $3, leased_by = NULL
 			WHERE leased_by = $1 AND NOT held AND next_attempt > $2`, s.node, now, mailstore.UTC(now))
@@ -289,7 +289,7 @@ func (s *Store) OutboundBody(ctx context.Context, id int64) ([]byte, error) {
 // claimed it next) apply one after the other.
 func (s *Store) RecordAttempt(ctx context.Context, id int64, a mailstore.Attempt) (mailstore.Outbound, error) {
 	var out mailstore.Outbound
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		o, err := scanOutbound(tx.QueryRow(ctx, `SELECT `+outboundColumns+` FROM queue WHERE id = $1 FOR UPDATE`, id))
 		if noRows(err) {
 			return mailstore.ErrOutboundNotFound
@@ -356,7 +356,7 @@ func (s *Store) OutboundEntries(ctx context.Context, p mailstore.Page) ([]mailst
 // lease is left named (the entry is only made due), as in bbolt.
 func (s *Store) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
 	var n int
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE queue SET next_attempt = $2 WHERE NOT held AND next_attempt > $1`, now, mailstore.UTC(now)); err != nil {
 			return err
 		}
@@ -373,7 +373,7 @@ func (s *Store) FlushOutbound(ctx context.Context, now time.Time) (int, error) {
 // ends the leases of the entries it makes due, as bbolt does.
 func (s *Store) FlushOutboundDomain(ctx context.Context, domainID int64, now time.Time) (int, error) {
 	var n int
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
 			UPDATE queue SET next_attempt = $3, leased_by = NULL
 			WHERE domain_id = $1 AND NOT held AND next_attempt > $2`, domainID, now, mailstore.UTC(now))
@@ -389,7 +389,7 @@ func (s *Store) FlushOutboundDomain(ctx context.Context, domainID int64, now tim
 // DeleteOutbound implements mailstore.Store.
 func (s *Store) DeleteOutbound(ctx context.Context, id int64) (mailstore.Outbound, error) {
 	var o mailstore.Outbound
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		var err error
 		o, err = scanOutbound(tx.QueryRow(ctx, `DELETE FROM queue WHERE id = $1 RETURNING `+outboundColumns, id))
 		if noRows(err) {

@@ -85,7 +85,7 @@ func (s *Store) releaseDomain(ctx context.Context, domainID int64, now time.Time
 	month := mailstore.Month(now)
 	var released int
 	var more bool
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		released, more = 0, false
 		var capMB int64
 		err := tx.QueryRow(ctx, `SELECT transfer_monthly_mb FROM domains WHERE id = $1 FOR NO KEY UPDATE`, domainID).Scan(&capMB)

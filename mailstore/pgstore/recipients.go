@@ -16,20 +16,37 @@ import (
 // mailbox receiving mail is looked up again and again: 100 mailboxes
 // receiving 1,500 messages a second are 15 look-ups of each a second.
 //
-// What an answer may miss, and for how long:
-//   - A change through this node: nothing. Every read-write transaction
-//     of this store (the control plane's writes, IMAP's) forgets every
-//     answer (gen) before it returns, and a delivery batch that commits
-//     writes the used bytes it counted into the answers it holds (an
-//     answer read from the database while such a batch committed is not
-//     kept: it may lack the batch's bytes).
-//   - A change through another node (a domain suspended, a mailbox
-//     deleted, a quota lowered, mail delivered there): at most the TTL
-//     (Options.RecipientTTL, 1 s by default). As a remedy for the quota,
-//     which another node's deliveries fill, a mailbox within a tenth of
-//     its quota is always read afresh (nearQuota), so the 452 at RCPT
-//     comes on time unless more than a tenth of the quota arrives
-//     through other nodes within the TTL.
+// An answer is kept until something it says changes, not for a fixed
+// time, so that how often a node looks a mailbox up does not depend on
+// how many nodes share its mail (a time-to-live makes each of N nodes
+// look each mailbox up once per TTL, N times one node's look-ups):
+//   - A change through this node: seen at once. Every control-plane write
+//     (Store.write, and the auto-replies') forgets every answer (gen)
+//     before it returns, and a delivery batch that commits writes the used
+//     bytes it counted into the answers it holds (an answer read from the
+//     database while such a batch committed is not kept: it may lack the
+//     batch's bytes).
+//   - A change through any node, an older binary or an operator's SQL
+//     (a domain suspended, a mailbox deleted, its quota lowered, a Sieve
+//     script activated): the database's triggers announce it on the
+//     shared channel at its commit (017_recipient_changes.sql), and the
+//     notifier forgets every answer when the announcement arrives,
+//     milliseconds later. Answers are kept only while the notifier's
+//     connection listens (listening): while it is down nothing is kept,
+//     and what was read before it dropped is void when it is back. A
+//     connection that died without a word is found by TCP keepalives
+//     within about 25 s (notify.go).
+//   - The used bytes, which deliveries through other nodes and IMAP
+//     writes change without an announcement (announcing every delivery
+//     would wake every node for every message): an answer is at most the
+//     TTL old (Options.RecipientTTL, a minute by default), and a mailbox
+//     within a tenth of its quota is always read afresh (nearQuota). So
+//     the 452 at RCPT comes on time unless more than a tenth of the quota
+//     arrived through other nodes since this node last read or delivered
+//     to the mailbox; and when it does not, the delivery's own
+//     transaction refuses to write past the quota on the locked row
+//     (docs/security.md, "Quota under concurrent deliveries"), whose
+//     figures it then writes into this cache.
 //
 // Only the answers that name a mailbox are kept; "no such mailbox" (an
 // alias, a catch-all, an unknown user) is asked every time.
@@ -37,10 +54,13 @@ type recipientCache struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu      sync.Mutex
-	gen     uint64 // bumped by every write of this store: older answers are void
-	byEmail map[string]*recipient
-	byID    map[int64]*recipient
+	mu  sync.Mutex
+	gen uint64 // bumped by every change announced or made here: older answers are void
+	// listening: the notifier's connection is listening for the
+	// announcements of changes; answers are kept only meanwhile.
+	listening bool
+	byEmail   map[string]*recipient
+	byID      map[int64]*recipient
 	// seq counts this node's committed delivery batches, and delivered
 	// holds the last one to each mailbox: an answer read before a batch
 	// to its mailbox committed is not kept (it lacks that batch's bytes).
@@ -63,9 +83,10 @@ type recipient struct {
 }
 
 const (
-	// defaultRecipientTTL bounds how long another node's change can go
-	// unseen by this node's MX.
-	defaultRecipientTTL = time.Second
+	// defaultRecipientTTL bounds how old the used bytes of an answer
+	// may be: what other nodes delivered meanwhile goes unseen by this
+	// node's RCPT (not by the delivery's transaction).
+	defaultRecipientTTL = time.Minute
 	// maxRecipients bounds the cache (a few hundred bytes each); when it
 	// is full it starts again empty, which costs one look-up per address.
 	maxRecipients = 1 << 16
@@ -92,7 +113,7 @@ func (c *recipientCache) get(email string) (mailstore.Mailbox, mailstore.Domain,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.byEmail[email]
-	if r == nil || r.gen != c.gen || c.now().Sub(r.at) >= c.ttl || nearQuota(r.m) {
+	if r == nil || r.gen != c.gen || !c.listening || c.now().Sub(r.at) >= c.ttl || nearQuota(r.m) {
 		return mailstore.Mailbox{}, mailstore.Domain{}, ticket{c.gen, c.seq, c.now()}, false
 	}
 	return r.m, r.d, ticket{}, true
@@ -104,7 +125,7 @@ func (c *recipientCache) get(email string) (mailstore.Mailbox, mailstore.Domain,
 func (c *recipientCache) put(email string, t ticket, m mailstore.Mailbox, d mailstore.Domain) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t.gen != c.gen || c.delivered[m.ID] > t.seq {
+	if t.gen != c.gen || !c.listening || c.delivered[m.ID] > t.seq {
 		return
 	}
 	if old := c.byEmail[email]; old != nil {
@@ -119,14 +140,35 @@ func (c *recipientCache) put(email string, t ticket, m mailstore.Mailbox, d mail
 	c.byID[m.ID] = r
 }
 
-// forget voids every answer: a write of this store is about to return.
-// The answers stay until a look-up replaces them (or the cache fills), so
-// that a busy IMAP node's writes cost a counter each, not a map cleared.
+// forget voids every answer: a write of this store is about to return,
+// or the database announced a change. The answers stay until a look-up
+// replaces them (or the cache fills), so that each costs a counter, not a
+// map cleared.
 func (c *recipientCache) forget() {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	c.gen++
 	c.mu.Unlock()
 }
+
+// listen tells the cache whether the announcements of changes reach it:
+// the notifier's connection began or stopped listening. Either way what
+// it holds is void: announcements may have been lost.
+func (c *recipientCache) listen(on bool) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.gen++
+	c.listening = on
+	c.mu.Unlock()
+}
+
+// forgetRecipients voids this node's recipient answers after a write
+// that is not Store.write changed what they say.
+func (s *Store) forgetRecipients() { s.recipients.forget() }
 
 // deliveredTo writes a committed delivery batch's counts into the answers
 // held for its recipients: used bytes and quota as the batch read them
@@ -146,7 +188,9 @@ func (c *recipientCache) deliveredTo(mbs map[int64]*mailstore.Mailbox) {
 	for id, m := range mbs {
 		c.delivered[id] = c.seq
 		if r := c.byID[id]; r != nil && r.gen == c.gen {
+			// As fresh as a read: the batch read them on the locked row.
 			r.m.UsedBytes, r.m.QuotaMB = max(r.m.UsedBytes, m.UsedBytes), m.QuotaMB
+			r.at = c.now()
 		}
 	}
 }

@@ -2,8 +2,13 @@ package pgstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mailhost/mailhost/internal/testclock"
 	"github.com/mailhost/mailhost/mailstore"
@@ -49,22 +54,64 @@ func TestRecipientCache(t *testing.T) {
 	const a = "u0@bench.example"
 	const big = int64(1 << 20)
 
-	t.Run("another node: within the TTL", func(t *testing.T) {
-		s, _, clock := recipientFixture(t)
+	t.Run("another node: at its commit", func(t *testing.T) {
+		s, _, _ := recipientFixture(t)
 		if q := quotaOf(t, s, a); q != big {
 			t.Fatalf("quota = %d, want %d", q, big)
 		}
+		// The clock stands still: only the database's announcement can
+		// void the answer.
 		behind(t, s, `UPDATE mailboxes SET quota_mb = 5000 WHERE email = $1`, a)
-		if q := quotaOf(t, s, a); q != big {
-			t.Errorf("quota within the TTL = %d, want the cached %d", q, big)
-		}
 		if m, _, err := s.MailboxByEmail(ctx, a); err != nil || m.QuotaMB != 5000 {
 			t.Errorf("MailboxByEmail = %d, %v; want 5000 (never cached)", m.QuotaMB, err)
 		}
-		clock.Add(defaultRecipientTTL)
-		if q := quotaOf(t, s, a); q != 5000 {
-			t.Errorf("quota after the TTL = %d, want 5000", q)
+		waitQuota(t, s, a, 5000)
+		_, d, _ := s.RecipientByEmail(ctx, a)
+		behind(t, s, `UPDATE domains SET suspended = true WHERE id = $1`, d.ID)
+		waitFor(t, "the domain suspended through another node", func() bool {
+			_, d, _ := s.RecipientByEmail(ctx, a)
+			return d.Suspended
+		})
+		behind(t, s, `INSERT INTO sieve_scripts (mailbox_id, name, script, active, updated_at) SELECT id, 'x', 'keep;', true, now() FROM mailboxes WHERE email = $1`, a)
+		waitFor(t, "a Sieve script activated through another node", func() bool {
+			m, _, _ := s.RecipientByEmail(ctx, a)
+			return m.HasSieve
+		})
+		behind(t, s, `DELETE FROM sieve_scripts`)
+		behind(t, s, `DELETE FROM mailboxes WHERE email = $1`, a)
+		waitFor(t, "the mailbox deleted through another node", func() bool {
+			_, _, err := s.RecipientByEmail(ctx, a)
+			return errors.Is(err, mailstore.ErrMailboxNotFound)
+		})
+	})
+
+	t.Run("another node's deliveries: within the TTL", func(t *testing.T) {
+		s, _, clock := recipientFixture(t)
+		before, _, err := s.RecipientByEmail(ctx, a)
+		if err != nil {
+			t.Fatal(err)
 		}
+		// A delivery's counters fire no trigger: the answer stays.
+		behind(t, s, `UPDATE mailboxes SET used_bytes = used_bytes + 1000, message_count = message_count + 1, last_login = now() WHERE email = $1`, a)
+		time.Sleep(100 * time.Millisecond) // an announcement, if one came, has arrived
+		if m, _, _ := s.RecipientByEmail(ctx, a); m.UsedBytes != before.UsedBytes {
+			t.Errorf("used bytes within the TTL = %d, want the cached %d", m.UsedBytes, before.UsedBytes)
+		}
+		clock.Add(defaultRecipientTTL)
+		if m, _, _ := s.RecipientByEmail(ctx, a); m.UsedBytes != before.UsedBytes+1000 {
+			t.Errorf("used bytes after the TTL = %d, want %d", m.UsedBytes, before.UsedBytes+1000)
+		}
+	})
+
+	t.Run("not listening: nothing kept", func(t *testing.T) {
+		s, _, _ := recipientFixture(t)
+		s.recipients.listen(false)
+		quotaOf(t, s, a)
+		behind(t, s, `UPDATE mailboxes SET used_bytes = 12345 WHERE email = $1`, a)
+		if m, _, _ := s.RecipientByEmail(ctx, a); m.UsedBytes != 12345 {
+			t.Errorf("used bytes while not listening = %d, want 12345 read afresh", m.UsedBytes)
+		}
+		s.recipients.listen(true)
 	})
 
 	t.Run("this node: at once", func(t *testing.T) {
@@ -192,6 +239,89 @@ func TestRecipientCache(t *testing.T) {
 			t.Errorf("quota without a cache = %d, want 5000", q)
 		}
 	})
+}
+
+// waitQuota waits for the answer's quota to be want: a change through
+// another node arrives with the database's announcement.
+func waitQuota(t *testing.T, s *Store, email string, want int64) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("quota %d", want), func() bool { return quotaOf(t, s, email) == want })
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !ok(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not seen by the recipient cache within 5 s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRecipientTriggersCoverColumns: the triggers that announce changes to
+// the recipient cache (017_recipient_changes.sql) name every column of
+// domains and mailboxes but the counters that deliveries and creates
+// update, so that a column added later is not left out by mistake.
+func TestRecipientTriggersCoverColumns(t *testing.T) {
+	s, _, _ := mailFixtureURL(t, 1)
+	counters := map[string][]string{
+		"domains":   {"id", "mailbox_count", "alias_count", "message_count", "used_bytes"},
+		"mailboxes": {"id", "password_hash", "used_bytes", "message_count", "folder_count", "last_login", "password_changed_at"},
+	}
+	for table, skip := range counters {
+		rows, err := s.pool.Query(context.Background(), `
+			SELECT c.column_name FROM information_schema.columns c
+			WHERE c.table_schema = current_schema() AND c.table_name = $1
+			AND NOT EXISTS (
+				SELECT 1 FROM pg_trigger g JOIN pg_attribute a ON a.attrelid = g.tgrelid AND a.attnum = ANY(g.tgattr)
+				WHERE g.tgrelid = (quote_ident(current_schema()) || '.' || $1)::regclass
+				AND g.tgname = 'recipients_changed' AND a.attname = c.column_name)
+			AND c.column_name <> ALL($2)`, table, skip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(missing) > 0 {
+			t.Errorf("%s: columns no recipients_changed trigger names: %v (name them in a migration, or list them here as counters)", table, missing)
+		}
+	}
+}
+
+// TestRecipientCacheKeptByMail: a delivery, a login and the node's jobs
+// leave the recipient answers kept; a control-plane write voids them.
+func TestRecipientCacheKeptByMail(t *testing.T) {
+	ctx := context.Background()
+	s, ids, _ := recipientFixture(t)
+	const a = "u0@bench.example"
+	gen := func() uint64 {
+		s.recipients.mu.Lock()
+		defer s.recipients.mu.Unlock()
+		return s.recipients.gen
+	}
+	quotaOf(t, s, a)
+	g := gen()
+	if _, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("Subject: k\r\n\r\nk\r\n"), ReceivedAt: benchMailNow, MailboxIDs: ids[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordLogin(ctx, ids[0], benchMailNow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Heartbeat(ctx, "n1", benchMailNow, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // an announcement, if one came, has arrived
+	if got := gen(); got != g {
+		t.Errorf("a delivery, a login and a heartbeat voided the recipient answers (gen %d -> %d)", g, got)
+	}
+	if _, err := s.SetQuota(ctx, partnerOf(t, s, ids[0]), a, 4000); err != nil {
+		t.Fatal(err)
+	}
+	if got := gen(); got == g {
+		t.Error("SetQuota through this node left the recipient answers kept")
+	}
 }
 
 func partnerOf(t *testing.T, s *Store, mailboxID int64) int64 {

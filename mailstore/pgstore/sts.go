@@ -60,7 +60,7 @@ func (s *Store) PutSTSPolicy(ctx context.Context, p mailstore.STSPolicy, now tim
 	if mx == nil {
 		mx = []string{} // the column is NOT NULL
 	}
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeKeep(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO sts_policies (domain, policy_id, mode, mx, max_age_s, expires)
 			VALUES ($1, $2, $3, $4, $5, $6)
