@@ -11,8 +11,8 @@
 #   load  RATE msg/s in total for SECS seconds (mailhost-load -rate),
 #         spread over the nodes' MX addresses: per delivered message, the
 #         nodes' CPU, the database's CPU (its whole process tree), the
-#         WAL bytes and the database transactions (xact_commit), and the
-#         achieved rate
+#         WAL bytes, the database transactions (xact_commit), the context
+#         switches of the nodes and of the database, and the achieved rate
 #
 # PGSTATS=1 loads pg_stat_statements and writes, per run, the statements
 # of the load by calls (stmts-REP-K-RATE.txt) and of the idle time
@@ -73,6 +73,21 @@ cputicks() {
 p = procstat.read_all(); t = procstat.tree(p, [int(x) for x in sys.argv[2:]])
 print(sum(p[i][2] + p[i][3] for i in t))' bench "$@"
 }
+# ctxsw PID...: context switches, voluntary and not, of the processes'
+# trees, every thread (Go's threads and PostgreSQL's backends live as
+# long as the run).
+ctxsw() {
+	python3 -c 'import glob, sys; sys.path.insert(0, sys.argv[1]); import procstat
+t = procstat.tree(procstat.read_all(), [int(x) for x in sys.argv[2:]])
+n = 0
+for pid in t:
+    for st in glob.glob(f"/proc/{pid}/task/*/status"):
+        try:
+            n += sum(int(l.split()[1]) for l in open(st) if "ctxt_switches" in l)
+        except OSError:
+            pass
+print(n)' bench "$@"
+}
 # per A B N: (B-A) CPU ticks (10 ms) as ms per unit of N.
 per() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN{printf "%.3f", (b-a)*10/n}'; }
 
@@ -114,13 +129,15 @@ for r in $(seq "$REPS"); do
 			# Load at a fixed rate.
 			n=$((rate * SECS))
 			w0=$(wal); x0=$(xacts); n0=$(cputicks "${PIDS[@]}"); d0=$(cputicks "$(pgpid)")
+			s0=$(ctxsw "${PIDS[@]}"); t0=$(ctxsw "$(pgpid)")
 			"$LOAD" -provision=false -domain "$DOM" -m "$M" -n "$n" -c "$C" -size "$SIZE" -rate "$rate" -smtp "$mx" \
 				-imap '' -logins 0 -json "$OUT/deliver.json" -label "rep $r nodes $k rate $rate" >"$D/load.out"
 			n1=$(cputicks "${PIDS[@]}"); d1=$(cputicks "$(pgpid)"); w1=$(wal); x1=$(xacts)
+			s1=$(ctxsw "${PIDS[@]}"); t1=$(ctxsw "$(pgpid)")
 			stmts "$OUT/stmts-$r-$k-$rate.txt"
 			achieved=$(sed -n 's/.*achieved \([0-9.]*\) msg\/s.*/\1/p' "$D/load.out")
 			late=$(sed -n 's/.* \([0-9]*\) messages started more than.*/\1/p' "$D/load.out")
-			log "rep $r nodes $k rate $rate: achieved $achieved msg/s ($late late); per message: node CPU $(per "$n0" "$n1" "$n") ms, database CPU $(per "$d0" "$d1" "$n") ms, WAL $(( $(waldiff "$w0" "$w1") / n )) bytes, $(awk -v a="$x0" -v b="$x1" -v n="$n" 'BEGIN{printf "%.2f", (b-a)/n}') transactions; $idle"
+			log "rep $r nodes $k rate $rate: achieved $achieved msg/s ($late late); per message: node CPU $(per "$n0" "$n1" "$n") ms, database CPU $(per "$d0" "$d1" "$n") ms, WAL $(( $(waldiff "$w0" "$w1") / n )) bytes, $(awk -v a="$x0" -v b="$x1" -v n="$n" 'BEGIN{printf "%.2f", (b-a)/n}') transactions, context switches $(awk -v a="$s0" -v b="$s1" -v n="$n" 'BEGIN{printf "%.1f", (b-a)/n}') nodes and $(awk -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN{printf "%.1f", (b-a)/n}') database; $idle"
 		done
 	done
 done
