@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -117,7 +118,7 @@ func startNotifier(ctx context.Context, s *Store) (*notifier, error) {
 	bctx, cancel := context.WithCancel(context.Background())
 	b := &notifier{
 		s:          s,
-		channel:    "mailhost_" + schema,
+		channel:    channelName("mailhost_" + schema),
 		instance:   hex.EncodeToString(id[:]),
 		pending:    map[int64]struct{}{},
 		recent:     map[int64]time.Time{},
@@ -144,6 +145,21 @@ func startNotifier(ctx context.Context, s *Store) (*notifier, error) {
 		return nil, ctx.Err()
 	}
 	return b, nil
+}
+
+// channelName cuts a channel's name as PostgreSQL cuts an identifier
+// (NAMEDATALEN-1 bytes, at a character's start): LISTEN takes a longer
+// name cut, pg_notify refuses it.
+func channelName(s string) string {
+	const max = 63
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // stop ends the goroutines and removes this instance's interest, so

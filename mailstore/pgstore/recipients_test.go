@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mailhost/mailhost/internal/pgtest"
 	"github.com/mailhost/mailhost/internal/testclock"
 	"github.com/mailhost/mailhost/mailstore"
 )
@@ -331,4 +334,51 @@ func partnerOf(t *testing.T, s *Store, mailboxID int64) int64 {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestRecipientChangesLongSchema: on a schema whose name makes the shared
+// channel's name longer than PostgreSQL's 63 bytes, the triggers' NOTIFY
+// and the listener agree on the cut name, and a write that fires them is
+// not refused.
+func TestRecipientChangesLongSchema(t *testing.T) {
+	ctx := context.Background()
+	base := pgtest.URL(t) // skips or fails as the other tests do without a database
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("search_path") + "_" + strings.Repeat("x", 50)
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`) })
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	s, err := Open(ctx, u.String(), Options{Node: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p, err := s.CreatePartner(ctx, "p", benchMailNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateDomain(ctx, p.ID, mailstore.NewDomain{Name: "long.example", Plan: mailstore.Plan{Name: "basic", QuotaMB: 100}}, benchMailNow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateMailbox(ctx, p.ID, "long.example", "a@long.example", "x", benchMailNow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetQuota(ctx, p.ID, "a@long.example", 200); err != nil {
+		t.Fatalf("SetQuota, whose update fires the trigger: %v", err)
+	}
+	quotaOf(t, s, "a@long.example")
+	behind(t, s, `UPDATE mailboxes SET quota_mb = 300 WHERE email = 'a@long.example'`)
+	waitQuota(t, s, "a@long.example", 300)
 }
