@@ -23,7 +23,7 @@ import (
 
 // schemaVersion is the layout version this binary writes. Open upgrades an
 // older file, one migration per version, each in its own transaction.
-const schemaVersion = 8
+const schemaVersion = 9
 
 // Bucket layout. Every lookup the API and the mail plane make is a key or a
 // prefix seek in one of these; nothing scans another partner's data.
@@ -320,6 +320,7 @@ var migrations = []func(*bolt.Tx) error{
 	},
 	migrateSubscriptions, // 6 -> 7: subscriptions apart from the folders
 	migrateClaims,        // 7 -> 8: claims of a name by several partners
+	migratePartnerCounts, // 8 -> 9: each partner's lists counted
 }
 
 func u64(v uint64) []byte {

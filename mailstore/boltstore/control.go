@@ -107,12 +107,9 @@ func (s *Store) SetPartnerLimits(ctx context.Context, partnerID int64, l mailsto
 	return p, nil
 }
 
-// partnerDomainCount counts a partner's domains with a prefix seek; only
-// CreateDomain under a limit needs it.
+// partnerDomainCount is how many domains a partner has (partner_counts).
 func partnerDomainCount(tx *bolt.Tx, partnerID int64) int64 {
-	var n int64
-	eachChild(tx.Bucket(bPartnerDomains), partnerID, 0, func([]byte) { n++ })
-	return n
+	return int64(partnerCount(tx, partnerID, bPartnerDomains))
 }
 
 // AddAPIKey implements Control.
@@ -206,22 +203,38 @@ func eachChild(idx *bolt.Bucket, parent int64, after int64, fn func(child []byte
 	return nil
 }
 
-// page walks a partner|child index with limit and offset, decoding each
+// page walks a parent|child index with limit and offset, decoding each
 // child from records into T, and counts the total.
 func page[T any](idx, records *bolt.Bucket, parent int64, p mailstore.Page) ([]T, int) {
+	return countedPage[T](idx, records, parent, p, -1)
+}
+
+// countedPage is page for an index whose total the caller has from a
+// counter (partner_counts, a domain's record), or -1: with it the walk
+// stops at the page's last row.
+func countedPage[T any](idx, records *bolt.Bucket, parent int64, p mailstore.Page, counted int) ([]T, int) {
 	prefix := id8(parent)
 	out := []T{}
 	total := 0
 	c := idx.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		total++
-		if total <= p.Offset || (p.Limit > 0 && len(out) >= p.Limit) {
+		if total <= p.Offset {
+			continue
+		}
+		if p.Limit > 0 && len(out) >= p.Limit {
+			if counted >= 0 {
+				return out, counted
+			}
 			continue
 		}
 		var v T
 		if getJSON(records, k[8:], &v) {
 			out = append(out, v)
 		}
+	}
+	if counted >= 0 {
+		return out, counted
 	}
 	return out, total
 }
@@ -269,7 +282,7 @@ func (s *Store) CreateDomain(ctx context.Context, partnerID int64, nd mailstore.
 		if err := claims.Put(claimKey(nd.Name, partnerID), id8(id)); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bPartnerDomains).Put(pair(partnerID, id), nil); err != nil {
+		if err := partnerIndexPut(tx, bPartnerDomains, partnerID, id, nil); err != nil {
 			return err
 		}
 		if _, err := putDKIMKeys(tx, id, nd.DKIMKeys); err != nil {
@@ -296,7 +309,8 @@ func (s *Store) Domains(ctx context.Context, partnerID int64, p mailstore.Page) 
 	var out []mailstore.Domain
 	var total int
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		out, total = page[mailstore.Domain](tx.Bucket(bPartnerDomains), tx.Bucket(bDomains), partnerID, p)
+		out, total = countedPage[mailstore.Domain](tx.Bucket(bPartnerDomains), tx.Bucket(bDomains), partnerID, p,
+			partnerCount(tx, partnerID, bPartnerDomains))
 		return nil
 	})
 	return out, total, err
@@ -450,7 +464,7 @@ func (s *Store) DeleteDomain(ctx context.Context, partnerID int64, name string, 
 				return err
 			}
 		}
-		if err := tx.Bucket(bPartnerDomains).Delete(pair(partnerID, d.ID)); err != nil {
+		if err := partnerIndexDelete(tx, bPartnerDomains, partnerID, d.ID); err != nil {
 			return err
 		}
 		if err := unindexVerified(tx, d); err != nil {
@@ -559,7 +573,7 @@ func createMailboxTx(tx *bolt.Tx, partnerID int64, domainName, email, passwordHa
 		return mailstore.Mailbox{}, err
 	}
 	entry := entryValue(m)
-	if err := tx.Bucket(bPartnerMailboxes).Put(pair(partnerID, id), entry); err != nil {
+	if err := partnerIndexPut(tx, bPartnerMailboxes, partnerID, id, entry); err != nil {
 		return mailstore.Mailbox{}, err
 	}
 	if err := tx.Bucket(bDomainMailboxes).Put(pair(d.ID, id), entry); err != nil {
@@ -585,18 +599,17 @@ func (s *Store) Mailboxes(ctx context.Context, partnerID int64, domainID int64, 
 	var total int
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		idx, parent := tx.Bucket(bPartnerMailboxes), partnerID
-		// A domain's total is its counter (verify checks it against the
-		// index), so its page stops at its last row instead of walking
-		// the rest of the domain to count it. A partner's would be a sum
-		// over its domains' records, dearer than walking its index keys.
-		counted := false
+		// The total is a counter (the domain's record, partner_counts;
+		// verify checks both against the index), so a page stops at its
+		// last row instead of walking the rest of the list to count it.
+		total = partnerCount(tx, partnerID, bPartnerMailboxes)
 		if domainID != 0 {
 			var d mailstore.Domain
 			if !getJSON(tx.Bucket(bDomains), id8(domainID), &d) || d.PartnerID != partnerID {
 				return mailstore.ErrDomainNotFound
 			}
 			idx, parent = tx.Bucket(bDomainMailboxes), domainID
-			total, counted = int(d.MailboxCount), true
+			total = int(d.MailboxCount)
 		}
 		records := tx.Bucket(bMailboxes)
 		prefix := id8(parent)
@@ -609,10 +622,7 @@ func (s *Store) Mailboxes(ctx context.Context, partnerID int64, domainID int64, 
 				continue
 			}
 			if p.Limit > 0 && len(out) >= p.Limit {
-				if counted {
-					break
-				}
-				continue
+				break
 			}
 			if e, ok := parseEntry(k, v); ok {
 				out = append(out, e)
@@ -622,9 +632,6 @@ func (s *Store) Mailboxes(ctx context.Context, partnerID int64, domainID int64, 
 			if getJSON(records, k[8:], &m) {
 				out = append(out, m.Entry())
 			}
-		}
-		if !counted {
-			total = n
 		}
 		return nil
 	})
@@ -749,12 +756,14 @@ func (s *Store) deleteMailboxTx(tx *bolt.Tx, d *mailstore.Domain, m mailstore.Ma
 	d.MessageCount -= msgs
 	d.UsedBytes -= bytes
 	d.MailboxCount--
+	if err := partnerIndexDelete(tx, bPartnerMailboxes, m.PartnerID, m.ID); err != nil {
+		return err
+	}
 	for _, del := range []struct {
 		b []byte
 		k []byte
 	}{
 		{bDomainAddresses, addrKey(m.DomainID, m.Email)},
-		{bPartnerMailboxes, pair(m.PartnerID, m.ID)},
 		{bDomainMailboxes, pair(m.DomainID, m.ID)},
 		{bMailboxes, id8(m.ID)},
 	} {
@@ -798,7 +807,7 @@ func (s *Store) CreateAlias(ctx context.Context, partnerID int64, domainName, so
 		if err := addrs.Put(addrKey(d.ID, source), addrValue(addrAlias, id)); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bPartnerAliases).Put(pair(partnerID, id), nil); err != nil {
+		if err := partnerIndexPut(tx, bPartnerAliases, partnerID, id, nil); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bDomainAliases).Put(pair(d.ID, id), nil); err != nil {
@@ -822,14 +831,15 @@ func (s *Store) Aliases(ctx context.Context, partnerID int64, domainID int64, p 
 	var total int
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if domainID == 0 {
-			out, total = page[mailstore.Alias](tx.Bucket(bPartnerAliases), tx.Bucket(bAliases), partnerID, p)
+			out, total = countedPage[mailstore.Alias](tx.Bucket(bPartnerAliases), tx.Bucket(bAliases), partnerID, p,
+				partnerCount(tx, partnerID, bPartnerAliases))
 			return nil
 		}
 		var d mailstore.Domain
 		if !getJSON(tx.Bucket(bDomains), id8(domainID), &d) || d.PartnerID != partnerID {
 			return mailstore.ErrDomainNotFound
 		}
-		out, total = page[mailstore.Alias](tx.Bucket(bDomainAliases), tx.Bucket(bAliases), domainID, p)
+		out, total = countedPage[mailstore.Alias](tx.Bucket(bDomainAliases), tx.Bucket(bAliases), domainID, p, int(d.AliasCount))
 		return nil
 	})
 	return out, total, err
@@ -883,12 +893,14 @@ func (s *Store) DeleteAlias(ctx context.Context, partnerID int64, source string)
 
 func deleteAliasTx(tx *bolt.Tx, d *mailstore.Domain, a mailstore.Alias) error {
 	d.AliasCount--
+	if err := partnerIndexDelete(tx, bPartnerAliases, a.PartnerID, a.ID); err != nil {
+		return err
+	}
 	for _, del := range []struct {
 		b []byte
 		k []byte
 	}{
 		{bDomainAddresses, addrKey(a.DomainID, a.Source)},
-		{bPartnerAliases, pair(a.PartnerID, a.ID)},
 		{bDomainAliases, pair(a.DomainID, a.ID)},
 		{bAliases, id8(a.ID)},
 	} {

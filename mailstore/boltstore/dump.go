@@ -522,7 +522,7 @@ func (l *boltLoader) writeControl(tx *bolt.Tx, r mailstore.Record) (bool, error)
 		if err := tx.Bucket(bDomainClaims).Put(claimKey(d.Name, d.PartnerID), id8(d.ID)); err != nil {
 			return true, err
 		}
-		if err := tx.Bucket(bPartnerDomains).Put(pair(d.PartnerID, d.ID), nil); err != nil {
+		if err := partnerIndexPut(tx, bPartnerDomains, d.PartnerID, d.ID, nil); err != nil {
 			return true, err
 		}
 		if d.Verified {
@@ -553,7 +553,7 @@ func (l *boltLoader) writeControl(tx *bolt.Tx, r mailstore.Record) (bool, error)
 			return true, err
 		}
 		entry := entryValue(m)
-		if err := tx.Bucket(bPartnerMailboxes).Put(pair(m.PartnerID, m.ID), entry); err != nil {
+		if err := partnerIndexPut(tx, bPartnerMailboxes, m.PartnerID, m.ID, entry); err != nil {
 			return true, err
 		}
 		if err := tx.Bucket(bDomainMailboxes).Put(pair(m.DomainID, m.ID), entry); err != nil {
@@ -569,7 +569,7 @@ func (l *boltLoader) writeControl(tx *bolt.Tx, r mailstore.Record) (bool, error)
 		if err := tx.Bucket(bDomainAddresses).Put(addrKey(a.DomainID, a.Source), addrValue(addrAlias, a.ID)); err != nil {
 			return true, err
 		}
-		if err := tx.Bucket(bPartnerAliases).Put(pair(a.PartnerID, a.ID), nil); err != nil {
+		if err := partnerIndexPut(tx, bPartnerAliases, a.PartnerID, a.ID, nil); err != nil {
 			return true, err
 		}
 		if err := tx.Bucket(bDomainAliases).Put(pair(a.DomainID, a.ID), nil); err != nil {

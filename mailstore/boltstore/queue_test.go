@@ -174,8 +174,8 @@ func asSchema(t *testing.T, dir string, v uint64, laterBuckets ...string) {
 func upgrade(t *testing.T, dir string) {
 	t.Helper()
 	openBolt(t, dir).Close()
-	if got := readSchema(t, filepath.Join(dir, boltstore.FileName)); got != 8 {
-		t.Errorf("schema after upgrade = %d, want 8", got)
+	if got := readSchema(t, filepath.Join(dir, boltstore.FileName)); got != 9 {
+		t.Errorf("schema after upgrade = %d, want 9", got)
 	}
 }
 

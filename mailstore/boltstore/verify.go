@@ -49,6 +49,7 @@ func verifyBolt(ctx context.Context, tx *bolt.Tx) ([]mailstore.Drift, error) {
 	if err := v.checkMailboxesAndDomains(); err != nil {
 		return nil, err
 	}
+	v.checkPartnerCounts()
 	if err := v.checkBodies(); err != nil {
 		return nil, err
 	}
@@ -184,6 +185,41 @@ func (v *verifier) checkMailboxesAndDomains() error {
 		v.drift(obj, "used_bytes", d.UsedBytes, t.size)
 		return nil
 	})
+}
+
+// checkPartnerCounts compares partner_counts with the partner indexes'
+// keys.
+func (v *verifier) checkPartnerCounts() {
+	want := countPartnerIndexes(v.tx)
+	have := map[string]uint64{}
+	v.tx.Bucket(bPartnerCounts).ForEach(func(k, val []byte) error {
+		if len(val) == 8 {
+			have[string(k)] = binary.BigEndian.Uint64(val)
+		}
+		return nil
+	})
+	keys := map[string]bool{}
+	for k := range want {
+		keys[k] = true
+	}
+	for k := range have {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	slices.Sort(sorted)
+	for _, k := range sorted {
+		if len(k) < 8 {
+			continue
+		}
+		field := map[string]string{"partner_domains": "domain_count", "partner_mailboxes": "mailbox_count", "partner_aliases": "alias_count"}[k[8:]]
+		if field == "" {
+			field = k[8:]
+		}
+		v.drift(fmt.Sprintf("partner %d", binary.BigEndian.Uint64([]byte(k[:8]))), field, int64(have[k]), int64(want[k]))
+	}
 }
 
 // checkBodies compares each body's refcount with the references found,
