@@ -322,6 +322,32 @@ func TestTwoNodes(t *testing.T) {
 			t.Errorf("revoked key: GET /domains/ on b = %d %s, want 401", code, body)
 		}
 
+		// A mailbox deleted on b: a's MX, which has just looked it up
+		// (and keeps the answer), refuses it as soon as the database's
+		// announcement of the delete reaches a, milliseconds later; the
+		// answer no longer lives out a timer (docs/clustering.md).
+		if code, body := call(t, "POST", b.api()+"/users/", key, `{"domain_name":"example.com","email":"gone@example.com","password":"password123"}`); code != 201 {
+			t.Fatalf("POST /users/ on b = %d %s", code, body)
+		}
+		if _, err := sendMX(a.SMTP, "dave@sender.test", []string{"gone@example.com"}, "Subject: before\r\n\r\nx\r\n"); err != nil {
+			t.Fatalf("mail to gone@ into a before the delete: %v", err)
+		}
+		if code, body := call(t, "DELETE", b.api()+"/users/gone@example.com", key, ""); code != 200 && code != 204 {
+			t.Fatalf("DELETE /users/gone@example.com on b = %d %s", code, body)
+		}
+		deleted := time.Now()
+		for {
+			_, err := sendMX(a.SMTP, "dave@sender.test", []string{"gone@example.com"}, "Subject: after\r\n\r\nx\r\n")
+			if err != nil && strings.Contains(err.Error(), "550") {
+				t.Logf("deleted on b: a's MX refused it %v later", time.Since(deleted).Round(time.Millisecond))
+				break
+			}
+			if time.Since(deleted) > 500*time.Millisecond {
+				t.Fatalf("a's MX still takes a mailbox deleted on b %v later (%v): want 550 within the announcement's latency", time.Since(deleted).Round(time.Millisecond), err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+
 		// A password changed on b is the password on a at once.
 		if code, body := call(t, "PUT", b.api()+"/users/alice@example.com", key, `{"password":"a new password"}`); code != 200 {
 			t.Fatalf("PUT /users/alice@example.com on b = %d %s", code, body)
