@@ -324,8 +324,8 @@ func TestTwoNodes(t *testing.T) {
 
 		// A mailbox deleted on b: a's MX, which has just looked it up
 		// (and keeps the answer), refuses it as soon as the database's
-		// announcement of the delete reaches a, milliseconds later; the
-		// answer no longer lives out a timer (docs/clustering.md).
+		// announcement of the delete reaches a, milliseconds later
+		// (docs/clustering.md).
 		if code, body := call(t, "POST", b.api()+"/users/", key, `{"domain_name":"example.com","email":"gone@example.com","password":"password123"}`); code != 201 {
 			t.Fatalf("POST /users/ on b = %d %s", code, body)
 		}
