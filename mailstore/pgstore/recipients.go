@@ -32,10 +32,10 @@ import (
 //     shared channel at its commit (017_recipient_changes.sql), and the
 //     notifier forgets every answer when the announcement arrives,
 //     milliseconds later. Answers are kept only while the notifier's
-//     connection listens (listening): while it is down nothing is kept,
-//     and what was read before it dropped is void when it is back. A
-//     connection that died without a word is found by TCP keepalives
-//     within about 25 s (notify.go).
+//     connection listens (listening): from when the notifier finds it
+//     gone nothing is kept, and what was read before is void. It finds
+//     a session the database ended at once; a connection that died
+//     without a word, by TCP keepalives within about 25 s (notify.go).
 //   - The used bytes, which deliveries through other nodes and IMAP
 //     writes change without an announcement (announcing every delivery
 //     would wake every node for every message): an answer is at most the

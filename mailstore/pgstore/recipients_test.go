@@ -2,6 +2,8 @@ package pgstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -381,4 +383,51 @@ func TestRecipientChangesLongSchema(t *testing.T) {
 	quotaOf(t, s, "a@long.example")
 	behind(t, s, `UPDATE mailboxes SET quota_mb = 300 WHERE email = 'a@long.example'`)
 	waitQuota(t, s, "a@long.example", 300)
+}
+
+// TestRecipientCacheListenerLost: when the notifier's listening session
+// ends, announcements sent before it listens again are lost; the cache
+// voids what it held when the notifier finds the session gone, and keeps
+// nothing until it listens again, so that a change made through another
+// node meanwhile is seen within milliseconds, not after the TTL (the
+// clock stands still), and changes are heard again once it listens.
+func TestRecipientCacheListenerLost(t *testing.T) {
+	ctx := context.Background()
+	admin, _, u := mailFixtureURL(t, 1)
+	var tag [6]byte
+	rand.Read(tag[:])
+	app := "mhlisten_" + hex.EncodeToString(tag[:])
+	s, err := Open(ctx, u+"&application_name="+app, Options{Node: "listen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.recipients.now = testclock.New(benchMailNow).Now
+	const a = "u0@bench.example"
+	listening := func() bool {
+		s.recipients.mu.Lock()
+		defer s.recipients.mu.Unlock()
+		return s.recipients.listening
+	}
+	for round := range 3 {
+		waitFor(t, "the notifier listening", listening)
+		quotaOf(t, s, a) // kept
+		var ended int
+		waitFor(t, "the listening session to end", func() bool {
+			err := admin.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE application_name = $1 AND query LIKE 'LISTEN%'`, app).Scan(&ended)
+			return err == nil && ended == 1
+		})
+		// Changed at once: its announcement is lost with the session.
+		want := int64(3000 + round)
+		behind(t, admin, `UPDATE mailboxes SET quota_mb = $2 WHERE email = $1`, a, want)
+		waitQuota(t, s, a, want)
+		// Listening again, answers are kept and changes heard.
+		waitFor(t, "the notifier listening again", listening)
+		if q := quotaOf(t, s, a); q != want {
+			t.Errorf("round %d: quota once listening again = %d, want %d (an answer from before the loss kept)", round, q, want)
+		}
+		behind(t, admin, `UPDATE mailboxes SET quota_mb = $2 WHERE email = $1`, a, want+100)
+		waitQuota(t, s, a, want+100)
+	}
 }
