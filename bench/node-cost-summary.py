@@ -23,7 +23,7 @@ for path in sys.argv[1:]:
                 continue
             runs.setdefault((k, rate), []).append([float(m[i]) if m[i] else None for i in (5, 6, 7, 8, 9, 10, 11)])
 names = ["node CPU ms", "db CPU ms", "WAL B", "xacts", "node ctx sw", "db ctx sw", "idle ms/s/node"]
-# Logs from before node-cost.sh counted context switches have none.
+# A log whose lines lack the context switches leaves their columns out.
 shown = [i for i in range(len(names)) if any(r[i] is not None for rs in runs.values() for r in rs)]
 names = [names[i] for i in shown]
 runs = {key: [[r[i] for i in shown] for r in rs] for key, rs in runs.items()}

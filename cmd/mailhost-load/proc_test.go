@@ -15,14 +15,16 @@ func TestTreeCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A child that burns about 0.3 s of CPU, then exits (Run waits).
-	busy := exec.Command("sh", "-c", `end=$(($(date +%s%N) + 300000000)); while [ $(date +%s%N) -lt $end ]; do :; done`)
+	// A child that burns CPU by a count of work, not of time, so that a
+	// loaded machine does not leave it short (about 0.6 s here), then
+	// exits (Run waits).
+	busy := exec.Command("sh", "-c", `i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done`)
 	if err := busy.Run(); err != nil {
-		t.Skipf("sh: %v", err)
+		t.Fatalf("sh: %v", err)
 	}
 	child := busy.ProcessState.UserTime() + busy.ProcessState.SystemTime()
 	if child < 100*time.Millisecond {
-		t.Skipf("the child used only %v of CPU", child)
+		t.Fatalf("the child used only %v of CPU, want at least 100ms", child)
 	}
 	// A live child, sleeping.
 	sleeper := exec.Command("sleep", "10")

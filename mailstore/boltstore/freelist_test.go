@@ -52,8 +52,8 @@ func metaFreelist(t *testing.T, path string) uint64 {
 
 // TestOpenWritesFreelist: a store written by Open has its freelist on
 // disk, so that the next open reads one page instead of walking the file;
-// a file last written without one (NoFreelistSync, as older releases wrote) gets it
-// at its first open, and keeps its data.
+// a file last written without one (NoFreelistSync) gets it at its first
+// open, and keeps its data.
 func TestOpenWritesFreelist(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
@@ -70,7 +70,7 @@ func TestOpenWritesFreelist(t *testing.T) {
 		t.Fatalf("after a write through Open the meta page's freelist is %#x (none written), want a page", got)
 	}
 
-	// Written without a freelist, as older releases write.
+	// Written without a freelist (NoFreelistSync).
 	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		t.Fatal(err)

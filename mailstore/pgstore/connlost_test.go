@@ -17,17 +17,26 @@ import (
 // succeed on a new connection instead of failing on a dead one: what was lost before its COMMIT was sent was
 // rolled back and is run again. They follow within a second of the last
 // use, so that the pool does not ping the connections first.
-func TestConnectionLost(t *testing.T) {
-	ctx := context.Background()
-	admin, ids, u := mailFixtureURL(t, 2)
+// openNamed opens a store on u whose sessions carry an application_name
+// of their own (prefix and a random tag), answered with it, by which a
+// test finds their backends in pg_stat_activity to end them.
+func openNamed(t *testing.T, u, prefix string, opt Options) (*Store, string) {
+	t.Helper()
 	var tag [6]byte
 	rand.Read(tag[:])
-	app := "mhlost_" + hex.EncodeToString(tag[:])
-	s, err := Open(ctx, u+"&application_name="+app, Options{Node: "lost", MaxConns: 4, BodyCacheBytes: -1}) // FETCH reads the database
+	app := prefix + "_" + hex.EncodeToString(tag[:])
+	s, err := Open(context.Background(), u+"&application_name="+app, opt)
 	if err != nil {
 		t.Fatalf("Open() = %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
+	return s, app
+}
+
+func TestConnectionLost(t *testing.T) {
+	ctx := context.Background()
+	admin, ids, u := mailFixtureURL(t, 2)
+	s, app := openNamed(t, u, "mhlost", Options{Node: "lost", MaxConns: 4, BodyCacheBytes: -1}) // FETCH reads the database
 	delivered := 0
 	deliver := func() error {
 		_, err := s.Deliver(ctx, mailstore.Delivery{Body: []byte("Subject: x\r\n\r\nx\r\n"), ReceivedAt: benchMailNow, MailboxIDs: []int64{ids[0]}})

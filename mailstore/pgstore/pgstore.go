@@ -296,9 +296,7 @@ func retry(ctx context.Context, try func() error) error {
 // returns (recipients.go), even if it failed after its commit: the other
 // nodes learn of it from the database's triggers, at the commit.
 func (s *Store) write(ctx context.Context, fn func(pgx.Tx) error) error {
-	if s.recipients != nil {
-		defer s.recipients.forget()
-	}
+	defer s.recipients.forget()
 	return s.tx(ctx, pgx.TxOptions{}, fn)
 }
 

@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -394,14 +392,7 @@ func TestRecipientChangesLongSchema(t *testing.T) {
 func TestRecipientCacheListenerLost(t *testing.T) {
 	ctx := context.Background()
 	admin, _, u := mailFixtureURL(t, 1)
-	var tag [6]byte
-	rand.Read(tag[:])
-	app := "mhlisten_" + hex.EncodeToString(tag[:])
-	s, err := Open(ctx, u+"&application_name="+app, Options{Node: "listen"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, app := openNamed(t, u, "mhlisten", Options{Node: "listen"})
 	s.recipients.now = testclock.New(benchMailNow).Now
 	const a = "u0@bench.example"
 	listening := func() bool {
