@@ -149,7 +149,8 @@ func startNotifier(ctx context.Context, s *Store) (*notifier, error) {
 
 // channelName cuts a channel's name as PostgreSQL cuts an identifier
 // (NAMEDATALEN-1 bytes, at a character's start): LISTEN takes a longer
-// name cut, pg_notify refuses it.
+// name cut, pg_notify refuses it. The recipient triggers cut theirs the
+// same way (017_recipient_changes.sql).
 func channelName(s string) string {
 	const max = 63
 	if len(s) <= max {

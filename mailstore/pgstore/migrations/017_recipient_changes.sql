@@ -14,8 +14,9 @@
 -- be renumbered when merged.
 CREATE OR REPLACE FUNCTION recipients_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	-- Cut as LISTEN cuts the identifier (63 bytes): pg_notify would
-	-- refuse a longer name, and with it the write.
+	-- Cut as LISTEN cuts the identifier (63 bytes), as the notifier's
+	-- channelName (notify.go) cuts it: pg_notify would refuse a longer
+	-- name, and with it the write.
 	PERFORM pg_notify(left('mailhost_' || TG_TABLE_SCHEMA, 63), '/r');
 	RETURN NULL;
 END
